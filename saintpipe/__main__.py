@@ -1,0 +1,3 @@
+from saintpipe.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""The ``saintpipe`` command line: one entry point with subcommand groups.
+
+Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one
+local pipeline), ``serve`` (each service on its own) and ``bench`` (benchmarks
+that print their figures). Each group lives in its own module and registers its
+commands on the parser; a command's handler takes the parsed arguments and
+returns an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from saintpipe import __version__
+from saintpipe.errors import SaintpipeError
+
+log = logging.getLogger("saintpipe")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from saintpipe.cli import bench, data, run, serve
+
+    parser = argparse.ArgumentParser(
+        prog="saintpipe",
+        description=(
+            "GraphSAINT-style GNN training as a pipeline: sampler workers cut induced subgraphs, "
+            "a Redis pool buffers them, sharded gRPC servers serve node features, trainers train."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"saintpipe {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
+    data.register(groups)
+    run.register(groups)
+    serve.register(groups)
+    bench.register(groups)
+    return parser
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        return int(args.func(args) or 0)
+    except SaintpipeError as exc:
+        print(f"saintpipe: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("saintpipe: interrupted", file=sys.stderr)
+        return 130

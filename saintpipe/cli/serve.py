@@ -1,0 +1,17 @@
+"""``saintpipe serve …``: run one service of the pipeline on its own."""
+
+from __future__ import annotations
+
+import argparse
+
+from saintpipe.cli.registry import register_all
+
+# One module per service; each defines register(subparsers).
+SERVICES: tuple[str, ...] = ()
+
+
+def register(groups: argparse._SubParsersAction) -> None:
+    parser = groups.add_parser("serve", help="run one service (feature shard, samplers, trainer)",
+                               description="Run one service of the pipeline on its own.")
+    sub = parser.add_subparsers(dest="service", metavar="SERVICE", required=True)
+    register_all(sub, SERVICES)

@@ -1,0 +1,67 @@
+"""One error hierarchy for every saintpipe component.
+
+Each error knows the gRPC status code it maps to, so servers translate them in
+one place and clients turn the codes back into the same typed exceptions. Every
+error also subclasses the matching built-in so callers can catch either.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+
+class SaintpipeError(Exception):
+    """Base of every error saintpipe raises on purpose.
+
+    The CLI prints these as one clear line (no traceback) and exits non-zero.
+    """
+
+    exit_code: int = 2
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INTERNAL
+
+
+class ConfigError(SaintpipeError, ValueError):
+    """A configuration file, environment variable or flag is invalid."""
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INVALID_ARGUMENT
+
+
+class DatasetError(SaintpipeError, ValueError):
+    """A dataset directory or an input file is missing, malformed or inconsistent.
+
+    The message always names the file (and field) at fault.
+    """
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.FAILED_PRECONDITION
+
+
+class InvalidArgument(SaintpipeError, ValueError):
+    """A caller passed an impossible parameter (a bad id, a budget < 1, ...)."""
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INVALID_ARGUMENT
+
+
+class DecodeError(SaintpipeError, ValueError):
+    """A wire message is malformed; the message names the field."""
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DATA_LOSS
+
+
+class ServiceUnavailable(SaintpipeError, ConnectionError):
+    """A server (Redis, a feature shard, Ray) could not be reached."""
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+
+class SaintpipeTimeout(SaintpipeError, TimeoutError):
+    """An operation did not finish within its deadline."""
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.DEADLINE_EXCEEDED

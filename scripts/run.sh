@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's main command: set up (first run only), then run the local
+# pipeline on the built-in demo dataset. Extra arguments go to `saintpipe run`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+"$root/scripts/bootstrap.sh"
+exec "$root/.venv/bin/saintpipe" run "$@"

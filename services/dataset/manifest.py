@@ -1,0 +1,83 @@
+"""The dataset manifest: shapes, dtypes, shard ranges and a checksum per file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+
+from saintpipe.errors import DatasetError
+
+FORMAT_VERSION = 1
+MANIFEST_NAME = "manifest.json"
+
+
+class Manifest(pydantic.BaseModel):
+    """What a dataset directory holds. Written last, so its presence means the dataset is complete."""
+
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    format_version: int = FORMAT_VERSION
+    name: str
+    num_nodes: int = pydantic.Field(ge=1)
+    num_edges: int = pydantic.Field(ge=0, description="directed edges stored (both directions of an undirected edge)")
+    feature_dim: int = pydantic.Field(ge=1)
+    feature_dtype: Literal["float32", "float16"] = "float32"
+    num_classes: int = pydantic.Field(ge=1)
+    multilabel: bool = False
+    symmetric: bool = True
+    shards: list[tuple[int, int]] = pydantic.Field(description="[start, stop) node range of each feature shard file")
+    files: dict[str, str] = pydantic.Field(description="relative path -> sha256 hex digest")
+    source: str = ""
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.shards)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """Read and validate ``DIR/manifest.json``.
+
+    Raises:
+        DatasetError: missing or unparsable manifest, or a format newer than this program reads.
+    """
+    path = Path(directory) / MANIFEST_NAME
+    if not Path(directory).is_dir():
+        raise DatasetError(f"{directory}: dataset directory not found")
+    if not path.is_file():
+        raise DatasetError(f"{path}: manifest not found (not a saintpipe dataset, or an unfinished write)")
+    try:
+        raw = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise DatasetError(f"{path}: manifest must be a JSON object")
+    version = raw.get("format_version")
+    if not isinstance(version, int):
+        raise DatasetError(f"{path}: field format_version is missing or not an integer")
+    if version > FORMAT_VERSION:
+        raise DatasetError(
+            f"{path}: format_version {version} is newer than this saintpipe reads ({FORMAT_VERSION}); upgrade saintpipe"
+        )
+    try:
+        return Manifest.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise DatasetError(f"{path}: field {field}: {err['msg']}") from None
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    path = Path(directory) / MANIFEST_NAME
+    path.write_text(json.dumps(manifest.model_dump(mode="json"), indent=2) + "\n")

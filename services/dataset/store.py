@@ -1,0 +1,251 @@
+"""Write and open dataset directories.
+
+Layout of a dataset directory::
+
+    manifest.json            shapes, dtypes, shard ranges, sha256 of every file (written last)
+    indptr.npy               int64 [N+1]
+    indices.npy              int32 [E], neighbour lists sorted ascending
+    labels.npy               int64 [N] (-1 = unlabelled) or uint8 [N, C] (multi-label)
+    split/train.npy, split/val.npy, split/test.npy      int64 node ids
+    features/shard-00000.npy ...                         float32/float16 rows [start, stop)
+    (extra files, e.g. node_ids.npy for imported edge lists)
+
+Readers memory-map every array: sampler processes on one host share the page
+cache instead of holding copies. Writers build the whole directory under a
+temporary name beside ``out`` and rename it at the end, so a failure never
+leaves a half-written dataset and never touches an existing one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from saintpipe.errors import DatasetError
+from services.dataset import checks
+from services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+
+
+def shard_ranges(num_nodes: int, num_shards: int) -> list[tuple[int, int]]:
+    """Split [0, N) into ``num_shards`` contiguous ranges of near-equal size."""
+    if num_shards < 1:
+        raise DatasetError(f"number of shards must be >= 1, got {num_shards}")
+    if num_shards > num_nodes:
+        raise DatasetError(f"cannot split {num_nodes} nodes into {num_shards} shards")
+    bounds = np.linspace(0, num_nodes, num_shards + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def shard_file(k: int) -> str:
+    return f"features/shard-{k:05d}.npy"
+
+
+def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
+    """``np.load`` with errors that name the file (missing, truncated, pickled)."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: file not found")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except ValueError as exc:
+        raise DatasetError(f"{path}: not a readable .npy file ({exc}); is it truncated or pickled?") from None
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc}") from None
+
+
+@dataclass
+class Dataset:
+    """An opened dataset directory; all arrays are read-only memory maps."""
+
+    path: Path
+    manifest: Manifest
+    indptr: np.ndarray
+    indices: np.ndarray
+    labels: np.ndarray
+    splits: dict[str, np.ndarray]
+    _shards: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.manifest.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        return self.manifest.num_edges
+
+    @property
+    def shard_starts(self) -> np.ndarray:
+        return np.array([a for a, _ in self.manifest.shards] + [self.num_nodes], dtype=np.int64)
+
+    def degrees(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def feature_shard(self, k: int) -> np.ndarray:
+        """The memory-mapped rows of shard ``k`` (rows ``manifest.shards[k]``)."""
+        if not 0 <= k < self.manifest.num_shards:
+            raise DatasetError(f"{self.path}: shard {k} does not exist (dataset has {self.manifest.num_shards})")
+        if k not in self._shards:
+            path = self.path / shard_file(k)
+            arr = load_npy(path)
+            start, stop = self.manifest.shards[k]
+            if arr.shape != (stop - start, self.manifest.feature_dim):
+                raise DatasetError(f"{path}: shape {arr.shape}, manifest says ({stop - start}, {self.manifest.feature_dim})")
+            self._shards[k] = arr
+        return self._shards[k]
+
+    def gather_features(self, ids: np.ndarray) -> np.ndarray:
+        """Rows ``ids`` of the full feature matrix, in request order (the in-process path)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((ids.size, self.manifest.feature_dim), dtype=self.manifest.feature_dtype)
+        owner = np.searchsorted(self.shard_starts, ids, side="right") - 1
+        for k in np.unique(owner):
+            sel = np.flatnonzero(owner == k)
+            out[sel] = self.feature_shard(int(k))[ids[sel] - self.manifest.shards[k][0]]
+        return out
+
+    def features(self) -> np.ndarray:
+        """The whole feature matrix in memory (small graphs only)."""
+        return np.concatenate([self.feature_shard(k) for k in range(self.manifest.num_shards)])
+
+
+def open_dataset(path: Path | str, verify: bool = False) -> Dataset:
+    """Open a dataset directory, memory-mapping its arrays.
+
+    Args:
+        path: the dataset directory.
+        verify: also check every file's checksum and the arrays' invariants
+            (see :func:`services.dataset.verify.verify_dataset`).
+
+    Raises:
+        DatasetError: naming the file at fault.
+    """
+    path = Path(path)
+    manifest = read_manifest(path)
+    if verify:
+        from services.dataset.verify import verify_dataset
+
+        verify_dataset(path)
+    indptr = load_npy(path / "indptr.npy")
+    indices = load_npy(path / "indices.npy")
+    if indptr.shape != (manifest.num_nodes + 1,):
+        raise DatasetError(f"{path / 'indptr.npy'}: shape {indptr.shape}, manifest says ({manifest.num_nodes + 1},)")
+    if indices.shape != (manifest.num_edges,):
+        raise DatasetError(f"{path / 'indices.npy'}: shape {indices.shape}, manifest says ({manifest.num_edges},)")
+    labels = load_npy(path / "labels.npy")
+    splits = {name: load_npy(path / "split" / f"{name}.npy") for name in SPLITS}
+    return Dataset(path=path, manifest=manifest, indptr=indptr, indices=indices, labels=labels, splits=splits)
+
+
+def _save(directory: Path, rel: str, array: np.ndarray) -> None:
+    target = directory / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    np.save(target, np.ascontiguousarray(array), allow_pickle=False)
+
+
+def write_dataset(
+    out: Path | str,
+    *,
+    name: str,
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    features: np.ndarray,
+    labels: np.ndarray,
+    splits: Mapping[str, np.ndarray],
+    num_shards: int = 1,
+    feature_dtype: str = "float32",
+    symmetric: bool = True,
+    extra: Mapping[str, np.ndarray] | None = None,
+    source: str = "",
+    overwrite: bool = False,
+) -> Manifest:
+    """Validate the arrays and write them as a dataset directory, atomically.
+
+    Args:
+        out: the dataset directory to create.
+        name: the dataset's name.
+        indptr, indices: CSR topology (int64 / int32, sorted neighbour lists).
+        features: float [N, F]; stored as ``feature_dtype``.
+        labels: int64 [N] or uint8 [N, C].
+        splits: ``train``, ``val`` and ``test`` node id arrays.
+        num_shards: number of contiguous feature shard files.
+        feature_dtype: ``float32`` or ``float16``.
+        symmetric: the graph is undirected and stores both directions (checked).
+        extra: more arrays to store (``rel/path.npy`` -> array), checksummed too.
+        source: a note on where the data came from.
+        overwrite: replace an existing dataset at ``out`` (only once the new one is complete).
+
+    Raises:
+        DatasetError: invalid arrays, or ``out`` exists and ``overwrite`` is false.
+    """
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise DatasetError(f"{out}: already exists; choose another --out or pass --force to replace it")
+    if feature_dtype not in ("float32", "float16"):
+        raise DatasetError(f"feature dtype must be float32 or float16, got {feature_dtype!r}")
+    num_nodes = checks.check_topology(indptr, indices, symmetric=symmetric)
+    checks.check_features(features, num_nodes)
+    num_classes, multilabel = checks.check_labels(labels, num_nodes)
+    for split_name in SPLITS:
+        if split_name not in splits:
+            raise DatasetError(f"split {split_name!r} is missing")
+        checks.check_split(np.asarray(splits[split_name]), num_nodes, where=f"split {split_name}")
+    ranges = shard_ranges(num_nodes, num_shards)
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        _save(tmp, "indptr.npy", indptr)
+        _save(tmp, "indices.npy", indices)
+        _save(tmp, "labels.npy", labels)
+        for split_name in SPLITS:
+            _save(tmp, f"split/{split_name}.npy", np.asarray(splits[split_name], dtype=np.int64))
+        for k, (start, stop) in enumerate(ranges):
+            _save(tmp, shard_file(k), np.asarray(features[start:stop], dtype=feature_dtype))
+        for rel, array in (extra or {}).items():
+            _save(tmp, rel, array)
+        files = {
+            str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()
+        }
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            name=name,
+            num_nodes=num_nodes,
+            num_edges=int(indices.size),
+            feature_dim=int(features.shape[1]),
+            feature_dtype=feature_dtype,
+            num_classes=num_classes,
+            multilabel=multilabel,
+            symmetric=symmetric,
+            shards=ranges,
+            files=files,
+            source=source,
+        )
+        write_manifest(tmp, manifest)
+        os.chmod(tmp, 0o755)
+        _replace_dir(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("wrote dataset %s to %s (%d nodes, %d edges)", name, out, num_nodes, indices.size)
+    return manifest
+
+
+def _replace_dir(new: Path, out: Path) -> None:
+    """Move ``new`` to ``out``; an existing ``out`` is removed only after the move succeeded."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.rename(out, old)
+        os.rename(new, out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(new, out)
