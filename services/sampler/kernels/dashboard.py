@@ -32,18 +32,26 @@ from numba import njit
 NULL = np.int32(-1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fill_pins(db, start, stop, pin):
-    """``db[start:stop] = pin``: pin a tile (Algorithm 4 line 34) or invalidate it with NULL (line 14)."""
-    for k in range(start, stop):
-        db[k] = pin
+    """``db[start:stop] = pin``: pin a tile (Algorithm 4 line 34) or invalidate it with NULL (line 14).
+
+    The loop runs over a view from index 0: with a possibly negative index
+    (``range(start, stop)``) Numba's wraparound check turns the vectorized
+    stores into scatters; from 0 they are plain contiguous vector stores.
+    """
+    view = db[start:stop]
+    for k in range(view.size):
+        view[k] = pin
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def move_pins(dst, dst_start, src, src_start, count):
     """Copy ``count`` pins from ``src[src_start:]`` to ``dst[dst_start:]`` (Algorithm 4 line 23)."""
+    out = dst[dst_start:dst_start + count]
+    inp = src[src_start:src_start + count]
     for k in range(count):
-        dst[dst_start + k] = src[src_start + k]
+        out[k] = inp[k]
 
 
 @njit(cache=True)
