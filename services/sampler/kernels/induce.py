@@ -128,7 +128,8 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
     n = node_ids.size
     for i in range(n):
         g2l[node_ids[i]] = i
-    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids or alpha.size > 0)
+    want_eids = want_eids or alpha.size > 0
+    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids)
     for i in range(n):
         g2l[node_ids[i]] = ABSENT
 

@@ -8,8 +8,9 @@ import scipy.sparse as sp
 from services.dataset.csr import edges_to_csr
 
 
-def random_graph(num_nodes: int, num_edges: int, seed: int, *, isolated: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A random undirected graph (CSR, both directions, sorted rows); the last ``isolated`` nodes have no edge."""
+def random_graph(num_nodes: int, num_edges: int, seed: int, *,
+                 isolated: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A random undirected graph in CSR (sorted rows); the last ``isolated`` nodes have no edge."""
     rng = np.random.default_rng(seed)
     connected = max(num_nodes - isolated, 1)
     src = rng.integers(0, connected, size=num_edges)

@@ -1,4 +1,5 @@
-"""The Dashboard's contiguous fills and compaction are vectorized (the paper's AVX intra-sampler parallelism)."""
+"""The Dashboard's contiguous fills and compaction are vectorized (the paper's AVX intra-sampler parallelism).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Induced subgraphs equal scipy slicing; weights, transposed weights and loss weights follow their definitions."""
+"""Induced subgraphs equal scipy slicing; weights, transposed weights and loss weights are as defined."""
 
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def test_normalized_weights_and_their_transpose(config):
                           for v, u in zip(rows, cols)], dtype=np.int64)
     assert np.array_equal(indices[positions], cols)
     deg = np.diff(indptr)
-    expected = ((1.0 / deg[rows]) / norm.aggregator_coefficients[positions].astype(np.float64)).astype(np.float32)
+    alpha = norm.aggregator_coefficients[positions].astype(np.float64)
+    expected = ((1.0 / deg[rows]) / alpha).astype(np.float32)
     assert np.array_equal(g.edge_weights, expected)
     assert np.array_equal(g.edge_weights_t, _transposed_data(g).astype(np.float32))
     is_train = np.isin(g.node_ids, train)

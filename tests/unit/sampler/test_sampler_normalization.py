@@ -24,7 +24,7 @@ TRAIN = np.arange(0, 80, 2)
 
 
 def _brute_force(indptr, indices, config, num, train):
-    """Count nodes and (v, u) pairs of every pre-sampled subgraph with plain Python, then apply GraphSAINT's rules."""
+    """Count nodes and (v, u) pairs of the pre-sampled subgraphs in plain Python; apply GraphSAINT's rules."""
     sampler = make_sampler(config, indptr, indices)
     node_count, edge_count = Counter(), Counter()
     for i in range(num):
@@ -101,4 +101,5 @@ def test_sampler_uses_stored_normalization(dataset_dir):
     norm = load_or_estimate(dataset_dir, CONFIG, NUM, processes=1)
     sampler = make_sampler(CONFIG, INDPTR, INDICES, normalization=norm, train_nodes=TRAIN)
     g = sampler.sample(3)
-    assert np.array_equal(g.loss_weights, np.where(np.isin(g.node_ids, TRAIN), norm.loss_coefficients[g.node_ids], 0))
+    expected = np.where(np.isin(g.node_ids, TRAIN), norm.loss_coefficients[g.node_ids], 0)
+    assert np.array_equal(g.loss_weights, expected)
