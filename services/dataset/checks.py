@@ -5,6 +5,8 @@ All checks are vectorized: they run on graphs with tens of millions of edges.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 
 from saintpipe.errors import DatasetError
@@ -60,12 +62,15 @@ def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, 
     return n
 
 
-def check_features(features: np.ndarray, num_nodes: int, where: str = "features") -> None:
-    """Features must be a float [N, F] matrix with no NaN or infinity."""
+def check_features(features: np.ndarray, num_nodes: int, where: str = "features", first_row: int = 0) -> None:
+    """Features must be a float [N, F] matrix with no NaN or infinity.
+
+    ``first_row`` is the node id of row 0 (a feature shard), so errors name global node ids.
+    """
     if features.ndim != 2:
         raise DatasetError(f"{where}: features must be 2-D [nodes, dim], got shape {features.shape}")
     if features.shape[0] != num_nodes:
-        raise DatasetError(f"{where}: features have {features.shape[0]} rows but the graph has {num_nodes} nodes")
+        raise DatasetError(f"{where}: features have {features.shape[0]} rows but {num_nodes} nodes are expected")
     if features.shape[1] < 1:
         raise DatasetError(f"{where}: features have zero columns")
     if features.dtype not in (np.float32, np.float16, np.float64):
@@ -75,7 +80,9 @@ def check_features(features: np.ndarray, num_nodes: int, where: str = "features"
         finite = np.isfinite(block)
         if not finite.all():
             r, c = np.argwhere(~finite)[0]
-            raise DatasetError(f"{where}: feature [{start + r}, {c}] is {block[r, c]} (NaN or infinite)")
+            raise DatasetError(
+                f"{where}: feature of node {first_row + start + r}, column {c} is {block[r, c]} (NaN or infinite)"
+            )
 
 
 def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels") -> tuple[int, bool]:
@@ -109,3 +116,26 @@ def check_split(split: np.ndarray, num_nodes: int, where: str) -> None:
             raise DatasetError(f"{where}: node id {bad} is out of range [0, {num_nodes})")
         if np.unique(split).size != split.size:
             raise DatasetError(f"{where}: split lists a node id more than once")
+
+
+def check_splits(splits: Mapping[str, np.ndarray], labels: np.ndarray, num_nodes: int,
+                 where: str | Mapping[str, str] = "split {name}") -> None:
+    """Check the train / val / test splits together: each valid, pairwise disjoint, every node labelled.
+
+    ``where`` names each split in errors: a mapping split -> name, or a string
+    in which ``{name}`` is replaced by the split's name.
+    """
+    seen = np.zeros(num_nodes, dtype=np.int8)
+    # Multi-label rows may legitimately be all zero; a single-label -1 cannot be trained or scored.
+    labelled = labels >= 0 if labels.ndim == 1 else None
+    for name in ("train", "val", "test"):
+        label = where.replace("{name}", name) if isinstance(where, str) else where[name]
+        if name not in splits:
+            raise DatasetError(f"{label}: split {name!r} is missing")
+        ids = np.asarray(splits[name])
+        check_split(ids, num_nodes, where=label)
+        if (both := ids[seen[ids] != 0]).size:
+            raise DatasetError(f"{label}: node {int(both[0])} is also in an earlier split (splits must be disjoint)")
+        seen[ids] = 1
+        if labelled is not None and (bad := ids[~labelled[ids]]).size:
+            raise DatasetError(f"{label}: node {int(bad[0])} has no label (-1) but is in the {name} split")
