@@ -15,27 +15,30 @@ from saintpipe.errors import DatasetError
 _NAN_CHUNK_ROWS = 1 << 16
 
 
-def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, where: str = "topology") -> int:
+def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, where: str = "topology",
+                   indptr_where: str | None = None) -> int:
     """Check a CSR adjacency and return its node count.
 
     Requires int64 ``indptr`` of length N+1 starting at 0 and non-decreasing,
     int32 ``indices`` in [0, N), neighbour lists strictly ascending (sorted, no
     duplicates) and, when ``symmetric``, every edge stored in both directions.
+    ``where`` names the indices in errors, ``indptr_where`` the row pointer (default: ``where``).
     """
+    at = indptr_where or where
     if indptr.ndim != 1 or indptr.dtype != np.int64:
-        raise DatasetError(f"{where}: indptr must be a 1-D int64 array, got {indptr.dtype} with shape {indptr.shape}")
+        raise DatasetError(f"{at}: indptr must be a 1-D int64 array, got {indptr.dtype} with shape {indptr.shape}")
     if indices.ndim != 1 or indices.dtype != np.int32:
         raise DatasetError(f"{where}: indices must be a 1-D int32 array, got {indices.dtype} with shape {indices.shape}")
     if indptr.size < 2:
-        raise DatasetError(f"{where}: indptr must have at least 2 entries (one node), got {indptr.size}")
+        raise DatasetError(f"{at}: indptr must have at least 2 entries (one node), got {indptr.size}")
     n = indptr.size - 1
     if indptr[0] != 0:
-        raise DatasetError(f"{where}: indptr[0] must be 0, got {indptr[0]}")
+        raise DatasetError(f"{at}: indptr[0] must be 0, got {indptr[0]}")
     if indptr[-1] != indices.size:
-        raise DatasetError(f"{where}: indptr[-1] = {indptr[-1]} but indices has {indices.size} entries")
+        raise DatasetError(f"{at}: indptr[-1] = {indptr[-1]} but {where} has {indices.size} entries")
     steps = np.diff(indptr)
     if (bad := np.flatnonzero(steps < 0)).size:
-        raise DatasetError(f"{where}: indptr decreases at node {bad[0]}")
+        raise DatasetError(f"{at}: indptr decreases at node {bad[0]}")
     if indices.size:
         lo, hi = int(indices.min()), int(indices.max())
         if lo < 0 or hi >= n:

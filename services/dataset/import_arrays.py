@@ -42,8 +42,8 @@ def from_arrays(
     indptr = coerce.as_indptr(arrays["indptr"], where["indptr"])
     indices = coerce.as_indices(arrays["indices"], where["indices"])
     if symmetrize:
-        indptr, indices = csr_to_symmetric(indptr, indices, where=where["indices"])
-    n = checks.check_topology(indptr, indices, symmetric=True, where=where["indices"])
+        indptr, indices = csr_to_symmetric(indptr, indices, where=f"{where['indptr']} / {where['indices']}")
+    n = checks.check_topology(indptr, indices, symmetric=True, where=where["indices"], indptr_where=where["indptr"])
     features = coerce.as_features(arrays["features"], where["features"])
     checks.check_features(features, n, where=where["features"])
     labels = coerce.as_labels(arrays["labels"], where["labels"])

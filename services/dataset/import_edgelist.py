@@ -51,7 +51,7 @@ class _IdMap:
         missing = self.ids[pos_clipped] != keys
         if missing.any():
             bad = keys[np.flatnonzero(missing)[0]]
-            raise DatasetError(f"{where}: node id {bad!r} does not occur in the edge list or the feature/label files")
+            raise DatasetError(f"{where}: node id {sidefiles.show_id(bad)} does not occur in the edge list or the feature/label files")
         return pos_clipped.astype(np.int64)
 
 
@@ -121,7 +121,7 @@ def import_edgelist(
         feat.values = coerce.as_features(feat.values, feat.where)
         x, present = _scatter(feat, ids, n, 0, feat.values.dtype)
         if not present.all():
-            raise DatasetError(f"{feat.where}: no feature row for node id {ids.ids[np.flatnonzero(~present)[0]]!r}")
+            raise DatasetError(f"{feat.where}: no feature row for node id {sidefiles.show_id(ids.ids[np.flatnonzero(~present)[0]])}")
         checks.check_features(x, n, where=feat.where)
     else:
         x = np.stack([np.ones(n, dtype=np.float32), np.log1p(np.diff(indptr)).astype(np.float32)], axis=1)

@@ -30,6 +30,11 @@ class Keyed:
     names: np.ndarray | None = None  # class names when labels were given as names
 
 
+def show_id(value) -> str:
+    """A node id for an error message: 42 or 'alice', without numpy's type wrapper."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
 def is_npy(path: Path) -> bool:
     return path.suffix.lower() == ".npy"
 
@@ -50,7 +55,7 @@ def _table_keys(path: Path, fmt: tabular.TableFormat, string_ids: bool) -> np.nd
     keys = tabular.read_ids(path, fmt, 0)
     if keys.dtype.kind != "i":
         bad = next(k for k in keys if not k.lstrip("-").isdigit())
-        raise DatasetError(f"{path}: node id {bad!r} is not an integer, but the edge list's ids are integers")
+        raise DatasetError(f"{path}: node id {show_id(bad)} is not an integer, but the edge list's ids are integers")
     return keys
 
 
@@ -58,7 +63,7 @@ def _check_unique(keyed: Keyed) -> Keyed:
     order = np.argsort(keyed.keys, kind="stable")
     sorted_keys = keyed.keys[order]
     if (dup := np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])).size:
-        raise DatasetError(f"{keyed.where}: node id {sorted_keys[dup[0]]!r} appears more than once")
+        raise DatasetError(f"{keyed.where}: node id {show_id(sorted_keys[dup[0]])} appears more than once")
     return keyed
 
 
@@ -112,7 +117,7 @@ def read_split_codes(path: Path, string_ids: bool) -> Keyed:
     for word, code in SPLIT_NAMES.items():
         codes[raw == word] = code
     if (bad := np.flatnonzero(codes == -2)).size:
-        raise DatasetError(f"{path}: split value {raw[bad[0]]!r} of node {keys[bad[0]]!r} is not train, val, test or none")
+        raise DatasetError(f"{path}: split value {show_id(raw[bad[0]])} of node {show_id(keys[bad[0]])} is not train, val, test or none")
     return _check_unique(Keyed(keys=keys, values=codes, where=str(path)))
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 
 from saintpipe.errors import DatasetError
@@ -76,21 +78,27 @@ def sniff(path: Path, delimiter: str | None = None, header: bool | None = None) 
     return TableFormat(delimiter=delimiter, skiprows=skiprows, columns=columns, num_columns=len(first_fields))
 
 
-def read_columns(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype: type | str) -> np.ndarray:
-    """Columns ``usecols`` of the table as one array (2-D for a tuple); parse errors name the file and row."""
-    try:
+def _loadtxt(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype: type | str) -> np.ndarray:
+    with warnings.catch_warnings():
+        # Comment lines trigger numpy's "contained no data" notice; comments are part of the format.
+        warnings.filterwarnings("ignore", message=".*contained no data.*")
         return np.loadtxt(path, dtype=dtype, delimiter=fmt.delimiter, comments="#", skiprows=fmt.skiprows,
                           usecols=usecols, ndmin=2 if isinstance(usecols, tuple) else 1, encoding="utf-8",
                           quotechar='"')
+
+
+def read_columns(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype: type | str) -> np.ndarray:
+    """Columns ``usecols`` of the table as one array (2-D for a tuple); parse errors name the file and row."""
+    try:
+        return _loadtxt(path, fmt, usecols, dtype)
     except ValueError as exc:
-        raise DatasetError(f"{path}: {exc}") from None
+        note = f" (data rows counted from 0 after {fmt.skiprows} skipped line(s))" if fmt.skiprows else ""
+        raise DatasetError(f"{path}: {exc}{note}") from None
 
 
 def read_ids(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int) -> np.ndarray:
     """Node id columns: int64 when every id is an integer, else strings."""
     try:
-        return np.loadtxt(path, dtype=np.int64, delimiter=fmt.delimiter, comments="#", skiprows=fmt.skiprows,
-                          usecols=usecols, ndmin=2 if isinstance(usecols, tuple) else 1, encoding="utf-8",
-                          quotechar='"')
+        return _loadtxt(path, fmt, usecols, np.int64)
     except ValueError:
         return read_columns(path, fmt, usecols, str)

@@ -102,7 +102,8 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
     indices = load_npy(path / "indices.npy")
     _expect(path / "indptr.npy", indptr, (n + 1,), ("int64",))
     _expect(path / "indices.npy", indices, (e,), ("int32",))
-    checks.check_topology(indptr, indices, symmetric=manifest.symmetric, where=str(path / "indices.npy"))
+    checks.check_topology(indptr, indices, symmetric=manifest.symmetric, where=str(path / "indices.npy"),
+                          indptr_where=str(path / "indptr.npy"))
 
     verify_shard_ranges(path, manifest)
     for k, (start, stop) in enumerate(tqdm(manifest.shards, desc="feature shards", unit="shard",
