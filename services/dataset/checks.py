@@ -58,9 +58,13 @@ def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, 
         rows = np.repeat(np.arange(n, dtype=np.int64), steps)
         forward = rows * n + indices
         backward = np.sort(indices.astype(np.int64) * n + rows)
-        if (bad := np.flatnonzero(forward != backward)).size:
-            k = int(bad[0])
-            u, v = divmod(int(forward[k]), n)
+        if (forward != backward).any():
+            # Rare path: find an edge whose reverse really is absent, to name it.
+            del backward
+            reverse = indices.astype(np.int64) * n + rows
+            pos = np.minimum(np.searchsorted(forward, reverse), forward.size - 1)
+            k = int(np.flatnonzero(forward[pos] != reverse)[0])
+            u, v = int(rows[k]), int(indices[k])
             raise DatasetError(f"{where}: adjacency is not symmetric: edge ({u}, {v}) has no reverse edge ({v}, {u})")
     return n
 

@@ -104,7 +104,8 @@ def _write_shard(dataset, dst: Path, start: int, stop: int, dtype: str, bar: tqd
     out = np.lib.format.open_memmap(dst, mode="w+", dtype=dtype, shape=(stop - start, dataset.manifest.feature_dim))
     for lo in range(start, stop, _BLOCK_ROWS):
         hi = min(lo + _BLOCK_ROWS, stop)
-        block = dataset.gather_features(np.arange(lo, hi)).astype(dtype)
+        with np.errstate(over="ignore"):  # overflow is reported below, naming the node
+            block = dataset.gather_features(np.arange(lo, hi)).astype(dtype)
         if dtype == "float16":
             checks.check_features(block, hi - lo, where="features as float16", first_row=lo)
         out[lo - start : hi - start] = block

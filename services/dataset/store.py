@@ -207,7 +207,8 @@ def write_dataset(
         for split_name in SPLITS:
             _save(tmp, f"split/{split_name}.npy", np.asarray(splits[split_name], dtype=np.int64))
         for k, (start, stop) in enumerate(ranges):
-            shard = np.asarray(features[start:stop], dtype=feature_dtype)
+            with np.errstate(over="ignore"):  # overflow is reported below, naming the node
+                shard = np.asarray(features[start:stop], dtype=feature_dtype)
             if feature_dtype == "float16":
                 # float32 values beyond 65504 become inf in float16: refuse rather than store them.
                 checks.check_features(shard, stop - start, where="features as float16", first_row=start)
