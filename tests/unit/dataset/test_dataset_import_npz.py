@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -30,7 +32,7 @@ def cora(real_datasets) -> dict:
     return dict(np.load(real_datasets / "cora.npz"))
 
 
-def _save(tmp_path, arrays) -> "Path":
+def _save(tmp_path, arrays) -> Path:
     path = tmp_path / "bad.npz"
     np.savez(path, **arrays)
     return path
