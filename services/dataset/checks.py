@@ -13,6 +13,8 @@ from saintpipe.errors import DatasetError
 
 # Rows of the feature matrix scanned at once for NaN, to bound extra memory.
 _NAN_CHUNK_ROWS = 1 << 16
+# Edges handled at once by the symmetry check.
+_SYM_CHUNK = 1 << 22
 
 
 def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, where: str = "topology",
@@ -55,18 +57,47 @@ def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, 
             node = int(np.searchsorted(indptr, bad[0] + 1, side="right") - 1)
             raise DatasetError(f"{where}: neighbour list of node {node} is not sorted ascending without duplicates")
     if symmetric and indices.size:
-        rows = np.repeat(np.arange(n, dtype=np.int64), steps)
-        forward = rows * n + indices
-        backward = np.sort(indices.astype(np.int64) * n + rows)
-        if (forward != backward).any():
-            # Rare path: find an edge whose reverse really is absent, to name it.
-            del backward
-            reverse = indices.astype(np.int64) * n + rows
-            pos = np.minimum(np.searchsorted(forward, reverse), forward.size - 1)
-            k = int(np.flatnonzero(forward[pos] != reverse)[0])
-            u, v = int(rows[k]), int(indices[k])
-            raise DatasetError(f"{where}: adjacency is not symmetric: edge ({u}, {v}) has no reverse edge ({v}, {u})")
+        _check_symmetric(indptr, indices, where)
     return n
+
+
+def _row_keys(indptr: np.ndarray, indices: np.ndarray, start: int, stop: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``row * n + col`` and ``col * n + row`` of CSR entries [start, stop)."""
+    rows = np.searchsorted(indptr, np.arange(start, stop, dtype=np.int64), side="right") - 1
+    cols = indices[start:stop].astype(np.int64)
+    return rows * n + cols, cols * n + rows
+
+
+def _check_symmetric(indptr: np.ndarray, indices: np.ndarray, where: str) -> None:
+    """Every entry (u, v) has its reverse (v, u), given sorted duplicate-free rows.
+
+    The sorted reverse keys must equal the forward keys (which are already
+    sorted); both are built in chunks, so the only full-size temporary is one
+    int64 array of E keys.
+    """
+    n = indptr.size - 1
+    e = indices.size
+    backward = np.empty(e, dtype=np.int64)
+    for start in range(0, e, _SYM_CHUNK):
+        stop = min(start + _SYM_CHUNK, e)
+        backward[start:stop] = _row_keys(indptr, indices, start, stop, n)[1]
+    backward.sort()
+    for start in range(0, e, _SYM_CHUNK):
+        stop = min(start + _SYM_CHUNK, e)
+        forward, _ = _row_keys(indptr, indices, start, stop, n)
+        if (forward != backward[start:stop]).any():
+            # Rare path: name an entry whose reverse really is absent (searching the sorted reverse keys).
+            del forward
+            for lo in range(0, e, _SYM_CHUNK):
+                hi = min(lo + _SYM_CHUNK, e)
+                fwd, _ = _row_keys(indptr, indices, lo, hi, n)
+                pos = np.minimum(np.searchsorted(backward, fwd), e - 1)
+                if (miss := np.flatnonzero(backward[pos] != fwd)).size:
+                    u, v = divmod(int(fwd[miss[0]]), n)
+                    raise DatasetError(
+                        f"{where}: adjacency is not symmetric: edge ({u}, {v}) has no reverse edge ({v}, {u})"
+                    )
+            raise DatasetError(f"{where}: adjacency is not symmetric")
 
 
 def check_features(features: np.ndarray, num_nodes: int, where: str = "features", first_row: int = 0) -> None:
