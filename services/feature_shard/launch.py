@@ -37,6 +37,8 @@ class ShardProcess:
         cmd = [sys.executable, "-m", "saintpipe", "serve", "feature-shard", "--data", str(dataset_dir),
                "--shard", str(shard), "--host", host, "--port", "0", *extra_args]
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        self.output: list[str] = []  # every stdout line, as it arrives
+        self.metrics_url: str | None = None  # when started with --metrics-port
         self.address = self._await_address(host, start_timeout)
 
     def _await_address(self, host: str, timeout: float) -> str:
@@ -46,6 +48,7 @@ class ShardProcess:
 
         def pump() -> None:
             for line in self.process.stdout:
+                self.output.append(line.rstrip("\n"))
                 lines.put(line)
             lines.put(None)
 
@@ -58,6 +61,8 @@ class ShardProcess:
                 break
             if line is None:
                 break
+            if line.startswith("metrics on "):
+                self.metrics_url = line.split(" ", 2)[2].strip()
             if line.startswith("listening on "):
                 return f"{host}:{line.strip().rsplit(':', 1)[1]}"
         if self.process.poll() is None:

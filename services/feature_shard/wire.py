@@ -74,8 +74,8 @@ def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
     if rows.dtype.byteorder == ">":
         rows = rows.astype(WIRE_DTYPES[dtype_name])
     head = pb.GatherChunk(offset=offset, dtype=dtype_name, shape=rows.shape).SerializeToString()
-    payload = memoryview(rows).cast("B")
-    return b"".join((head, _ROWS_TAG, _varint(payload.nbytes), payload))
+    payload = memoryview(rows).cast("B") if rows.size else b""
+    return b"".join((head, _ROWS_TAG, _varint(len(payload)), payload))
 
 
 def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
