@@ -298,6 +298,10 @@ class FeatureClient:
     def _gather_piece(self, shard: _Shard, ids: np.ndarray, out: np.ndarray, positions: np.ndarray,
                       deadline_at: float) -> None:
         request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
+        # Sorted unique requests (a subgraph's node_ids) land in one block of ``out``:
+        # copy chunks into a slice instead of scattering row by row.
+        base = int(positions[0])
+        contiguous = bool(positions[-1] - base == positions.size - 1 and (np.diff(positions) == 1).all())
 
         def attempt(replica: _Replica, timeout: float) -> None:
             received = 0
@@ -306,7 +310,10 @@ class FeatureClient:
                 if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
                     raise DecodeError(f"feature shard {shard.index} at {replica.address}: chunk of shape "
                                       f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids")
-                out[positions[offset : offset + rows.shape[0]]] = rows
+                if contiguous:
+                    out[base + offset : base + offset + rows.shape[0]] = rows
+                else:
+                    out[positions[offset : offset + rows.shape[0]]] = rows
                 received += rows.shape[0]
                 nbytes += rows.nbytes
             if received != ids.size:

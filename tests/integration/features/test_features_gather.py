@@ -92,3 +92,9 @@ def test_address_manifest_and_string_forms(shard_addresses, full_matrix, tmp_pat
     for spec in (manifest, str(manifest), text):
         with FeatureClient(spec) as c:
             np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
+
+
+def test_sorted_unique_ids_like_a_subgraph(client, full_matrix):
+    node_ids = np.unique(np.random.default_rng(4).integers(0, NUM_NODES, 1200))  # Subgraph.node_ids convention
+    np.testing.assert_array_equal(client.gather(node_ids), full_matrix[node_ids])
+    np.testing.assert_array_equal(client.gather(np.arange(NUM_NODES)), full_matrix)
