@@ -65,7 +65,7 @@ def read_address_manifest(path: Path | str) -> list[list[str]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(data, dict) or "shards" not in data:
-        raise ConfigError(f"{path}: expected an object with a \"shards\" field (a list of address lists)")
+        raise ConfigError(f'{path}: expected an object with a "shards" field (a list of address lists)')
     return normalize_shards(data["shards"], where=f"{path}: field shards")
 
 

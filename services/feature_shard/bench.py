@@ -18,17 +18,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.cli.report import add_json_flag
 
     parser = sub.add_parser(
-        "features", help="feature-service gather throughput vs. in-process numpy",
+        "features",
+        help="feature-service gather throughput vs. in-process numpy",
         description="Gather random rows from feature shards served by real subprocesses, and in the same run "
-        "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio.")
-    parser.add_argument("--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)")
+        "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio.",
+    )
+    parser.add_argument(
+        "--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)"
+    )
     parser.add_argument("--rows", type=int, default=8000, help="rows per gather (default 8000)")
-    parser.add_argument("--nodes", type=int, default=50_000, help="nodes in each generated dataset (default 50000)")
+    parser.add_argument(
+        "--nodes", type=int, default=50_000, help="nodes in each generated dataset (default 50000)"
+    )
     parser.add_argument("--shards", type=int, default=2, help="shard servers (default 2)")
-    parser.add_argument("--repeats", type=int, default=30, help="timed gathers per configuration (default 30)")
+    parser.add_argument(
+        "--repeats", type=int, default=30, help="timed gathers per configuration (default 30)"
+    )
     parser.add_argument("--no-fp16", action="store_true", help="skip the float16-transfer rows")
-    parser.add_argument("--in-process", action="store_true",
-                        help="run the shard servers as threads of this process instead of subprocesses")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the shard servers as threads of this process instead of subprocesses",
+    )
     parser.add_argument("--seed", type=int, default=0)
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
@@ -61,10 +72,21 @@ def _bench(args: argparse.Namespace) -> int:
     if 500 in ratios:
         summary["target_ratio_dim500"] = 0.5
         summary["target_met"] = ratios[500] >= 0.5
-    params = {"rows": args.rows, "nodes": args.nodes, "shards": args.shards, "repeats": args.repeats,
-              "servers": "in-process threads" if args.in_process else "subprocesses"}
-    emit_report("features", rows, params=params, summary=summary, as_json=args.json,
-                columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "wire_MB", "ratio"])
+    params = {
+        "rows": args.rows,
+        "nodes": args.nodes,
+        "shards": args.shards,
+        "repeats": args.repeats,
+        "servers": "in-process threads" if args.in_process else "subprocesses",
+    }
+    emit_report(
+        "features",
+        rows,
+        params=params,
+        summary=summary,
+        as_json=args.json,
+        columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "wire_MB", "ratio"],
+    )
     return 0
 
 
@@ -93,7 +115,9 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
             reference = dataset.gather_features(id_sets[0])
             for name, client in clients.items():
                 got = client.gather(id_sets[0])
-                expected = reference if "fp16" not in name else reference.astype(np.float16).astype(np.float32)
+                expected = (
+                    reference if "fp16" not in name else reference.astype(np.float16).astype(np.float32)
+                )
                 if not np.array_equal(got, expected):
                     raise SaintpipeError(f"benchmark self-check failed: {name} rows differ from the dataset")
             times = {"numpy mmap (baseline)": [], **{name: [] for name in clients}}
@@ -114,11 +138,17 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
     for name, samples in times.items():
         t = np.array(samples[3:])
         median = float(np.median(t))
-        out.append({
-            "dim": dim, "path": name, "rows_per_s": args.rows / median, "MB_per_s": mb / median,
-            "p50_ms": median * 1e3, "p99_ms": float(np.percentile(t, 99)) * 1e3,
-            "wire_MB": float(np.median(wire[name][3:])) / 1e6 if name in wire else mb,
-        })
+        out.append(
+            {
+                "dim": dim,
+                "path": name,
+                "rows_per_s": args.rows / median,
+                "MB_per_s": mb / median,
+                "p50_ms": median * 1e3,
+                "p99_ms": float(np.percentile(t, 99)) * 1e3,
+                "wire_MB": float(np.median(wire[name][3:])) / 1e6 if name in wire else mb,
+            }
+        )
     base = out[0]["MB_per_s"]
     for row in out:
         row["ratio"] = row["MB_per_s"] / base

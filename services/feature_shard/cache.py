@@ -31,7 +31,9 @@ from services.feature_shard import metrics
 class CacheConfig(StrictModel):
     """Sizes of the trainer-side cache, in rows."""
 
-    static_rows: int = pydantic.Field(0, ge=0, description="pinned rows: the highest-degree nodes (needs degrees)")
+    static_rows: int = pydantic.Field(
+        0, ge=0, description="pinned rows: the highest-degree nodes (needs degrees)"
+    )
     lru_rows: int = pydantic.Field(0, ge=0, description="rows kept by least-recent use")
 
     @property
@@ -70,13 +72,23 @@ class FeatureCache:
         cache.insert(np.unique(req[~hit]), fetched_rows)
     """
 
-    def __init__(self, num_nodes: int, feature_dim: int, *, static_ids: np.ndarray | None = None,
-                 static_rows: np.ndarray | None = None, lru_rows: int = 0, name: str = "trainer") -> None:
+    def __init__(
+        self,
+        num_nodes: int,
+        feature_dim: int,
+        *,
+        static_ids: np.ndarray | None = None,
+        static_rows: np.ndarray | None = None,
+        lru_rows: int = 0,
+        name: str = "trainer",
+    ) -> None:
         static_ids = np.empty(0, np.int64) if static_ids is None else np.asarray(static_ids, dtype=np.int64)
         if static_rows is None:
             static_rows = np.empty((0, feature_dim), np.float32)
         if static_rows.shape != (static_ids.size, feature_dim):
-            raise InvalidArgument(f"static rows have shape {static_rows.shape}, expected ({static_ids.size}, {feature_dim})")
+            raise InvalidArgument(
+                f"static rows have shape {static_rows.shape}, expected ({static_ids.size}, {feature_dim})"
+            )
         if np.unique(static_ids).size != static_ids.size:
             raise InvalidArgument("static ids must be unique")
         if lru_rows < 0:
@@ -158,7 +170,11 @@ class FeatureCache:
         """Hits, misses, hit rate and occupancy."""
         with self._lock:
             total = self.hits + self.misses
-            return {"cache_hits": self.hits, "cache_misses": self.misses,
-                    "cache_hit_rate": self.hits / total if total else 0.0,
-                    "cache_static_rows": self.num_static, "cache_lru_rows": self._filled,
-                    "cache_lru_capacity": self.num_lru}
+            return {
+                "cache_hits": self.hits,
+                "cache_misses": self.misses,
+                "cache_hit_rate": self.hits / total if total else 0.0,
+                "cache_static_rows": self.num_static,
+                "cache_lru_rows": self._filled,
+                "cache_lru_capacity": self.num_lru,
+            }

@@ -10,20 +10,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "feature-shard",
         help="serve one shard of a dataset's node features over gRPC",
-        description="Serve shard K of the dataset in DIR (its memory-mapped feature rows) over gRPC, with the "
-        "standard health service and optional Prometheus metrics. Prints 'listening on HOST:PORT' once ready; "
-        "SIGTERM or SIGINT stops it after in-flight calls finish (--grace seconds at most). Settings come from "
-        "defaults < --config file ([feature_shard] section) < SAINTPIPE_FEATURE_SHARD__<FIELD> < flags.",
+        description="Serve shard K of the dataset in DIR (its memory-mapped feature rows) over gRPC, "
+        "with the standard health service and optional Prometheus metrics. Prints 'listening on "
+        "HOST:PORT' once ready; SIGTERM or SIGINT stops it after in-flight calls finish (--grace seconds "
+        "at most). Settings: defaults < --config file ([feature_shard] section) < "
+        "SAINTPIPE_FEATURE_SHARD__<FIELD> < flags.",
     )
     parser.add_argument("--data", type=Path, help="dataset directory")
     parser.add_argument("--shard", type=int, help="index of the shard to serve")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
     parser.add_argument("--port", type=int, help="gRPC port (default 50051; 0 = a free port, printed)")
-    parser.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on this port (0 = a free one)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus /metrics on this port (0 = a free one)"
+    )
     parser.add_argument("--max-workers", type=int, help="handler threads (default 8)")
-    parser.add_argument("--max-message-bytes", type=int, help="gRPC message limit; larger answers are chunked")
+    parser.add_argument(
+        "--max-message-bytes", type=int, help="gRPC message limit; larger answers are chunked"
+    )
     parser.add_argument("--chunk-bytes", type=int, help="target size of one answer chunk (default 1 MiB)")
-    parser.add_argument("--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown")
+    parser.add_argument(
+        "--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown"
+    )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.set_defaults(func=_serve)
 
@@ -39,8 +46,20 @@ def _serve(args: argparse.Namespace) -> int:
     from services.feature_shard.server import create_server, stop_server
 
     log = logging.getLogger("services.feature_shard")
-    flags = {name: getattr(args, name) for name in ("data", "shard", "host", "port", "metrics_port", "max_workers",
-                                                    "max_message_bytes", "chunk_bytes", "grace_seconds")}
+    flags = {
+        name: getattr(args, name)
+        for name in (
+            "data",
+            "shard",
+            "host",
+            "port",
+            "metrics_port",
+            "max_workers",
+            "max_message_bytes",
+            "chunk_bytes",
+            "grace_seconds",
+        )
+    }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
     stop = threading.Event()
     received: list[int] = []
@@ -51,8 +70,15 @@ def _serve(args: argparse.Namespace) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     httpd = None
-    server, port = create_server(cfg.data, cfg.shard, host=cfg.host, port=cfg.port, max_workers=cfg.max_workers,
-                                 max_message_bytes=cfg.max_message_bytes, chunk_bytes=cfg.chunk_bytes)
+    server, port = create_server(
+        cfg.data,
+        cfg.shard,
+        host=cfg.host,
+        port=cfg.port,
+        max_workers=cfg.max_workers,
+        max_message_bytes=cfg.max_message_bytes,
+        chunk_bytes=cfg.chunk_bytes,
+    )
     try:
         if cfg.metrics_port is not None:
             metrics_host = cfg.metrics_host or cfg.host

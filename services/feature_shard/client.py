@@ -123,11 +123,21 @@ class FeatureClient:
             raise ConfigError(f"transfer_dtype must be one of {TRANSFER_DTYPES}, got {transfer_dtype!r}")
         self.deadline, self.retries, self.name = float(deadline), int(retries), name
         self._stats_lock = threading.Lock()
-        self._counters = {"requests": 0, "rows_requested": 0, "rows_fetched": 0, "bytes_received": 0,
-                          "shard_calls": 0, "retries": 0, "failovers": 0}
-        self._shards = [_Shard(k, [self._replica(a) for a in replicas]) for k, replicas in enumerate(addresses)]
-        self._pool = futures.ThreadPoolExecutor(max_workers or max(2, 2 * len(self._shards)),
-                                                thread_name_prefix=f"features-{name}")
+        self._counters = {
+            "requests": 0,
+            "rows_requested": 0,
+            "rows_fetched": 0,
+            "bytes_received": 0,
+            "shard_calls": 0,
+            "retries": 0,
+            "failovers": 0,
+        }
+        self._shards = [
+            _Shard(k, [self._replica(a) for a in replicas]) for k, replicas in enumerate(addresses)
+        ]
+        self._pool = futures.ThreadPoolExecutor(
+            max_workers or max(2, 2 * len(self._shards)), thread_name_prefix=f"features-{name}"
+        )
         self._closed = False
         try:
             self._connect(transfer_dtype)
@@ -141,10 +151,16 @@ class FeatureClient:
     @staticmethod
     def _replica(address: str) -> _Replica:
         channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-        gather = channel.unary_stream(f"/{SERVICE_NAME}/Gather", request_serializer=pb.GatherRequest.SerializeToString,
-                                      response_deserializer=decode_chunk)
-        info = channel.unary_unary(f"/{SERVICE_NAME}/Info", request_serializer=pb.InfoRequest.SerializeToString,
-                                   response_deserializer=pb.ShardInfo.FromString)
+        gather = channel.unary_stream(
+            f"/{SERVICE_NAME}/Gather",
+            request_serializer=pb.GatherRequest.SerializeToString,
+            response_deserializer=decode_chunk,
+        )
+        info = channel.unary_unary(
+            f"/{SERVICE_NAME}/Info",
+            request_serializer=pb.InfoRequest.SerializeToString,
+            response_deserializer=pb.ShardInfo.FromString,
+        )
         return _Replica(address, channel, gather, info)
 
     def _connect(self, transfer_dtype: str) -> None:
@@ -152,7 +168,9 @@ class FeatureClient:
         deadline_at = time.monotonic() + self.deadline
 
         def ask(shard: _Shard) -> pb.ShardInfo:
-            return self._with_failover(shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), deadline_at, "Info")
+            return self._with_failover(
+                shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), deadline_at, "Info"
+            )
 
         infos = list(self._pool.map(ask, self._shards))
         for shard, info in zip(self._shards, infos):
@@ -161,11 +179,17 @@ class FeatureClient:
             if info.shard != shard.index or info.num_shards != len(self._shards):
                 raise InvalidArgument(
                     f"{where} says it is shard {info.shard} of {info.num_shards}, but it is listed as shard "
-                    f"{shard.index} of {len(self._shards)}: check the order of the addresses")
-            if (info.feature_dim, info.dtype, info.num_nodes) != (infos[0].feature_dim, infos[0].dtype,
-                                                                  infos[0].num_nodes):
-                raise InvalidArgument(f"{where} serves {info.num_nodes} nodes x {info.feature_dim} {info.dtype}, "
-                                      f"shard 0 {infos[0].num_nodes} x {infos[0].feature_dim} {infos[0].dtype}")
+                    f"{shard.index} of {len(self._shards)}: check the order of the addresses"
+                )
+            if (info.feature_dim, info.dtype, info.num_nodes) != (
+                infos[0].feature_dim,
+                infos[0].dtype,
+                infos[0].num_nodes,
+            ):
+                raise InvalidArgument(
+                    f"{where} serves {info.num_nodes} nodes x {info.feature_dim} {info.dtype}, "
+                    f"shard 0 {infos[0].num_nodes} x {infos[0].feature_dim} {infos[0].dtype}"
+                )
         self._starts = ranges.shard_starts([(i.start, i.stop) for i in infos])
         self.num_nodes = int(infos[0].num_nodes)
         if self._starts[-1] != self.num_nodes:
@@ -184,15 +208,25 @@ class FeatureClient:
         static_ids = np.empty(0, np.int64)
         if config.static_rows:
             if degrees is None:
-                raise ConfigError("cache.static_rows > 0 pins the highest-degree nodes: pass degrees= "
-                                  "(e.g. open_dataset(dir).degrees())")
+                raise ConfigError(
+                    "cache.static_rows > 0 pins the highest-degree nodes: pass degrees= "
+                    "(e.g. open_dataset(dir).degrees())"
+                )
             if len(degrees) != self.num_nodes:
-                raise ConfigError(f"degrees has {len(degrees)} entries, the shards serve {self.num_nodes} nodes")
+                raise ConfigError(
+                    f"degrees has {len(degrees)} entries, the shards serve {self.num_nodes} nodes"
+                )
             static_ids = top_degree_nodes(degrees, config.static_rows)
         static_rows = self._fetch_all(static_ids)
         log.info("feature cache %s: %d static rows, %d LRU rows", self.name, static_ids.size, config.lru_rows)
-        return FeatureCache(self.num_nodes, self.feature_dim, static_ids=static_ids, static_rows=static_rows,
-                            lru_rows=config.lru_rows, name=self.name)
+        return FeatureCache(
+            self.num_nodes,
+            self.feature_dim,
+            static_ids=static_ids,
+            static_rows=static_rows,
+            lru_rows=config.lru_rows,
+            name=self.name,
+        )
 
     # -- public API ---------------------------------------------------------------------------------------
 
@@ -272,7 +306,7 @@ class FeatureClient:
         return rows
 
     def _fetch(self, unique: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
-        """Write the row of ``unique[i]`` (ascending ids) to ``out[positions[i]]``, asking shards concurrently."""
+        """Write the row of ``unique[i]`` (ascending) to ``out[positions[i]]``, asking shards concurrently."""
         deadline_at = time.monotonic() + self.deadline
         calls = [
             (self._shards[k], a, b)
@@ -295,8 +329,9 @@ class FeatureClient:
             for other in pending:
                 other.cancel()
 
-    def _gather_piece(self, shard: _Shard, ids: np.ndarray, out: np.ndarray, positions: np.ndarray,
-                      deadline_at: float) -> None:
+    def _gather_piece(
+        self, shard: _Shard, ids: np.ndarray, out: np.ndarray, positions: np.ndarray, deadline_at: float
+    ) -> None:
         request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
         # Sorted unique requests (a subgraph's node_ids) land in one block of ``out``:
         # copy chunks into a slice instead of scattering row by row.
@@ -308,8 +343,10 @@ class FeatureClient:
             nbytes = 0
             for offset, rows in replica.gather(request, timeout=timeout):
                 if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
-                    raise DecodeError(f"feature shard {shard.index} at {replica.address}: chunk of shape "
-                                      f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids")
+                    raise DecodeError(
+                        f"feature shard {shard.index} at {replica.address}: chunk of shape "
+                        f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
+                    )
                 if contiguous:
                     out[base + offset : base + offset + rows.shape[0]] = rows
                 else:
@@ -317,14 +354,17 @@ class FeatureClient:
                 received += rows.shape[0]
                 nbytes += rows.nbytes
             if received != ids.size:
-                raise DecodeError(f"feature shard {shard.index} at {replica.address}: answered {received} rows "
-                                  f"for {ids.size} ids")
+                raise DecodeError(
+                    f"feature shard {shard.index} at {replica.address}: answered {received} rows "
+                    f"for {ids.size} ids"
+                )
             self._count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
 
         self._with_failover(shard, attempt, deadline_at, "Gather")
 
-    def _with_failover(self, shard: _Shard, call: Callable[[_Replica, float], T], deadline_at: float,
-                       what: str) -> T:
+    def _with_failover(
+        self, shard: _Shard, call: Callable[[_Replica, float], T], deadline_at: float, what: str
+    ) -> T:
         """Run ``call(replica, timeout)`` on the shard's replicas until one answers.
 
         UNAVAILABLE moves on to the next replica; after a full round, back off and
@@ -351,7 +391,8 @@ class FeatureClient:
                         continue
                     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                         raise SaintpipeTimeout(
-                            f"{where}: {what} did not finish within the {self.deadline:g} s deadline") from None
+                            f"{where}: {what} did not finish within the {self.deadline:g} s deadline"
+                        ) from None
                     raise error_from_rpc_error(exc, where) from None
                 if replica is not shard.replicas[shard.preferred]:
                     shard.prefer(replica)
@@ -372,7 +413,8 @@ class FeatureClient:
         span = f" [{shard.info.start}, {shard.info.stop})" if shard.info is not None else ""
         raise ServiceUnavailable(
             f"feature shard {shard.index}{span}: no replica answered {what} ({addresses}) after {attempts} "
-            f"attempts and {why}: {last}")
+            f"attempts and {why}: {last}"
+        )
 
     def _count(self, **amounts: int) -> None:
         with self._stats_lock:

@@ -28,14 +28,35 @@ ROOT = Path(__file__).resolve().parents[2]
 class ShardProcess:
     """One ``saintpipe serve feature-shard`` subprocess."""
 
-    def __init__(self, dataset_dir: Path | str, shard: int, *, host: str = "127.0.0.1",
-                 extra_args: Sequence[str] = (), start_timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        dataset_dir: Path | str,
+        shard: int,
+        *,
+        host: str = "127.0.0.1",
+        extra_args: Sequence[str] = (),
+        start_timeout: float = 60.0,
+    ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = [sys.executable, "-m", "saintpipe", "serve", "feature-shard", "--data", str(dataset_dir),
-               "--shard", str(shard), "--host", host, "--port", "0", *extra_args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "saintpipe",
+            "serve",
+            "feature-shard",
+            "--data",
+            str(dataset_dir),
+            "--shard",
+            str(shard),
+            "--host",
+            host,
+            "--port",
+            "0",
+            *extra_args,
+        ]
         self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
         self.output: list[str] = []  # every stdout line, as it arrives
         self.metrics_url: str | None = None  # when started with --metrics-port
@@ -71,8 +92,9 @@ class ShardProcess:
         self._log.seek(0)
         output = self._log.read()[-2000:].strip()
         self.stop()
-        raise ServiceUnavailable(f"feature shard {self.shard} did not start (exit code {self.process.returncode}): "
-                                 f"{output}")
+        raise ServiceUnavailable(
+            f"feature shard {self.shard} did not start (exit code {self.process.returncode}): {output}"
+        )
 
     def stop(self, kill: bool = False, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful) or SIGKILL the server and wait for it; returns its exit code."""
@@ -97,12 +119,15 @@ class LocalShards:
             client = FeatureClient(shards.addresses)
     """
 
-    def __init__(self, dataset_dir: Path | str, num_shards: int, *, replicas: int = 1,
-                 extra_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self, dataset_dir: Path | str, num_shards: int, *, replicas: int = 1, extra_args: Sequence[str] = ()
+    ) -> None:
         self.processes: list[list[ShardProcess]] = []
         try:
             for k in range(num_shards):
-                self.processes.append([ShardProcess(dataset_dir, k, extra_args=extra_args) for _ in range(replicas)])
+                self.processes.append(
+                    [ShardProcess(dataset_dir, k, extra_args=extra_args) for _ in range(replicas)]
+                )
         except BaseException:
             self.stop()
             raise

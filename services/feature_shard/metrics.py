@@ -25,10 +25,12 @@ REQUEST_SECONDS = Histogram(
     ["shard"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
-CACHE_HITS = Counter("saintpipe_feature_cache_hits_total", "Requested rows served by the trainer-side cache",
-                     ["trainer"])
-CACHE_MISSES = Counter("saintpipe_feature_cache_misses_total", "Requested rows the trainer-side cache did not hold",
-                       ["trainer"])
+CACHE_HITS = Counter(
+    "saintpipe_feature_cache_hits_total", "Requested rows served by the trainer-side cache", ["trainer"]
+)
+CACHE_MISSES = Counter(
+    "saintpipe_feature_cache_misses_total", "Requested rows the trainer-side cache did not hold", ["trainer"]
+)
 
 
 def start_metrics_server(host: str, port: int):

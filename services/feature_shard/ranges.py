@@ -21,7 +21,9 @@ def shard_starts(ranges: Sequence[tuple[int, int]]) -> np.ndarray:
     for k, (start, stop) in enumerate(ranges):
         if start != expected:
             what = "gap" if start > expected else "overlap"
-            raise InvalidArgument(f"shard {k} starts at node {start}, expected {expected} ({what} between shards)")
+            raise InvalidArgument(
+                f"shard {k} starts at node {start}, expected {expected} ({what} between shards)"
+            )
         if stop <= start:
             raise InvalidArgument(f"shard {k} has an empty or negative range [{start}, {stop})")
         expected = stop

@@ -40,8 +40,14 @@ _HEALTH: "weakref.WeakKeyDictionary[grpc.Server, health.HealthServicer]" = weakr
 class FeatureShardServicer:
     """Answers Gather and Info for shard ``shard`` of the dataset at ``dataset_dir``."""
 
-    def __init__(self, dataset_dir: Path | str, shard: int, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+    def __init__(
+        self,
+        dataset_dir: Path | str,
+        shard: int,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    ) -> None:
         dataset = open_dataset(dataset_dir)
         manifest = dataset.manifest
         # np.asarray drops the np.memmap subclass: indexing stays a plain copy from the mapping.
@@ -60,9 +66,16 @@ class FeatureShardServicer:
         self._chunk_bytes = min(chunk_bytes, max_message_bytes - _CHUNK_OVERHEAD)
         self._label = str(shard)
         self.info = pb.ShardInfo(
-            shard=shard, num_shards=manifest.num_shards, start=self.start, stop=self.stop,
-            num_nodes=manifest.num_nodes, feature_dim=self.dim, dtype=self.dtype.name, dataset=manifest.name,
-            version=manifest.files.get(shard_file(shard), ""), max_message_bytes=max_message_bytes,
+            shard=shard,
+            num_shards=manifest.num_shards,
+            start=self.start,
+            stop=self.stop,
+            num_nodes=manifest.num_nodes,
+            feature_dim=self.dim,
+            dtype=self.dtype.name,
+            dataset=manifest.name,
+            version=manifest.files.get(shard_file(shard), ""),
+            max_message_bytes=max_message_bytes,
         )
 
     def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ShardInfo:
@@ -109,8 +122,8 @@ class FeatureShardServicer:
         if bad.any():
             pos = int(np.argmax(bad))
             raise InvalidArgument(
-                f"node id {int(ids[pos])} (position {pos} of the request) is not served by shard {self.shard}, "
-                f"which holds [{self.start}, {self.stop})"
+                f"node id {int(ids[pos])} (position {pos} of the request) is not served by shard "
+                f"{self.shard}, which holds [{self.start}, {self.stop})"
             )
 
     def error_hook(self, method: str, code: grpc.StatusCode) -> None:
@@ -120,13 +133,19 @@ class FeatureShardServicer:
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
     # Registered by hand rather than with the generated add_..._to_server so that
     # Gather's chunks, already encoded by wire.encode_chunk, pass through unserialized.
-    return grpc.method_handlers_generic_handler(SERVICE_NAME, {
-        "Gather": grpc.unary_stream_rpc_method_handler(
-            servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None),
-        "Info": grpc.unary_unary_rpc_method_handler(
-            servicer.Info, request_deserializer=pb.InfoRequest.FromString,
-            response_serializer=pb.ShardInfo.SerializeToString),
-    })
+    return grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "Gather": grpc.unary_stream_rpc_method_handler(
+                servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
+            ),
+            "Info": grpc.unary_unary_rpc_method_handler(
+                servicer.Info,
+                request_deserializer=pb.InfoRequest.FromString,
+                response_serializer=pb.ShardInfo.SerializeToString,
+            ),
+        },
+    )
 
 
 def create_server(
@@ -163,15 +182,19 @@ def create_server(
         ...
         stop_server(server, grace=5.0)
     """
-    servicer = FeatureShardServicer(dataset_dir, shard, max_message_bytes=max_message_bytes,
-                                    chunk_bytes=chunk_bytes)
+    servicer = FeatureShardServicer(
+        dataset_dir, shard, max_message_bytes=max_message_bytes, chunk_bytes=chunk_bytes
+    )
     options = [
         ("grpc.max_send_message_length", max_message_bytes),
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
     ]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"shard{shard}"),
-                         interceptors=[StatusInterceptor(servicer.error_hook)], options=options)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"shard{shard}"),
+        interceptors=[StatusInterceptor(servicer.error_hook)],
+        options=options,
+    )
     server.add_generic_rpc_handlers((_handlers(servicer),))
     health_servicer = health.HealthServicer(experimental_non_blocking=True)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -186,13 +209,20 @@ def create_server(
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     _HEALTH[server] = health_servicer
-    log.info("feature shard %d [%d, %d) of %s listening on %s:%d", shard, servicer.start, servicer.stop,
-             dataset_dir, host, bound)
+    log.info(
+        "feature shard %d [%d, %d) of %s listening on %s:%d",
+        shard,
+        servicer.start,
+        servicer.stop,
+        dataset_dir,
+        host,
+        bound,
+    )
     return server, bound
 
 
 def stop_server(server: grpc.Server, grace: float | None = 5.0) -> None:
-    """Stop gracefully: health turns NOT_SERVING, new calls are refused, in-flight calls get ``grace`` seconds."""
+    """Stop gracefully: health turns NOT_SERVING, new calls are refused, calls in flight get ``grace`` s."""
     health_servicer = _HEALTH.pop(server, None)
     if health_servicer is not None:
         health_servicer.enter_graceful_shutdown()

@@ -145,7 +145,9 @@ def decode_chunk(data: bytes) -> tuple[int, np.ndarray]:
     expected = shape[0] * shape[1] * dtype.itemsize
     got = 0 if rows is None else rows.nbytes
     if got != expected:
-        raise DecodeError(f"GatherChunk.rows: {got} bytes, but shape {shape} of {dtype_name} needs {expected}")
+        raise DecodeError(
+            f"GatherChunk.rows: {got} bytes, but shape {shape} of {dtype_name} needs {expected}"
+        )
     if rows is None:
         return offset, np.empty(shape, dtype=dtype)
     return offset, np.frombuffer(rows, dtype=dtype).reshape(shape)

@@ -6,19 +6,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from features_helpers import FEATURE_DIM, NUM_NODES, NUM_SHARDS, start_shards
 
 from services.dataset.demo import generate_demo
 from services.dataset.store import open_dataset, write_dataset
 from services.feature_shard.server import stop_server
-
-from features_helpers import FEATURE_DIM, NUM_NODES, NUM_SHARDS, start_shards
 
 
 @pytest.fixture(scope="session")
 def feature_dataset(tmp_path_factory) -> Path:
     """A 3-shard demo dataset (NUM_NODES nodes x FEATURE_DIM float32 features)."""
     out = tmp_path_factory.mktemp("features") / "demo"
-    write_dataset(out, num_shards=NUM_SHARDS, **generate_demo(num_nodes=NUM_NODES, feature_dim=FEATURE_DIM, seed=3))
+    write_dataset(
+        out, num_shards=NUM_SHARDS, **generate_demo(num_nodes=NUM_NODES, feature_dim=FEATURE_DIM, seed=3)
+    )
     return out
 
 

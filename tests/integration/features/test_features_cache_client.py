@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from features_helpers import NUM_NODES
 from prometheus_client import REGISTRY
 
 from saintpipe.errors import ConfigError
 from services.dataset.store import open_dataset
 from services.feature_shard.cache import CacheConfig, top_degree_nodes
 from services.feature_shard.client import FeatureClient
-
-from features_helpers import NUM_NODES
 
 
 def _metric(name: str, trainer: str) -> float:
@@ -22,8 +21,10 @@ def test_overlapping_batches_hit_the_cache(shard_addresses, full_matrix, feature
     degrees = open_dataset(feature_dataset).degrees()
     config = CacheConfig(static_rows=100, lru_rows=600)
     rng = np.random.default_rng(11)
-    with FeatureClient(shard_addresses, cache=config, degrees=degrees, name="cache-test") as client, \
-            FeatureClient(shard_addresses) as uncached:
+    with (
+        FeatureClient(shard_addresses, cache=config, degrees=degrees, name="cache-test") as client,
+        FeatureClient(shard_addresses) as uncached,
+    ):
         fetched_at_start = client.stats()["rows_fetched"]
         assert fetched_at_start == 100  # the static part, fetched once
         hub = int(top_degree_nodes(degrees, 1)[0])
@@ -50,7 +51,9 @@ def test_overlapping_batches_hit_the_cache(shard_addresses, full_matrix, feature
 def test_cache_never_changes_answers_under_eviction(shard_addresses, full_matrix, feature_dataset):
     degrees = open_dataset(feature_dataset).degrees()
     rng = np.random.default_rng(5)
-    with FeatureClient(shard_addresses, cache=CacheConfig(static_rows=7, lru_rows=50), degrees=degrees) as client:
+    with FeatureClient(
+        shard_addresses, cache=CacheConfig(static_rows=7, lru_rows=50), degrees=degrees
+    ) as client:
         for _ in range(25):  # far more distinct ids than slots: constant eviction
             ids = rng.integers(0, NUM_NODES, int(rng.integers(1, 300)))
             np.testing.assert_array_equal(client.gather(ids), full_matrix[ids])

@@ -8,13 +8,12 @@ from concurrent import futures
 import grpc
 import numpy as np
 import pytest
+from features_helpers import NUM_NODES
 
 from saintpipe.protos import feature_shard_pb2 as pb
 from services.feature_shard.client import FeatureClient
 from services.feature_shard.server import create_server, stop_server
 from services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
-
-from features_helpers import NUM_NODES
 
 
 def test_concurrent_clients_and_a_shared_client(shard_addresses, full_matrix):
@@ -47,8 +46,11 @@ def test_graceful_shutdown_lets_the_call_in_flight_finish(feature_dataset, full_
     # window hold, so the call is still streaming when the stop begins.
     server, port = create_server(feature_dataset, 0, chunk_bytes=4096)
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
-    gather = channel.unary_stream(f"/{SERVICE_NAME}/Gather", request_serializer=pb.GatherRequest.SerializeToString,
-                                  response_deserializer=decode_chunk)
+    gather = channel.unary_stream(
+        f"/{SERVICE_NAME}/Gather",
+        request_serializer=pb.GatherRequest.SerializeToString,
+        response_deserializer=decode_chunk,
+    )
     ids = np.tile(np.arange(1000), 300)
     stream = gather(pb.GatherRequest(ids=encode_ids(ids)), timeout=30)
     first_offset, first_rows = next(stream)  # the call is now in flight

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 import numpy as np
 import pytest
+from features_helpers import FEATURE_DIM, NUM_NODES
 from prometheus_client import REGISTRY
 
 from saintpipe.errors import ConfigError, InvalidArgument, ServiceUnavailable
@@ -13,8 +14,6 @@ from saintpipe.protos import feature_shard_pb2_grpc as pb_grpc
 from services.feature_shard.client import FeatureClient
 from services.feature_shard.server import create_server
 from services.feature_shard.wire import decode_chunk, encode_ids
-
-from features_helpers import FEATURE_DIM, NUM_NODES
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from features_helpers import NUM_NODES
 
 from saintpipe.errors import SaintpipeTimeout, ServiceUnavailable
 from services.feature_shard.client import FeatureClient
 from services.feature_shard.launch import ShardProcess
-
-from features_helpers import NUM_NODES
 
 DEADLINE = 2.0
 SLACK = 2.0  # scheduling slack on a busy machine; the point is "no hang", not speed
@@ -72,8 +71,9 @@ def test_killed_replica_fails_over_then_errors_clearly(processes, full_matrix):
 
         # Shards 1 and 2 still answer for their own ranges.
         start1 = client.shard_ranges[1][0]
-        np.testing.assert_array_equal(client.gather(np.array([start1, NUM_NODES - 1])),
-                                      full_matrix[[start1, NUM_NODES - 1]])
+        np.testing.assert_array_equal(
+            client.gather(np.array([start1, NUM_NODES - 1])), full_matrix[[start1, NUM_NODES - 1]]
+        )
 
 
 def test_no_replica_at_start_is_a_clear_error(shard_addresses):

@@ -6,13 +6,12 @@ import json
 
 import numpy as np
 import pytest
+from features_helpers import NUM_NODES, start_shards
 
 from services.dataset.demo import generate_demo
 from services.dataset.store import open_dataset, write_dataset
 from services.feature_shard.client import FeatureClient
 from services.feature_shard.server import stop_server
-
-from features_helpers import NUM_NODES, start_shards
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +53,16 @@ def test_response_larger_than_message_limit_is_chunked(small_limit_addresses, fu
     ids = np.random.default_rng(7).permutation(NUM_NODES)  # 3001 x 96 bytes >> 4 KiB per message
     with FeatureClient(small_limit_addresses) as c:
         np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
-        # The request (8 bytes per id) exceeds the limit too: the client split it into several calls per shard.
+        # The request (8 bytes per id) exceeds the limit too: the client split it into several calls.
         assert c.stats()["shard_calls"] > 3
 
 
 def test_float16_transfer_halves_bytes(shard_addresses, full_matrix):
     ids = np.random.default_rng(1).integers(0, NUM_NODES, 2000)
-    with FeatureClient(shard_addresses) as c32, FeatureClient(shard_addresses, transfer_dtype="float16") as c16:
+    with (
+        FeatureClient(shard_addresses) as c32,
+        FeatureClient(shard_addresses, transfer_dtype="float16") as c16,
+    ):
         exact = c32.gather(ids)
         half = c16.gather(ids)
         assert half.dtype == np.float32
@@ -95,6 +97,8 @@ def test_address_manifest_and_string_forms(shard_addresses, full_matrix, tmp_pat
 
 
 def test_sorted_unique_ids_like_a_subgraph(client, full_matrix):
-    node_ids = np.unique(np.random.default_rng(4).integers(0, NUM_NODES, 1200))  # Subgraph.node_ids convention
+    node_ids = np.unique(
+        np.random.default_rng(4).integers(0, NUM_NODES, 1200)
+    )  # Subgraph.node_ids convention
     np.testing.assert_array_equal(client.gather(node_ids), full_matrix[node_ids])
     np.testing.assert_array_equal(client.gather(np.arange(NUM_NODES)), full_matrix)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import signal
 import urllib.request
 
 import grpc
@@ -64,5 +63,12 @@ def test_cli_errors_are_one_line(cli, tmp_path):
     proc = cli("serve", "feature-shard", "--data", str(tmp_path / "missing"), "--shard", "0", check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "dataset directory not found" in proc.stderr
-    proc = cli("serve", "feature-shard", "--shard", "0", check=False, env={"SAINTPIPE_FEATURE_SHARD__PORT": "x"})
-    assert proc.returncode == 2 and "data" in proc.stderr and "port" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli(
+        "serve", "feature-shard", "--shard", "0", check=False, env={"SAINTPIPE_FEATURE_SHARD__PORT": "x"}
+    )
+    assert (
+        proc.returncode == 2
+        and "data" in proc.stderr
+        and "port" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )

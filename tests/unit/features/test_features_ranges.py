@@ -18,13 +18,16 @@ def test_shard_starts_accepts_contiguous_ranges():
     assert ranges.shard_starts([(0, 3), (3, 7), (7, 8)]).tolist() == [0, 3, 7, 8]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([], "no shard ranges"),
-    ([(1, 4)], "starts at node 1, expected 0"),
-    ([(0, 3), (4, 6)], "gap"),
-    ([(0, 3), (2, 6)], "overlap"),
-    ([(0, 3), (3, 3)], "empty"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([], "no shard ranges"),
+        ([(1, 4)], "starts at node 1, expected 0"),
+        ([(0, 3), (4, 6)], "gap"),
+        ([(0, 3), (2, 6)], "overlap"),
+        ([(0, 3), (3, 3)], "empty"),
+    ],
+)
 def test_shard_starts_rejects_gaps_overlaps_and_empties(bad, message):
     with pytest.raises(InvalidArgument, match=message):
         ranges.shard_starts(bad)
@@ -35,7 +38,9 @@ def test_shard_starts_rejects_gaps_overlaps_and_empties(bad, message):
 def test_split_sorted_routes_every_id_to_its_owner(sizes, data):
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     starts = ranges.shard_starts(list(zip(bounds[:-1], bounds[1:])))
-    ids = np.unique(np.array(data.draw(st.lists(st.integers(0, int(bounds[-1]) - 1), max_size=80)), dtype=np.int64))
+    ids = np.unique(
+        np.array(data.draw(st.lists(st.integers(0, int(bounds[-1]) - 1), max_size=80)), dtype=np.int64)
+    )
     covered = []
     for k, lo, hi in ranges.split_sorted(ids, starts):
         assert hi > lo
@@ -70,8 +75,12 @@ def test_first_occurrences():
 def test_address_strings_and_manifests(tmp_path):
     assert parse_shard_addresses("a:1,b:2;c:3") == [["a:1", "b:2"], ["c:3"]]
     assert parse_shard_addresses(" a:1 ; [::1]:5 ;") == [["a:1"], ["[::1]:5"]]
-    for bad, message in [("a:1;;b:2", "shard 1 has no address"), ("a:1,b", "'b' is not a host:port"),
-                         ("a:0", "not a host:port"), ("", "shard 0 has no address")]:
+    for bad, message in [
+        ("a:1;;b:2", "shard 1 has no address"),
+        ("a:1,b", "'b' is not a host:port"),
+        ("a:0", "not a host:port"),
+        ("", "shard 0 has no address"),
+    ]:
         with pytest.raises(ConfigError, match=message):
             parse_shard_addresses(bad)
     path = write_address_manifest(tmp_path / "shards.json", [["h:1", "h:2"], ["h:3"]])

@@ -22,8 +22,16 @@ class FakeRpcError(grpc.RpcError):
         return self._details
 
 
-@pytest.mark.parametrize("error", [errors.InvalidArgument, errors.DatasetError, errors.DecodeError,
-                                   errors.ServiceUnavailable, errors.SaintpipeTimeout])
+@pytest.mark.parametrize(
+    "error",
+    [
+        errors.InvalidArgument,
+        errors.DatasetError,
+        errors.DecodeError,
+        errors.ServiceUnavailable,
+        errors.SaintpipeTimeout,
+    ],
+)
 def test_every_error_survives_the_round_trip(error):
     code = error("x").grpc_status_code()
     back = error_from_rpc_error(FakeRpcError(code, "node id 7 is bad"), "feature shard 1 at h:1")
@@ -40,11 +48,22 @@ def test_config_precedence_and_errors(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('[feature_shard]\ndata = "/data/demo"\nshard = 1\nport = 6000\n')
     env = {"SAINTPIPE_FEATURE_SHARD__PORT": "7000", "SAINTPIPE_FEATURE_SHARD__METRICS_PORT": "9100"}
-    cfg = load_config(FeatureShardConfig, path, flags={"host": "0.0.0.0", "shard": None}, environ=env,
-                      section=SECTION)
-    assert (str(cfg.data), cfg.shard, cfg.host, cfg.port, cfg.metrics_port) == ("/data/demo", 1, "0.0.0.0", 7000, 9100)
+    cfg = load_config(
+        FeatureShardConfig, path, flags={"host": "0.0.0.0", "shard": None}, environ=env, section=SECTION
+    )
+    assert (str(cfg.data), cfg.shard, cfg.host, cfg.port, cfg.metrics_port) == (
+        "/data/demo",
+        1,
+        "0.0.0.0",
+        7000,
+        9100,
+    )
     with pytest.raises(errors.ConfigError, match="shard"):
         load_config(FeatureShardConfig, flags={"data": "/d", "shard": -1}, environ={}, section=SECTION)
     with pytest.raises(errors.ConfigError, match="max_message_bytes"):
-        load_config(FeatureShardConfig, flags={"data": "/d", "shard": 0, "max_message_bytes": 10}, environ={},
-                    section=SECTION)
+        load_config(
+            FeatureShardConfig,
+            flags={"data": "/d", "shard": 0, "max_message_bytes": 10},
+            environ={},
+            section=SECTION,
+        )

@@ -13,8 +13,13 @@ from services.feature_shard.wire import decode_chunk, decode_ids, encode_chunk, 
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.integers(0, 40), dim=st.integers(1, 33), offset=st.integers(0, 2**40),
-       dtype=st.sampled_from(["float32", "float16"]), seed=st.integers(0, 2**31))
+@given(
+    rows=st.integers(0, 40),
+    dim=st.integers(1, 33),
+    offset=st.integers(0, 2**40),
+    dtype=st.sampled_from(["float32", "float16"]),
+    seed=st.integers(0, 2**31),
+)
 def test_round_trip_through_the_generated_class(rows, dim, offset, dtype, seed):
     data = np.random.default_rng(seed).standard_normal((rows, dim)).astype(dtype)
     wire = encode_chunk(offset, data)
@@ -29,10 +34,13 @@ def test_round_trip_through_the_generated_class(rows, dim, offset, dtype, seed):
 
 def test_decoder_takes_any_field_order_and_skips_unknown_fields():
     data = np.arange(6, dtype=np.float32).reshape(3, 2)
-    reordered = (pb.GatherChunk(rows=data.tobytes()).SerializeToString()
-                 + bytes([(9 << 3) | 0, 7])  # unknown varint field 9
-                 + bytes([(10 << 3) | 5]) + b"\0\0\0\0"  # unknown fixed32 field 10
-                 + pb.GatherChunk(offset=5, dtype="float32", shape=[3, 2]).SerializeToString())
+    reordered = (
+        pb.GatherChunk(rows=data.tobytes()).SerializeToString()
+        + bytes([(9 << 3) | 0, 7])  # unknown varint field 9
+        + bytes([(10 << 3) | 5])
+        + b"\0\0\0\0"  # unknown fixed32 field 10
+        + pb.GatherChunk(offset=5, dtype="float32", shape=[3, 2]).SerializeToString()
+    )
     offset, rows = decode_chunk(reordered)
     assert offset == 5
     np.testing.assert_array_equal(rows, data)
@@ -44,12 +52,18 @@ def test_decoded_rows_are_a_view_not_a_copy():
     assert not rows.flags.writeable and not rows.flags.owndata
 
 
-@pytest.mark.parametrize("message, error", [
-    (pb.GatherChunk(rows=b"\0" * 8, dtype="float32", shape=[1, 3]), r"GatherChunk.rows: 8 bytes, but shape \[1, 3\]"),
-    (pb.GatherChunk(rows=b"", dtype="int8", shape=[0, 3]), "unknown dtype 'int8'"),
-    (pb.GatherChunk(rows=b"", dtype="float32", shape=[3]), "GatherChunk.shape"),
-    (pb.GatherChunk(rows=b"", dtype="float32", shape=[-1, 3]), "GatherChunk.shape"),
-])
+@pytest.mark.parametrize(
+    "message, error",
+    [
+        (
+            pb.GatherChunk(rows=b"\0" * 8, dtype="float32", shape=[1, 3]),
+            r"GatherChunk.rows: 8 bytes, but shape \[1, 3\]",
+        ),
+        (pb.GatherChunk(rows=b"", dtype="int8", shape=[0, 3]), "unknown dtype 'int8'"),
+        (pb.GatherChunk(rows=b"", dtype="float32", shape=[3]), "GatherChunk.shape"),
+        (pb.GatherChunk(rows=b"", dtype="float32", shape=[-1, 3]), "GatherChunk.shape"),
+    ],
+)
 def test_malformed_chunks_name_the_field(message, error):
     with pytest.raises(DecodeError, match=error):
         decode_chunk(message.SerializeToString())
