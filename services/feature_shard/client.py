@@ -48,7 +48,7 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Replica:
     address: str
     channel: grpc.Channel
@@ -56,7 +56,7 @@ class _Replica:
     info: Callable
 
 
-@dataclass
+@dataclass(eq=False)
 class _Shard:
     index: int
     replicas: list[_Replica]
