@@ -160,7 +160,8 @@ def decode_subgraph(data: bytes | bytearray | memoryview) -> Subgraph:
     """Parse and validate the bytes of a ``saintpipe.protos.Subgraph`` message.
 
     Args:
-        data: the encoded message. ``bytes`` is mapped in place; other buffers are copied once.
+        data: the encoded message. ``bytes`` is mapped in place; other buffers are
+            copied once (the subgraph must not change when the caller reuses them).
 
     Returns:
         The subgraph; its arrays are read-only numpy views of ``data``.
@@ -168,7 +169,15 @@ def decode_subgraph(data: bytes | bytearray | memoryview) -> Subgraph:
     Raises:
         DecodeError: naming the field that is wrong.
     """
-    buf = data if isinstance(data, bytes) else bytes(data)
+    return decode_owned(data if isinstance(data, bytes) else bytes(data))
+
+
+def decode_owned(buf: bytes | bytearray | memoryview) -> Subgraph:
+    """``decode_subgraph`` without the copy, for a buffer nobody else will write to.
+
+    The pool decodes the buffer it has just received a message into; the
+    subgraph's arrays become read-only views of it.
+    """
     scalars: dict[str, int] = {}
     arrays: dict[str, np.ndarray] = {}
     for number, wire_type, value, length in wire.iter_fields(buf, 0, len(buf), "subgraph message"):
@@ -191,7 +200,7 @@ def decode_subgraph(data: bytes | bytearray | memoryview) -> Subgraph:
     if "job_id" in scalars:
         offset, length = scalars["job_id"]
         try:
-            job_id = buf[offset : offset + length].decode("utf-8")
+            job_id = bytes(buf[offset : offset + length]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DecodeError(f"subgraph job_id: not valid UTF-8 ({exc})") from None
     meta = (
@@ -217,7 +226,7 @@ def _expect(name: str, wire_type: int, want: int, seen: bool) -> None:
         raise DecodeError(f"subgraph {name}: appears more than once")
 
 
-def _read_array(buf: bytes, name: str, start: int, length: int) -> np.ndarray:
+def _read_array(buf: bytes | bytearray | memoryview, name: str, start: int, length: int) -> np.ndarray:
     """A read-only view of the Array message at ``buf[start:start+length]``."""
     want = ARRAYS[name][1]
     dtype = None
@@ -244,8 +253,8 @@ def _read_array(buf: bytes, name: str, start: int, length: int) -> np.ndarray:
                 shape.append(wire.signed(item))
         elif number == 4:
             data = (value, size)
-    if dtype != want.str.encode():
-        got = "missing" if dtype is None else repr(dtype.decode("utf-8", "replace"))
+    if dtype is None or bytes(dtype) != want.str.encode():
+        got = "missing" if dtype is None else repr(bytes(dtype).decode("utf-8", "replace"))
         raise DecodeError(f"subgraph {name}.dtype: got {got}, expected {want.str!r}")
     if len(shape) != 1 or shape[0] < 0:
         raise DecodeError(f"subgraph {name}.shape: expected one non-negative length, got {shape}")
@@ -258,7 +267,7 @@ def _read_array(buf: bytes, name: str, start: int, length: int) -> np.ndarray:
     arr = np.frombuffer(buf, dtype=want, count=shape[0], offset=offset)
     if not arr.flags.aligned:  # not padded by this encoder: copy once rather than hand out an unaligned view
         arr = arr.copy()
-        arr.flags.writeable = False
+    arr.flags.writeable = False
     return arr
 
 

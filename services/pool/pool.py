@@ -26,20 +26,22 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Self
 
 import redis
 
-from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeTimeout
+from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeError, SaintpipeTimeout
 from services.pool import scripts
-from services.pool.codec import decode_subgraph, encode_subgraph_parts
+from services.pool.codec import decode_owned, encode_subgraph_parts
 from services.pool.config import JOB_ID_PATTERN, PoolConfig
 from services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client, redact_url
-from services.pool.resp import pack, roundtrip
+from services.pool.resp import pack, raise_first_error, roundtrip
 from services.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ _MAX_BLOCK_SLICE = 1.0
 _POLL_MIN, _POLL_MAX = 0.002, 0.05
 # An upload waiting for room expires this long after its producer stops renewing it (it died).
 _UPLOAD_TTL_MS = 120_000
+# Longest an ack(wait=False) waits for a round trip to carry it before a background flush sends it.
+_MAX_ACK_DELAY = 0.1
 
 
 @dataclass(frozen=True)
@@ -151,13 +155,25 @@ class SubgraphPool:
         self.reconnect = reconnect or ReconnectPolicy()
         self.stream_key = f"{KEY_PREFIX}{{{job_id}}}:stream"
         self.counters_key = f"{KEY_PREFIX}{{{job_id}}}:counters"
+        self.at_key = f"{KEY_PREFIX}{{{job_id}}}:at"
         self._keys = [self.stream_key, self.counters_key]
+        self._entry_keys = [self.stream_key, self.counters_key, self.at_key]
         self._upload_prefix = f"{KEY_PREFIX}{{{job_id}}}:sg:"
         self._put_args = [GROUP, self.capacity, _UPLOAD_TTL_MS]
         self._min_idle_ms = max(1, int(self.visibility_timeout * 1000))
         # A blocking read must end before the socket times out.
         self._block_slice = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 2, socket_timeout / 2)
         self._client = make_client(url, socket_timeout=socket_timeout)
+        # Acknowledgements made with ack(wait=False), sent with the next round trip (or by the flusher).
+        self._acks: list[str] = []
+        self._acks_since = 0.0
+        self._ack_delay = min(_MAX_ACK_DELAY, self.visibility_timeout / 4)
+        self._lock = threading.Lock()
+        self._flusher: tuple[int, threading.Thread] | None = None
+        self._closed = threading.Event()
+        # Abandoned entries are looked for first at most this often (and whenever nothing new is there).
+        self._claim_interval = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 4)
+        self._next_claim = 0.0
         self._scripts = {
             name: _Script(getattr(scripts, name)) for name in ("PUT", "GET", "ACK", "TOUCH", "STATS")
         }
@@ -204,7 +220,7 @@ class SubgraphPool:
 
     def _put_parts(self, parts: list, timeout: float | None) -> str:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        upload = f"{self._upload_prefix}{secrets.token_hex(12)}"
+        upload = self._new_bytes_key()
         added = False
         try:
             # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT.
@@ -234,6 +250,9 @@ class SubgraphPool:
             if not added:
                 self._discard(upload)
 
+    def _new_bytes_key(self) -> str:
+        return f"{self._upload_prefix}{secrets.token_hex(12)}"
+
     def _discard(self, upload: str) -> None:
         """Best effort: remove an upload that never made it into the stream (its expiry covers failures)."""
         try:
@@ -261,61 +280,137 @@ class SubgraphPool:
             raise InvalidArgument("consumer name must be non-empty")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
-            found = self._eval("GET", self._keys, [GROUP, consumer, self._min_idle_ms], "get a subgraph")
+            now = time.monotonic()
+            abandoned_first = now >= self._next_claim
+            if abandoned_first:
+                self._next_claim = now + self._claim_interval
+            # One round trip: the GET script moves the entry's bytes to a key named here, then GET them.
+            dest = self._new_bytes_key()
+            args = [GROUP, consumer, self._min_idle_ms, int(abandoned_first)]
+            found, payload = self._run(
+                [self._scripts["GET"].command([*self._entry_keys, dest], args), pack("GET", dest)],
+                "get a subgraph",
+            )
             if found:
-                payload = self._run([pack("GET", found[1])], "fetch a subgraph")[0]
-                entry = self._entry(found[0].decode(), int(found[2]), payload)
+                eid, deliveries, present = found
+                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None)
             else:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 block = self._block_slice if remaining is None else min(self._block_slice, remaining)
-                read = self._call(lambda b=block: self._blocking_read(consumer, b), "wait for a subgraph")
-                entry = self._entry(*read) if read else None
+                read = self._blocking_read(consumer, block)
+                entry = self._entry(consumer, *read) if read else None
             if entry is not None:
                 return entry
 
-    def _blocking_read(self, consumer: str, seconds: float) -> tuple[str, int, bytes | None] | None:
+    def _blocking_read(
+        self, consumer: str, seconds: float
+    ) -> tuple[str, int, memoryview | bytes | None] | None:
         """Wait up to ``seconds`` for a new entry; returns (id, deliveries, bytes) or None."""
+        block = pack(
+            "XREADGROUP",
+            "GROUP",
+            GROUP,
+            consumer,
+            "COUNT",
+            1,
+            "BLOCK",
+            max(1, int(seconds * 1000)),
+            "STREAMS",
+            self.stream_key,
+            ">",
+        )
         try:
-            reply = self._client.xreadgroup(
-                GROUP, consumer, {self.stream_key: ">"}, count=1, block=max(1, int(seconds * 1000))
-            )
+            reply = self._run([block], "wait for a subgraph")[0]
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
             return None  # the stream vanished (restart or delete_job); the next GET script recreates it
         if not reply:
             return None
-        entry_id, fields = reply[0][1][0]
-        return entry_id.decode(), 1, self._client.get(fields[b"k"])
+        # RESP3 answers {stream: entries}, RESP2 [[stream, entries]].
+        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+        entry_id, fields = entries[0]
+        # A new entry's bytes are still under the key its producer named (field k).
+        key = fields[fields.index(b"k") + 1]
+        return entry_id.decode(), 1, self._run([pack("GET", key)], "fetch a subgraph")[0]
 
-    def _entry(self, eid: str, deliveries: int, payload: bytes | None) -> PoolEntry | None:
-        """Decode the bytes of a delivered entry; None if another consumer finished it meanwhile."""
+    def _entry(
+        self, consumer: str, eid: str, deliveries: int, payload: memoryview | bytes | None
+    ) -> PoolEntry | None:
+        """Decode the bytes of a delivered entry; None if another consumer took it over meanwhile."""
         try:
             if payload is None:
                 raise DecodeError("its bytes are missing from Redis")
-            return PoolEntry(entry_id=eid, subgraph=decode_subgraph(payload), deliveries=deliveries)
+            return PoolEntry(entry_id=eid, subgraph=decode_owned(payload), deliveries=deliveries)
         except DecodeError as exc:
-            removed = self._eval("ACK", self._keys, [GROUP, eid, "malformed"], "drop a malformed entry")
-            if payload is None and not removed:
-                return None  # taken over and acknowledged by another consumer between our two calls
+            # Only while this consumer still holds it: another may have taken it over in between.
+            removed = self._eval(
+                "ACK", self._entry_keys, [GROUP, "malformed", consumer, eid], "drop a malformed entry"
+            )
+            if not removed:
+                if payload is None:
+                    return None
+                raise DecodeError(
+                    f"pool job {self.job_id!r} entry {eid} was malformed (another consumer holds it now): {exc}"
+                ) from None
             log.error("pool job %s: removed malformed entry %s: %s", self.job_id, eid, exc)
             raise DecodeError(
                 f"pool job {self.job_id!r} entry {eid} was malformed and has been removed: {exc}"
             ) from None
 
-    def ack(self, entry_id: str) -> bool:
+    def ack(self, entry_id: str, *, wait: bool = True) -> bool | None:
         """Acknowledge an entry after training on it; it is deleted from Redis.
 
+        Args:
+            entry_id: the id of an entry a consumer got.
+            wait: ``True``: acknowledge now and say whether it was pending.
+                ``False``: queue the acknowledgement; it travels in the same write
+                as this pool object's next call (typically the next ``get``, so
+                Redis applies it just before choosing the next entry), or at the
+                latest after ``min(0.1 s, visibility_timeout / 4)`` from a
+                background thread, or in ``close()``. This spares a round trip per
+                subgraph. If the process dies first, the entry comes back after
+                the visibility timeout (at least once, as for any crash).
+
         Returns:
-            True, or False when it was no longer pending (another consumer that
-            took it over acknowledged it first, or a Redis restart lost it).
+            With ``wait``: True, or False when it was no longer pending (another
+            consumer that took it over acknowledged it first, or a Redis restart
+            lost it). Without: None (the outcome is only logged).
         """
-        done = self._eval("ACK", self._keys, [GROUP, entry_id, "acknowledged"], "acknowledge a subgraph")
+        if not wait:
+            self._queue_ack(entry_id)
+            return None
+        done = self._eval(
+            "ACK", self._entry_keys, [GROUP, "acknowledged", "", entry_id], "acknowledge a subgraph"
+        )
         if not done:
             log.debug("pool job %s: entry %s was not pending when acknowledged", self.job_id, entry_id)
         return bool(done)
+
+    def _queue_ack(self, entry_id: str) -> None:
+        with self._lock:
+            if not self._acks:
+                self._acks_since = time.monotonic()
+            self._acks.append(entry_id)
+            if self._flusher is None or self._flusher[0] != os.getpid():  # none yet, or we are a forked child
+                thread = threading.Thread(
+                    target=self._flush_loop, name=f"pool-acks-{self.job_id}", daemon=True
+                )
+                self._flusher = (os.getpid(), thread)
+                thread.start()
+
+    def _flush_loop(self) -> None:
+        """Send acknowledgements that no round trip has carried within ``_ack_delay``."""
+        while not self._closed.wait(self._ack_delay):
+            with self._lock:
+                due = bool(self._acks) and time.monotonic() - self._acks_since >= self._ack_delay
+            if due:
+                try:
+                    self._run([], "acknowledge subgraphs")
+                except (redis.RedisError, SaintpipeError) as exc:  # still queued: the next call sends them
+                    log.warning("pool job %s: could not send queued acknowledgements: %s", self.job_id, exc)
 
     def touch(self, consumer: str, entry_id: str) -> bool:
         """Restart the visibility timeout of an entry ``consumer`` holds (for steps longer than it).
@@ -353,7 +448,7 @@ class SubgraphPool:
         """
 
         def delete() -> int:
-            removed = self._client.delete(*self._keys)
+            removed = self._client.delete(*self._entry_keys)
             batch: list[bytes] = []
             for key in self._client.scan_iter(match=f"{self._upload_prefix}*", count=1000):
                 batch.append(key)
@@ -369,17 +464,54 @@ class SubgraphPool:
     # -- plumbing ----------------------------------------------------------------------------------------
 
     def _run(self, commands: list[list], what: str) -> list:
-        """One round trip of packed commands, with reconnects and scripts reloaded after a restart."""
+        """One round trip of packed commands, with reconnects and scripts reloaded after a restart.
+
+        Acknowledgements queued by ``ack(wait=False)`` go first, in the same write.
+        """
 
         def attempt() -> list:
+            with self._lock:
+                acks, self._acks = self._acks, []
+            sent = [self._ack_command(acks), *commands] if acks else commands
             try:
-                return roundtrip(self._client, commands)
+                replies = roundtrip(self._client, sent, raise_errors=False)
+            except BaseException:
+                # Whether Redis ran them is unknown: acknowledging again is harmless.
+                with self._lock:
+                    if not self._acks:
+                        self._acks_since = time.monotonic()
+                    self._acks[:0] = acks
+                raise
+            if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+                with self._lock:  # nothing ran (a restarted Redis forgot the scripts): the retry sends them
+                    self._acks[:0] = acks
+                raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
+            if acks:
+                done = replies[0]
+                replies = replies[1:]
+                if isinstance(done, redis.RedisError):
+                    log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
+                elif done != len(acks):
+                    log.debug(
+                        "pool job %s: %d of %d queued acknowledgements found their entry not pending",
+                        self.job_id,
+                        len(acks) - done,
+                        len(acks),
+                    )
+            return raise_first_error(replies)
+
+        def attempt_with_scripts() -> list:
+            try:
+                return attempt()
             except redis.exceptions.NoScriptError:
                 for script in self._scripts.values():
                     self._client.script_load(script.text)
-                return roundtrip(self._client, commands)
+                return attempt()
 
-        return self._call(attempt, what)
+        return self._call(attempt_with_scripts, what)
+
+    def _ack_command(self, ids: list[str]) -> list:
+        return self._scripts["ACK"].command(self._entry_keys, [GROUP, "acknowledged", "", *ids])
 
     def _eval(self, name: str, keys: list, args: list, what: str):
         return self._run([self._scripts[name].command(keys, args)], what)[0]
@@ -390,8 +522,17 @@ class SubgraphPool:
         )
 
     def close(self) -> None:
-        """Close the connections (entries stay in Redis)."""
-        self._client.close()
+        """Send queued acknowledgements, then close the connections (entries stay in Redis)."""
+        self._closed.set()
+        try:
+            with self._lock:
+                queued = bool(self._acks)
+            if queued:
+                self._run([], "acknowledge subgraphs")
+        except (redis.RedisError, SaintpipeError) as exc:  # they come back after the visibility timeout
+            log.warning("pool job %s: could not send queued acknowledgements on close: %s", self.job_id, exc)
+        finally:
+            self._client.close()
 
     def __enter__(self) -> Self:
         return self

@@ -1,21 +1,44 @@
-"""A lean pipelined round trip on a redis-py connection, for the pool's hot path.
+"""Lean pipelined round trips on redis-py connections, for the pool's hot path.
 
-redis-py's ``Pipeline`` costs about as much Python time as a loopback round
-trip, and its command packer needs each argument as one buffer. The pool sends
-a subgraph (about a megabyte, in pieces straight from its numpy arrays) and a
-script call in one write and reads both replies, so it packs the commands here
-and uses the connection's public send/read methods.
+redis-py does the connecting (TCP, TLS or unix socket, AUTH, SELECT, timeouts)
+and the pool's cold paths. Sending a ~1 MB subgraph and reading one back is
+where its generic machinery costs most: ``Pipeline`` spends about a loopback
+round trip of Python time, its packer wants each argument in one buffer, and
+its pure-Python reply parser copies a large bulk reply four or five times
+through intermediate buffers (``hiredis`` does not help here: its packer copies
+the value and its reader grows a buffer by reallocation). So the pool packs its
+commands here, sends them in one ``sendmsg`` (array pieces straight from numpy,
+no join), and reads the replies itself: small replies through one reusable
+buffer per connection, a large bulk string straight from the socket into a
+fresh buffer the caller keeps (one copy, the kernel's).
+
+Replies are RESP3 (redis-py's default) or RESP2: bulk strings come back as ``bytes`` or, from ``BIG_BULK`` bytes on, as a
+writable ``memoryview`` of a buffer nobody else references; integers as
+``int``; simple strings as ``bytes``; arrays and sets as lists, maps as dicts;
+nil as ``None``; error
+replies are mapped to redis-py's exception classes (``NOSCRIPT`` ->
+``NoScriptError``, ``LOADING`` -> ``BusyLoadingError``, ...), so callers handle
+them as they would redis-py's own.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 
+import numpy as np
 import redis
+from redis._parsers.base import BaseParser
 
 # One argument: bytes-like, str, int, or a list of bytes-like pieces sent as one bulk string without joining.
 Arg = bytes | bytearray | memoryview | str | int | float | list
 _SMALL = 16 * 1024
+# Bulk replies from this size on are read straight into their own buffer.
+BIG_BULK = 64 * 1024
+_BUFFER = 64 * 1024
+# sendmsg takes at most IOV_MAX (1024 on Linux) buffers per call.
+_IOV_MAX = 512
+_READER_ATTR = "_saintpipe_reader"
 
 
 def pack(*args: Arg) -> list:
@@ -44,30 +67,198 @@ def pack(*args: Arg) -> list:
     return out
 
 
-def roundtrip(client: redis.Redis, commands: Sequence[list]) -> list:
+class _Reader:
+    """RESP replies from one socket: small ones through a reusable buffer, big bulks straight to their own."""
+
+    __slots__ = ("buf", "end", "sock", "start", "view")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = bytearray(_BUFFER)
+        self.view = memoryview(self.buf)
+        self.start = self.end = 0
+
+    @property
+    def buffered(self) -> int:
+        return self.end - self.start
+
+    def _fill(self) -> None:
+        """Receive more bytes after those buffered, making room first."""
+        if self.start == self.end:
+            self.start = self.end = 0
+        elif self.end == len(self.buf):
+            kept = self.end - self.start
+            if self.start:  # move the unread tail to the front
+                self.buf[:kept] = self.view[self.start : self.end]
+            else:  # a long line or a mid-sized bulk: grow
+                self.view.release()
+                self.buf.extend(bytes(len(self.buf)))
+                self.view = memoryview(self.buf)
+            self.start, self.end = 0, kept
+        self.end += self._recv_into(self.view[self.end :])
+
+    def _recv_into(self, target: memoryview) -> int:
+        n = self.sock.recv_into(target)
+        if n == 0:
+            raise redis.ConnectionError("Connection closed by server.")
+        return n
+
+    def _line(self) -> bytes:
+        while True:
+            i = self.buf.find(b"\r\n", self.start, self.end)
+            if i >= 0:
+                line = bytes(self.view[self.start : i])
+                self.start = i + 2
+                return line
+            self._fill()
+
+    def read(self):
+        """One reply (an error reply is returned as the exception, not raised)."""
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._bulk(n)
+        if kind == b":":
+            return int(rest)
+        if kind == b"*" or kind == b"~":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        if kind == b"_":
+            return None
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            return _error(rest)
+        if kind == b"%":
+            return {self._key(): self.read() for _ in range(int(rest))}
+        if kind == b"#":
+            return rest == b"t"
+        if kind == b",":
+            return float(rest)
+        if kind == b"(":
+            return int(rest)
+        if kind == b"=":
+            return bytes(self._bulk(int(rest)))[4:]  # "txt:" or "mkd:" first
+        if kind == b"!":
+            return _error(bytes(self._bulk(int(rest))))
+        if kind == b"|":  # attributes describe the reply that follows: skip them
+            for _ in range(2 * int(rest)):
+                self.read()
+            return self.read()
+        raise redis.ConnectionError(f"unexpected reply {line[:40]!r} from Redis")
+
+    def _key(self):
+        key = self.read()
+        return bytes(key) if isinstance(key, memoryview) else key
+
+    def _bulk(self, n: int) -> bytes | memoryview:
+        if n < BIG_BULK:
+            while self.end - self.start < n + 2:
+                self._fill()
+            out: bytes | memoryview = bytes(self.view[self.start : self.start + n])
+            self.start += n
+        else:
+            # np.empty: no zero-filling of memory that recv overwrites at once.
+            target = memoryview(np.empty(n, dtype=np.uint8))
+            have = min(n, self.end - self.start)
+            target[:have] = self.view[self.start : self.start + have]
+            self.start += have
+            while have < n:
+                have += self._recv_into(target[have:])
+            out = target
+        while self.end - self.start < 2:
+            self._fill()
+        if self.buf[self.start : self.start + 2] != b"\r\n":
+            raise redis.ConnectionError("malformed bulk reply from Redis (no CRLF after the payload)")
+        self.start += 2
+        return out
+
+
+def _error(message: bytes) -> redis.RedisError:
+    return BaseParser.parse_error(message.decode("utf-8", "replace"))
+
+
+def _reader(conn: redis.Connection) -> _Reader:
+    """The connection's reader, made afresh whenever redis-py has (re)connected its socket."""
+    sock = conn._sock  # redis-py 8: the connected socket (pinned in pyproject.toml)
+    reader = conn.__dict__.get(_READER_ATTR)
+    if reader is None or reader.sock is not sock:
+        reader = _Reader(sock)
+        setattr(conn, _READER_ATTR, reader)
+    return reader
+
+
+def _send(sock: socket.socket, chunks: list) -> None:
+    """Write every chunk, gathering them into as few system calls as the kernel accepts."""
+    views = [memoryview(c).cast("B") for c in chunks]
+    while views:
+        sent = sock.sendmsg(views[:_IOV_MAX])
+        while views and sent >= views[0].nbytes:
+            sent -= views[0].nbytes
+            views.pop(0)
+        if sent:
+            views[0] = views[0][sent:]
+
+
+def send(conn: redis.Connection, commands: Sequence[list]) -> None:
+    """Write packed commands on ``conn`` in one go (connecting it first if needed); read nothing."""
+    conn.connect()
+    try:
+        _send(conn._sock, [chunk for command in commands for chunk in command])
+    except TimeoutError:
+        conn.disconnect()
+        raise redis.TimeoutError("Timeout writing to socket") from None
+    except OSError as exc:
+        conn.disconnect()
+        raise redis.ConnectionError(f"Error while writing to socket: {exc}") from None
+
+
+def receive(conn: redis.Connection, count: int) -> list:
+    """Read ``count`` replies on ``conn``; error replies are returned as exception objects.
+
+    A broken connection, a timeout or a reply out of step drops the connection.
+    """
+    reader = _reader(conn)
+    try:
+        replies = [reader.read() for _ in range(count)]
+    except TimeoutError:
+        conn.disconnect()
+        raise redis.TimeoutError("Timeout reading from socket") from None
+    except (redis.ConnectionError, OSError, ValueError) as exc:
+        conn.disconnect()
+        if isinstance(exc, redis.ConnectionError):
+            raise
+        raise redis.ConnectionError(f"Error while reading from socket: {exc}") from None
+    if reader.buffered:  # more than was asked for: the connection is out of step
+        conn.disconnect()
+        raise redis.ConnectionError("Redis sent more replies than commands were sent")
+    return replies
+
+
+def raise_first_error(replies: list) -> list:
+    """Return ``replies``, or raise the first error reply among them."""
+    for reply in replies:
+        if isinstance(reply, redis.RedisError):
+            raise reply
+    return replies
+
+
+def roundtrip(client: redis.Redis, commands: Sequence[list], *, raise_errors: bool = True) -> list:
     """Send packed commands in one write on one pooled connection and return their replies.
 
     Every reply is read (keeping the connection in step) before the first error
-    reply, if any, is raised. A connection-level failure drops the connection.
+    reply, if any, is raised (or, with ``raise_errors=False``, returned in its
+    place). A connection-level failure drops the connection.
     """
-    packed = [chunk for command in commands for chunk in command]
     pool = client.connection_pool
     conn = pool.get_connection()
     try:
-        conn.send_packed_command(packed)
-        replies: list = []
-        error: Exception | None = None
-        for _ in commands:
-            try:
-                replies.append(conn.read_response())
-            except redis.ResponseError as exc:
-                error = error or exc
-                replies.append(exc)
-        if error is not None:
-            raise error
-        return replies
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        send(conn, commands)
+        replies = receive(conn, len(commands))
+    except BaseException:
         conn.disconnect()
         raise
     finally:
         pool.release(conn)
+    return raise_first_error(replies) if raise_errors else replies

@@ -7,6 +7,9 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   ``ARGV[1]``.
 * ``saintpipe:pool:{JOB}:counters`` (``KEYS[2]``): a hash of produced,
   acknowledged, redelivered and malformed.
+* ``saintpipe:pool:{JOB}:at`` (``KEYS[3]`` of GET and ACK): a hash from the id of each
+  delivered entry to the key that now holds its bytes (GET renames them to a
+  key the consumer named, so that it can fetch them in the same round trip).
 * ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string.
   The bytes live in a string rather than in the stream entry because Redis
   stores a string argument as is, while appending it to a stream copies it
@@ -43,54 +46,95 @@ redis.call('HINCRBY', KEYS[2], 'produced', 1)
 return id
 """
 
-# One non-blocking attempt to get an entry: first reclaim one that a consumer
-# has held unacknowledged for longer than the visibility timeout (counted as a
-# redelivery), else read one never delivered. Returns {id, key of its bytes,
-# deliveries} or false. The caller GETs the bytes in a second round trip:
-# returning ~1 MB through Lua, or COPYing it to a key the caller could fetch in
-# the same pipeline, costs more than that round trip (both copy it inside
-# Redis). ARGV: group, consumer, visibility timeout in ms.
+# One non-blocking attempt to get an entry: one that a consumer has held
+# unacknowledged for longer than the visibility timeout (a redelivery,
+# counted), or one never delivered. With ARGV[4] = '1' abandoned entries are
+# looked for first; otherwise only when there is no new entry (the caller asks
+# for the first order every so often rather than on every call: XAUTOCLAIM is
+# a large share of this script's work). The entry's bytes are then RENAMEd to
+# KEYS[4], a fresh key the caller chose and GETs in the same round trip (a
+# rename moves a pointer; returning ~1 MB through Lua would copy it twice), and
+# KEYS[3] records where they went, for ACK and for a later redelivery.
+# Returns {id, deliveries, 1}, {id, deliveries, 0} when the bytes are missing,
+# or false. ARGV: group, consumer, visibility timeout in ms, abandoned first.
 GET = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
   return false
 end
-local start = '0-0'
-for _ = 1, 16 do
-  local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], start, 'COUNT', 1)
-  local entry = claimed[2][1]
-  if entry == nil then break end
-  if entry[2] then
-    local info = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
-    redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
-    return {entry[1], entry[2][2], info[1][4]}
+local function claim()
+  local start = '0-0'
+  for _ = 1, 16 do
+    local claimed = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], start, 'COUNT', 1)
+    local entry = claimed[2][1]
+    if entry == nil then return nil end
+    if entry[2] then
+      local info = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
+      redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
+      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry[2][2], info[1][4]
+    end
+    -- A pending id whose entry was deleted by hand: drop it from the pending list, with its bytes.
+    redis.call('XACK', KEYS[1], ARGV[1], entry[1])
+    local orphan = redis.call('HGET', KEYS[3], entry[1])
+    if orphan then
+      redis.call('UNLINK', orphan)
+      redis.call('HDEL', KEYS[3], entry[1])
+    end
+    start = claimed[1]
+    if start == '0-0' then return nil end
   end
-  -- A pending id whose entry was deleted by hand: drop it from the pending list.
-  redis.call('XACK', KEYS[1], ARGV[1], entry[1])
-  start = claimed[1]
-  if start == '0-0' then break end
+  return nil
 end
-local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
-if read then
+local function read_new()
+  local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
+  if not read then return nil end
   local entry = read[1][2][1]
-  return {entry[1], entry[2][2], 1}
+  return entry[1], entry[2][2], 1
 end
-return false
+local id, bytes, deliveries
+if ARGV[4] == '1' then id, bytes, deliveries = claim() end
+if id == nil then id, bytes, deliveries = read_new() end
+if id == nil and ARGV[4] ~= '1' then id, bytes, deliveries = claim() end
+if id == nil then return false end
+if redis.call('EXISTS', bytes) == 0 then
+  return {id, deliveries, 0}
+end
+redis.call('RENAME', bytes, KEYS[4])
+redis.call('HSET', KEYS[3], id, KEYS[4])
+return {id, deliveries, 1}
 """
 
-# Acknowledge and delete the entry and its bytes in one step, counted under
-# ARGV[3] ('acknowledged', or 'malformed' for an entry that failed to decode).
-# Returns 1, or 0 when the entry was no longer pending (acknowledged already,
-# or lost in a restart). ARGV: group, entry id, counter.
+# Acknowledge entries and delete them and their bytes (wherever GET moved
+# them), each counted under ARGV[2] ('acknowledged', or 'malformed' for an
+# entry that failed to decode). With a consumer name in ARGV[3], only entries
+# that consumer holds. Returns how many were pending (for that consumer) and
+# are now gone; the others were acknowledged already, taken over, or lost in a
+# restart. ARGV: group, counter, consumer or '', entry ids.
 ACK = """
-local n = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-if n == 1 then
-  local entry = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])[1]
-  if entry then redis.call('UNLINK', entry[2][2]) end
-  redis.call('XDEL', KEYS[1], ARGV[2])
-  redis.call('HINCRBY', KEYS[2], ARGV[3], 1)
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local done = 0
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local mine = true
+  if ARGV[3] ~= '' then
+    local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+    mine = info[1] ~= nil and info[1][2] == ARGV[3]
+  end
+  if mine and redis.call('XACK', KEYS[1], ARGV[1], id) == 1 then
+    local bytes = redis.call('HGET', KEYS[3], id)
+    if bytes then
+      redis.call('HDEL', KEYS[3], id)
+    else
+      local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
+      if entry then bytes = entry[2][2] end
+    end
+    if bytes then redis.call('UNLINK', bytes) end
+    redis.call('XDEL', KEYS[1], id)
+    redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+    done = done + 1
+  end
 end
-return n
+return done
 """
 
 # Reset the idle time of an entry this consumer holds (a heartbeat for long

@@ -74,8 +74,8 @@ def test_delete_job_removes_everything_and_only_that_job(redis_server):
     assert doomed.get("t", timeout=1) is not None  # one pending, one waiting
     # An upload left by a producer that died while waiting for room.
     client.set("saintpipe:pool:{doomed}:sg:orphan", b"x", px=60_000)
-    assert len(job_keys(client, "doomed")) == 5  # stream, counters, two subgraphs, the orphan
-    assert doomed.delete_job() == 5
+    assert len(job_keys(client, "doomed")) == 6  # stream, counters, at, two subgraphs, the orphan
+    assert doomed.delete_job() == 6
     assert job_keys(client, "doomed") == set()
     assert doomed.stats().produced == 0 and doomed.stats().held == 0
     assert kept.get("t", timeout=1).subgraph.equals(sg(0, "kept"))
