@@ -27,7 +27,7 @@ import numpy as np
 import xxhash
 
 from saintpipe.errors import DecodeError, InvalidArgument
-from services.pool import wire
+from services.pool import scan, wire
 from services.pool.validate import check_subgraph_arrays
 from services.subgraph import Subgraph
 
@@ -107,51 +107,65 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
         raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
 
     # Scalars first (field order), proto3 style: fields equal to their default are omitted.
-    parts: list = [wire.tag(1, wire.VARINT), wire.varint(FORMAT_VERSION)]
+    head = bytearray(_VERSION_FIELD)
     if job:
-        parts += [wire.tag(2, wire.LEN), wire.varint(len(job)), job]
-    for number, value in ((3, meta[1]), (4, meta[2]), (5, meta[3])):
+        head += _JOB_KEY + wire.varint(len(job)) + job
+    for key, value in ((_WORKER_KEY, meta[1]), (_SEQUENCE_KEY, meta[2]), (_SEED_KEY, meta[3])):
         if value:
-            parts += [wire.tag(number, wire.VARINT), wire.varint(wire.unsigned(value))]
-    pos = sum(len(p) for p in parts)
-    for name, (number, dtype) in ARRAYS.items():
+            head += key + wire.varint(wire.unsigned(value))
+    pos = len(head)
+    parts: list = [bytes(head)]
+    for name, (number, _) in ARRAYS.items():
         arr = arrays[name]
-        framed = _frame_array(number, arr, pos)
-        parts += framed
-        pos += sum(len(p) if isinstance(p, bytes) else p.nbytes for p in framed)
+        header = _array_header(number, arr, pos)
+        parts.append(header)
+        pos += len(header)
+        if arr.nbytes:
+            parts.append(memoryview(arr).cast("B"))
+            pos += arr.nbytes
     checksum = _checksum(FORMAT_VERSION, meta, arrays)
     if checksum:
-        parts += [wire.tag(12, wire.I64), struct.pack("<Q", checksum)]
+        parts.append(_CHECKSUM_KEY + struct.pack("<Q", checksum))
     return parts
 
 
-def _frame_array(number: int, arr: np.ndarray, pos: int) -> list:
-    """The pieces of Subgraph field ``number`` holding ``arr``, starting at message offset ``pos``.
+def _array_header(number: int, arr: np.ndarray, pos: int) -> bytes:
+    """The bytes of Subgraph field ``number`` up to the data of ``arr``, starting at message offset ``pos``.
 
     Picks the padding field's size so that the array's bytes start at a multiple
     of ALIGN from the message start.
     """
-    dtype = arr.dtype.str.encode()
+    nbytes = arr.nbytes
     shape = wire.varint(arr.size)
-    header = b"".join(
-        (_DTYPE_KEY, wire.varint(len(dtype)), dtype, _SHAPE_KEY, wire.varint(len(shape)), shape)
-    )
+    header = _ARRAY_PREFIX[number] + wire.varint(len(shape)) + shape
     outer_key = _FIELD_KEYS[number]
-    if arr.nbytes == 0:  # proto3 omits an empty bytes field; nothing to align
-        return [outer_key + wire.varint(len(header)) + header]
-    data_key = _DATA_KEY + wire.varint(arr.nbytes)
+    if nbytes == 0:  # proto3 omits an empty bytes field; nothing to align
+        return outer_key + wire.varint(len(header)) + header
+    data_key = _DATA_KEY + wire.varint(nbytes)
     fixed = len(header) + len(data_key)
+    before = pos + len(outer_key) + fixed  # bytes before the data, less the length varint and the padding
     # A padding field of p zero bytes takes 2 + p bytes on the wire (absent when p = 0).
-    for pad_field in _PAD_SIZES:
-        size = fixed + pad_field + arr.nbytes
-        if (pos + len(outer_key) + wire.varint_size(size) + fixed + pad_field) % ALIGN == 0:
-            break
-    padding = _PADDINGS[pad_field]
-    return [b"".join((outer_key, wire.varint(size), header, padding, data_key)), memoryview(arr).cast("B")]
+    pad = -(before + wire.varint_size(fixed + nbytes)) % ALIGN
+    if pad in (1, 2):
+        pad += ALIGN
+    if (before + wire.varint_size(fixed + pad + nbytes) + pad) % ALIGN:  # padding lengthened the varint
+        for pad in _PAD_SIZES:
+            if (before + wire.varint_size(fixed + pad + nbytes) + pad) % ALIGN == 0:
+                break
+    return b"".join((outer_key, wire.varint(fixed + pad + nbytes), header, _PADDINGS[pad], data_key))
 
 
 _FIELD_KEYS = {number: wire.tag(number, wire.LEN) for number, _ in ARRAYS.values()}
 _DTYPE_KEY, _SHAPE_KEY, _DATA_KEY = wire.tag(1, wire.LEN), wire.tag(2, wire.LEN), wire.tag(4, wire.LEN)
+# Per array field: the dtype field and the shape field's key (all but the shape's length and value).
+_ARRAY_PREFIX = {
+    number: _DTYPE_KEY + wire.varint(len(dtype.str)) + dtype.str.encode() + _SHAPE_KEY
+    for number, dtype in ARRAYS.values()
+}
+_VERSION_FIELD = wire.tag(1, wire.VARINT) + wire.varint(FORMAT_VERSION)
+_JOB_KEY = wire.tag(2, wire.LEN)
+_WORKER_KEY, _SEQUENCE_KEY, _SEED_KEY = (wire.tag(n, wire.VARINT) for n in (3, 4, 5))
+_CHECKSUM_KEY = wire.tag(12, wire.I64)
 _PAD_SIZES = (0, *range(3, 3 + ALIGN))
 _PADDINGS = {p: (wire.tag(3, wire.LEN) + wire.varint(p - 2) + bytes(p - 2)) if p else b"" for p in _PAD_SIZES}
 
@@ -178,6 +192,45 @@ def decode_owned(buf: bytes | bytearray | memoryview) -> Subgraph:
     The pool decodes the buffer it has just received a message into; the
     subgraph's arrays become read-only views of it.
     """
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
+    if scan.scan(raw, table):  # well framed: the compiled walk found every field
+        meta, arrays = _fields_from_table(buf, table)
+    else:  # the Python walk names what is wrong (or decodes what the compiled walk does not handle)
+        meta, arrays = _fields(buf)
+    expected = _checksum(FORMAT_VERSION, meta, arrays)
+    if meta[4] != expected:
+        raise DecodeError(
+            f"subgraph checksum: message says {meta[4]:#018x}, its contents hash to "
+            f"{expected:#018x} (the message was corrupted)"
+        )
+    check_subgraph_arrays(arrays)
+    return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
+
+
+_U64_MASK = (1 << 64) - 1
+
+
+def _fields_from_table(buf: bytes | bytearray | memoryview, table: np.ndarray) -> tuple[tuple, dict]:
+    """The metadata (job, worker, sequence, seed, checksum) and array views located by ``scan``."""
+    t = table.tolist()
+    job_id = _job_id(buf, t[scan.T_JOB_AT], t[scan.T_JOB_LEN])
+    meta = (
+        job_id,
+        wire.signed(t[scan.T_WORKER] & _U64_MASK),
+        wire.signed(t[scan.T_SEQUENCE] & _U64_MASK),
+        t[scan.T_SEED] & _U64_MASK,
+        t[scan.T_CHECKSUM] & _U64_MASK,
+    )
+    arrays = {}
+    for i, (name, (_, dtype)) in enumerate(ARRAYS.items()):
+        count, offset = t[scan.T_ARRAYS + 3 * i], t[scan.T_ARRAYS + 3 * i + 1]
+        arrays[name] = _view(buf, dtype, count, offset)
+    return meta, arrays
+
+
+def _fields(buf: bytes | bytearray | memoryview) -> tuple[tuple, dict]:
+    """The same as ``_fields_from_table`` by a Python walk of the message, raising on anything wrong."""
     scalars: dict[str, int] = {}
     arrays: dict[str, np.ndarray] = {}
     for number, wire_type, value, length in wire.iter_fields(buf, 0, len(buf), "subgraph message"):
@@ -196,27 +249,31 @@ def decode_owned(buf: bytes | bytearray | memoryview) -> Subgraph:
     for name in ARRAYS:
         if name not in arrays:
             raise DecodeError(f"subgraph {name}: missing")
-    job_id = ""
-    if "job_id" in scalars:
-        offset, length = scalars["job_id"]
-        try:
-            job_id = bytes(buf[offset : offset + length]).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DecodeError(f"subgraph job_id: not valid UTF-8 ({exc})") from None
+    job_id = _job_id(buf, *scalars["job_id"]) if "job_id" in scalars else ""
     meta = (
         job_id,
         wire.signed(scalars.get("worker", 0)),
         wire.signed(scalars.get("sequence", 0)),
         scalars.get("seed", 0),
+        scalars.get("checksum", 0),
     )
-    expected = _checksum(version, meta, arrays)
-    if scalars.get("checksum", 0) != expected:
-        raise DecodeError(
-            f"subgraph checksum: message says {scalars.get('checksum', 0):#018x}, its contents hash to "
-            f"{expected:#018x} (the message was corrupted)"
-        )
-    check_subgraph_arrays(arrays)
-    return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
+    return meta, {name: arrays[name] for name in ARRAYS}
+
+
+def _job_id(buf: bytes | bytearray | memoryview, offset: int, length: int) -> str:
+    try:
+        return bytes(buf[offset : offset + length]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"subgraph job_id: not valid UTF-8 ({exc})") from None
+
+
+def _view(buf: bytes | bytearray | memoryview, dtype: np.dtype, count: int, offset: int) -> np.ndarray:
+    """A read-only view of ``count`` items at ``offset``, copied once if it is not aligned."""
+    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
+    if not arr.flags.aligned:  # not padded by this encoder: copy once rather than hand out an unaligned view
+        arr = arr.copy()
+    arr.flags.writeable = False
+    return arr
 
 
 def _expect(name: str, wire_type: int, want: int, seen: bool) -> None:
@@ -264,11 +321,7 @@ def _read_array(buf: bytes | bytearray | memoryview, name: str, start: int, leng
             f"subgraph {name}.data: shape {shape} of {want.str} needs {shape[0] * want.itemsize} "
             f"bytes, got {nbytes}"
         )
-    arr = np.frombuffer(buf, dtype=want, count=shape[0], offset=offset)
-    if not arr.flags.aligned:  # not padded by this encoder: copy once rather than hand out an unaligned view
-        arr = arr.copy()
-    arr.flags.writeable = False
-    return arr
+    return _view(buf, want, shape[0], offset)
 
 
 def _wire_array(name: str, value: object) -> np.ndarray:
@@ -288,8 +341,12 @@ def _checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, n
     """XXH3-64 over version, ids, then each array's dtype, length and bytes (padding excluded)."""
     job = meta[0].encode("utf-8")
     h = xxhash.xxh3_64(struct.pack("<IQqqQ", version, len(job), meta[1], meta[2], meta[3]) + job)
-    for name in ARRAYS:
+    for name, dtype_key in _HASH_DTYPES.items():
         arr = arrays[name]
-        h.update(struct.pack("<4sQ", arr.dtype.str.encode(), arr.size))
-        h.update(memoryview(arr).cast("B"))
+        h.update(dtype_key + arr.size.to_bytes(8, "little"))
+        h.update(arr)
     return h.intdigest()
+
+
+# struct "<4s" of each wire dtype string (the arrays hashed always have their wire dtype).
+_HASH_DTYPES = {name: dtype.str.encode().ljust(4, b"\0") for name, (_, dtype) in ARRAYS.items()}

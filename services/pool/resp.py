@@ -46,17 +46,22 @@ def pack(*args: Arg) -> list:
     out: list = []
     buf = bytearray(b"*%d\r\n" % len(args))
     for arg in args:
-        if isinstance(arg, list):
-            pieces: Sequence = arg
-        elif isinstance(arg, (bytes, bytearray, memoryview)):
-            pieces = (arg,)
-        elif isinstance(arg, str):
-            pieces = (arg.encode(),)
-        else:
-            pieces = (str(arg).encode(),)
-        buf += b"$%d\r\n" % sum(memoryview(p).nbytes for p in pieces)
-        for piece in pieces:
-            if memoryview(piece).nbytes < _SMALL:
+        if isinstance(arg, str):
+            arg = arg.encode()
+        elif isinstance(arg, int):
+            arg = b"%d" % arg
+        elif isinstance(arg, float):
+            arg = repr(arg).encode()
+        if isinstance(arg, (bytes, bytearray)) and len(arg) < _SMALL:  # the common case: one small piece
+            buf += b"$%d\r\n" % len(arg)
+            buf += arg
+            buf += b"\r\n"
+            continue
+        pieces = arg if isinstance(arg, list) else (arg,)
+        sizes = [memoryview(p).nbytes for p in pieces]
+        buf += b"$%d\r\n" % sum(sizes)
+        for piece, size in zip(pieces, sizes, strict=True):
+            if size < _SMALL:
                 buf += piece
             else:
                 out.append(bytes(buf))
