@@ -37,11 +37,11 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.cli.report import emit_report
     from saintpipe.errors import InvalidArgument
-    from services.pool.codec import decode_subgraph, encode_subgraph
+    from services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_parts
     from services.pool.connection import make_client
     from services.pool.pool import SubgraphPool
     from services.pool.redis_server import RedisServer
-    from services.pool.resp import pack, roundtrip
+    from services.pool.resp import Connections, pack
     from services.pool.synthetic import random_subgraph
 
     for name in ("nodes", "edges", "count"):
@@ -52,8 +52,13 @@ def _bench(args: argparse.Namespace) -> int:
     job = f"bench-{os.getpid()}"
     warmup = 5
 
-    with RedisServer(args.redis_url) as server, SubgraphPool(server.url, job, capacity=16) as pool:
+    with (
+        RedisServer(args.redis_url) as server,
+        SubgraphPool(server.url, job, capacity=16) as pool,
+        SubgraphPool(server.url, f"{job}-wait", capacity=16) as pool_wait,
+    ):
         client = make_client(server.url)  # the pool's own connection settings: only the pool's work differs
+        conns = Connections(client)  # ... and its own I/O path
         default_client = server.client()
         key = f"saintpipe:bench:{{{job}}}:baseline"
 
@@ -63,15 +68,15 @@ def _bench(args: argparse.Namespace) -> int:
             pool.ack(entry.entry_id, wait=False)
 
         def pool_wait_cycle() -> None:
-            pool.put(sg)
-            entry = pool.get("bench", timeout=10)
-            if not pool.ack(entry.entry_id):
+            pool_wait.put(sg)
+            entry = pool_wait.get("bench", timeout=10)
+            if not pool_wait.ack(entry.entry_id):
                 raise RuntimeError("pool ack found its entry not pending")
 
         def baseline_cycle() -> None:
             # The pool's own round trips (same connection, writer and reply reader): only its work differs.
-            roundtrip(client, [pack("SET", key, data)])
-            if len(roundtrip(client, [pack("GET", key)])[0]) != len(data):
+            conns.exchange([pack("SET", key, data)])
+            if len(conns.exchange([pack("GET", key)])[0]) != len(data):
                 raise RuntimeError("baseline GET returned other bytes")
 
         def redispy_cycle() -> None:
@@ -83,8 +88,9 @@ def _bench(args: argparse.Namespace) -> int:
             default_client.set(key, data)
             default_client.get(key)
 
-        def codec_cycle() -> None:
-            decode_subgraph(encode_subgraph(sg))
+        def codec_cycle() -> None:  # what the pool does: encode to pieces (sent in place), decode bytes
+            encode_subgraph_parts(sg)
+            decode_subgraph(data)
 
         cycles = {
             "pool": pool_cycle,
@@ -102,15 +108,18 @@ def _bench(args: argparse.Namespace) -> int:
                     cycle()
                     if i >= warmup:
                         seconds[name].append(time.perf_counter() - start)
-            stats = pool.stats()
+            stats = [pool.stats(), pool_wait.stats()]
             redis_version = client.info("server").get("redis_version", "?")
         finally:
             client.delete(key)
             pool.delete_job()
+            pool_wait.delete_job()
+            conns.close()
             client.close()
             default_client.close()
-    if stats.acknowledged != 2 * (warmup + args.count) or stats.held != 0:
-        raise RuntimeError(f"pool lost or kept entries during the benchmark: {stats}")
+    for st in stats:
+        if st.acknowledged != warmup + args.count or st.held != 0:
+            raise RuntimeError(f"pool lost or kept entries during the benchmark: {st}")
 
     mb = len(data) / 1e6
     labels = {
@@ -119,7 +128,7 @@ def _bench(args: argparse.Namespace) -> int:
         "pool_wait": "pool put+get+ack (ack waits for reply)",
         "redispy": "redis SET+GET (redis-py, pool's settings)",
         "default": "redis SET+GET (default redis-py client)",
-        "codec": "encode+decode only (no Redis)",
+        "codec": "encode (pieces)+decode only",
     }
     rows = []
     for name, label in labels.items():

@@ -41,7 +41,7 @@ from services.pool import scripts
 from services.pool.codec import decode_owned, encode_subgraph_parts
 from services.pool.config import JOB_ID_PATTERN, PoolConfig
 from services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client, redact_url
-from services.pool.resp import pack, raise_first_error, roundtrip
+from services.pool.resp import Connections, pack, raise_first_error
 from services.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
@@ -164,6 +164,7 @@ class SubgraphPool:
         # A blocking read must end before the socket times out.
         self._block_slice = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 2, socket_timeout / 2)
         self._client = make_client(url, socket_timeout=socket_timeout)
+        self._conns = Connections(self._client)
         # Acknowledgements made with ack(wait=False), sent with the next round trip (or by the flusher).
         self._acks: list[str] = []
         self._acks_since = 0.0
@@ -474,7 +475,7 @@ class SubgraphPool:
                 acks, self._acks = self._acks, []
             sent = [self._ack_command(acks), *commands] if acks else commands
             try:
-                replies = roundtrip(self._client, sent, raise_errors=False)
+                replies = self._conns.exchange(sent, raise_errors=False)
             except BaseException:
                 # Whether Redis ran them is unknown: acknowledging again is harmless.
                 with self._lock:
@@ -532,6 +533,7 @@ class SubgraphPool:
         except (redis.RedisError, SaintpipeError) as exc:  # they come back after the visibility timeout
             log.warning("pool job %s: could not send queued acknowledgements on close: %s", self.job_id, exc)
         finally:
+            self._conns.close()
             self._client.close()
 
     def __enter__(self) -> Self:

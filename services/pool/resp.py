@@ -23,6 +23,7 @@ them as they would redis-py's own.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Sequence
 
@@ -44,7 +45,7 @@ _READER_ATTR = "_saintpipe_reader"
 def pack(*args: Arg) -> list:
     """RESP-encode one command; large buffers are passed through, small pieces coalesced."""
     out: list = []
-    buf = bytearray(b"*%d\r\n" % len(args))
+    chunks = [b"*%d\r\n" % len(args)]
     for arg in args:
         if isinstance(arg, str):
             arg = arg.encode()
@@ -52,23 +53,21 @@ def pack(*args: Arg) -> list:
             arg = b"%d" % arg
         elif isinstance(arg, float):
             arg = repr(arg).encode()
-        if isinstance(arg, (bytes, bytearray)) and len(arg) < _SMALL:  # the common case: one small piece
-            buf += b"$%d\r\n" % len(arg)
-            buf += arg
-            buf += b"\r\n"
+        if type(arg) is bytes and len(arg) < _SMALL:  # the common case: one small piece
+            chunks.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
             continue
         pieces = arg if isinstance(arg, list) else (arg,)
         sizes = [memoryview(p).nbytes for p in pieces]
-        buf += b"$%d\r\n" % sum(sizes)
+        chunks.append(b"$%d\r\n" % sum(sizes))
         for piece, size in zip(pieces, sizes, strict=True):
             if size < _SMALL:
-                buf += piece
+                chunks.append(bytes(piece))
             else:
-                out.append(bytes(buf))
+                out.append(b"".join(chunks))
                 out.append(piece)
-                buf = bytearray()
-        buf += b"\r\n"
-    out.append(bytes(buf))
+                chunks = []
+        chunks.append(b"\r\n")
+    out.append(b"".join(chunks))
     return out
 
 
@@ -249,21 +248,62 @@ def raise_first_error(replies: list) -> list:
     return replies
 
 
-def roundtrip(client: redis.Redis, commands: Sequence[list], *, raise_errors: bool = True) -> list:
-    """Send packed commands in one write on one pooled connection and return their replies.
+class Connections:
+    """The hot path's own connections to one server: taken and given back without redis-py's pool.
 
-    Every reply is read (keeping the connection in step) before the first error
-    reply, if any, is raised (or, with ``raise_errors=False``, returned in its
-    place). A connection-level failure drops the connection.
+    redis-py's ``ConnectionPool`` checks each connection's socket for stray data
+    and records metrics on every checkout, which costs a sizeable part of a
+    loopback round trip. Here connections wait in a LIFO list; one that the
+    server closed while it waited (a restart, an idle timeout) is noticed when
+    the exchange on it fails, and the exchange is retried once at once on a
+    fresh connection. Thread-safe; after a fork the child starts afresh.
+
+    Args:
+        client: the redis-py client whose connection settings (URL, password,
+            timeouts, read size) new connections copy.
     """
-    pool = client.connection_pool
-    conn = pool.get_connection()
-    try:
-        send(conn, commands)
-        replies = receive(conn, len(commands))
-    except BaseException:
-        conn.disconnect()
-        raise
-    finally:
-        pool.release(conn)
-    return raise_first_error(replies) if raise_errors else replies
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._pool = client.connection_pool
+        self._idle: list[redis.Connection] = []
+        self._pid = os.getpid()
+
+    def exchange(self, commands: Sequence[list], *, raise_errors: bool = True) -> list:
+        """Send packed commands in one write and return their replies.
+
+        Every reply is read (keeping the connection in step) before the first
+        error reply, if any, is raised (or, with ``raise_errors=False``, returned
+        in its place). A connection-level failure drops the connection and raises
+        ``redis.ConnectionError`` or ``redis.TimeoutError``.
+        """
+        conn = self._take()
+        try:
+            reused = conn._sock is not None
+            try:
+                send(conn, commands)
+                replies = receive(conn, len(commands))
+            except redis.ConnectionError:
+                if not reused:
+                    raise
+                send(conn, commands)  # the server closed it while it waited: reconnect once, now
+                replies = receive(conn, len(commands))
+        except BaseException:
+            conn.disconnect()
+            raise
+        finally:
+            self._idle.append(conn)
+        return raise_first_error(replies) if raise_errors else replies
+
+    def _take(self) -> redis.Connection:
+        if self._pid != os.getpid():  # forked: the parent's sockets are not ours to use
+            self._idle, self._pid = [], os.getpid()
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return self._pool.connection_class(**self._pool.connection_kwargs)
+
+    def close(self) -> None:
+        """Close the idle connections (one in use is closed when it comes back and is used again)."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.disconnect()

@@ -41,15 +41,6 @@ def check_subgraph_arrays(a: dict[str, np.ndarray]) -> None:
     Raises:
         DecodeError: naming the field, and the first position at fault.
     """
-    n, e = a["node_ids"].size, a["indices"].size
-    for name, size, like in (
-        ("indptr", n + 1, "node_ids + 1"),
-        ("edge_weights", e, "indices"),
-        ("edge_weights_t", e, "indices"),
-        ("loss_weights", n, "node_ids"),
-    ):
-        if a[name].size != size:
-            raise DecodeError(f"subgraph {name}: length {a[name].size}, expected {size} (as {like})")
     arrays = (
         a["node_ids"],
         a["indptr"],
@@ -58,41 +49,60 @@ def check_subgraph_arrays(a: dict[str, np.ndarray]) -> None:
         a["edge_weights_t"],
         a["loss_weights"],
     )
-    # Weights are tested through their bits (exponent all ones = inf or nan), which vectorizes.
-    if _is_valid(*arrays[:3], *(w.view(np.uint32) for w in arrays[3:])):
+    if _is_valid(*arrays):
         return
+    n, e = arrays[0].size, arrays[2].size
+    for name, size, like in (
+        ("indptr", n + 1, "node_ids + 1"),
+        ("edge_weights", e, "indices"),
+        ("edge_weights_t", e, "indices"),
+        ("loss_weights", n, "node_ids"),
+    ):
+        if a[name].size != size:
+            raise DecodeError(f"subgraph {name}: length {a[name].size}, expected {size} (as {like})")
     code, pos = _locate(*arrays)
-    if code:
-        field, what = _PROBLEMS[code]
-        value = a[field][pos] if pos < a[field].size else None
-        raise DecodeError(f"subgraph {field}: position {pos} (value {value}) {what}")
+    if not code:  # cannot happen: the two kernels test the same invariants
+        raise DecodeError("subgraph: failed a structural check that could not be located")
+    field, what = _PROBLEMS[code]
+    value = a[field][pos] if pos < a[field].size else None
+    raise DecodeError(f"subgraph {field}: position {pos} (value {value}) {what}")
 
 
 _EXP = 0x7F800000
 
 
 @njit(cache=True, nogil=True)
-def _is_valid(node_ids, indptr, indices, ew_bits, ewt_bits, lw_bits):  # pragma: no cover - compiled
-    """True when every check passes. Lengths are checked already."""
+def _is_valid(node_ids, indptr, indices, ew, ewt, lw):  # pragma: no cover - compiled
+    """True when every check passes, lengths included."""
     n = node_ids.size
     e = indices.size
+    if indptr.size != n + 1 or ew.size != e or ewt.size != e or lw.size != n:
+        return False
+    if indptr[0] != 0 or indptr[n] != e or (n > 0 and node_ids[0] < 0):
+        return False
+    # Weights are tested through their bits (exponent all ones = inf or nan), which vectorizes.
+    ew_bits = ew.view(np.uint32)
+    ewt_bits = ewt.view(np.uint32)
+    lw_bits = lw.view(np.uint32)
     bad = 0
-    if n > 0 and node_ids[0] < 0:
-        bad += 1
     for i in range(1, n):
         bad += 1 if node_ids[i] <= node_ids[i - 1] else 0
     for v in range(n):
         bad += 1 if indptr[v + 1] < indptr[v] else 0
-    if bad or indptr[0] != 0 or indptr[n] != e:
+        bad += 1 if lw_bits[v] & _EXP == _EXP else 0
+    if bad:
         return False
-    if e > 0:
-        lo = indices[0]
-        hi = indices[0]
-        for k in range(e):
-            lo = min(lo, indices[k])
-            hi = max(hi, indices[k])
-        if lo < 0 or hi >= n:
-            return False
+    if e == 0:
+        return True
+    lo = indices[0]
+    hi = indices[0]
+    for k in range(e):
+        lo = min(lo, indices[k])
+        hi = max(hi, indices[k])
+        bad += 1 if ew_bits[k] & _EXP == _EXP else 0
+        bad += 1 if ewt_bits[k] & _EXP == _EXP else 0
+    if bad or lo < 0 or hi >= n:
+        return False
     # Columns must ascend strictly within a row: every step down must sit where a non-empty row starts.
     drops = 0
     for k in range(1, e):
@@ -102,15 +112,7 @@ def _is_valid(node_ids, indptr, indices, ew_bits, ewt_bits, lw_bits):  # pragma:
         start = indptr[v]
         if 0 < start < indptr[v + 1]:
             at_row_starts += 1 if indices[start] <= indices[start - 1] else 0
-    if drops != at_row_starts:
-        return False
-    nonfinite = 0
-    for k in range(e):
-        nonfinite += 1 if ew_bits[k] & _EXP == _EXP else 0
-        nonfinite += 1 if ewt_bits[k] & _EXP == _EXP else 0
-    for i in range(n):
-        nonfinite += 1 if lw_bits[i] & _EXP == _EXP else 0
-    return nonfinite == 0
+    return drops == at_row_starts
 
 
 @njit(cache=True, nogil=True)
