@@ -222,11 +222,15 @@ def _fields_from_table(buf: bytes | bytearray | memoryview, table: np.ndarray) -
         t[scan.T_SEED] & _U64_MASK,
         t[scan.T_CHECKSUM] & _U64_MASK,
     )
-    arrays = {}
-    for i, (name, (_, dtype)) in enumerate(ARRAYS.items()):
-        count, offset = t[scan.T_ARRAYS + 3 * i], t[scan.T_ARRAYS + 3 * i + 1]
-        arrays[name] = _view(buf, dtype, count, offset)
+    arrays = {
+        name: _view(buf, dtype, t[at], t[at + 1])
+        for (name, dtype), at in zip(_DTYPES, _TABLE_AT, strict=True)
+    }
     return meta, arrays
+
+
+_DTYPES = [(name, dtype) for name, (_, dtype) in ARRAYS.items()]
+_TABLE_AT = [scan.T_ARRAYS + 3 * i for i in range(len(ARRAYS))]
 
 
 def _fields(buf: bytes | bytearray | memoryview) -> tuple[tuple, dict]:
@@ -327,6 +331,8 @@ def _read_array(buf: bytes | bytearray | memoryview, name: str, start: int, leng
 def _wire_array(name: str, value: object) -> np.ndarray:
     """The array as it goes on the wire: 1-D, C-contiguous, explicit little-endian wire dtype."""
     target = ARRAYS[name][1]
+    if type(value) is np.ndarray and value.dtype == target and value.ndim == 1 and value.flags.c_contiguous:
+        return value  # already as it goes on the wire (what the samplers produce)
     arr = np.asarray(value)
     if arr.ndim != 1:
         raise InvalidArgument(f"subgraph {name}: expected a 1-D array, got shape {arr.shape}")

@@ -57,14 +57,14 @@ def pack(*args: Arg) -> list:
             chunks.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
             continue
         pieces = arg if isinstance(arg, list) else (arg,)
-        sizes = [memoryview(p).nbytes for p in pieces]
+        sizes = [len(p) if type(p) is bytes else memoryview(p).nbytes for p in pieces]
         chunks.append(b"$%d\r\n" % sum(sizes))
         for piece, size in zip(pieces, sizes, strict=True):
             if size < _SMALL:
                 chunks.append(bytes(piece))
-            else:
+            else:  # sent in place, as bytes or a byte-format view (so that len() counts bytes)
                 out.append(b"".join(chunks))
-                out.append(piece)
+                out.append(piece if type(piece) is bytes else memoryview(piece).cast("B"))
                 chunks = []
         chunks.append(b"\r\n")
     out.append(b"".join(chunks))
@@ -194,15 +194,22 @@ def _reader(conn: redis.Connection) -> _Reader:
 
 
 def _send(sock: socket.socket, chunks: list) -> None:
-    """Write every chunk, gathering them into as few system calls as the kernel accepts."""
-    views = [memoryview(c).cast("B") for c in chunks]
+    """Write every chunk (bytes, or byte-format memoryviews), in as few system calls as the kernel accepts."""
+    total = sum(len(c) for c in chunks)
+    sent = sock.sendmsg(chunks[:_IOV_MAX]) if chunks else 0
+    if sent == total:
+        return
+    views = [
+        memoryview(c) for c in chunks
+    ]  # a partial write (full socket buffer): go on from where it stopped
     while views:
-        sent = sock.sendmsg(views[:_IOV_MAX])
-        while views and sent >= views[0].nbytes:
-            sent -= views[0].nbytes
+        while views and sent >= len(views[0]):
+            sent -= len(views[0])
             views.pop(0)
         if sent:
             views[0] = views[0][sent:]
+        if views:
+            sent = sock.sendmsg(views[:_IOV_MAX])
 
 
 def send(conn: redis.Connection, commands: Sequence[list]) -> None:
