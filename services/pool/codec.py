@@ -27,7 +27,7 @@ import numpy as np
 import xxhash
 
 from saintpipe.errors import DecodeError, InvalidArgument
-from services.pool import scan, wire
+from services.pool import fused, scan, wire
 from services.pool.validate import check_subgraph_arrays
 from services.subgraph import Subgraph
 
@@ -96,16 +96,19 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     if not isinstance(sg.job_id, str):
         raise InvalidArgument(f"subgraph job_id: expected a string, got {type(sg.job_id).__name__}")
     meta = (sg.job_id, int(sg.worker), int(sg.sequence), int(sg.seed))
+    try:
+        job = meta[0].encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
+    if fused.AVAILABLE:  # one compiled pass: frame, hash and check
+        parts = _encode_fused(job, meta, arrays, validate)
+        if parts is not None:
+            return parts
     if validate:
         try:
             check_subgraph_arrays(arrays)
         except DecodeError as exc:
             raise InvalidArgument(f"cannot encode: {exc}") from None
-    try:
-        job = meta[0].encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
-
     # Scalars first (field order), proto3 style: fields equal to their default are omitted.
     head = bytearray(_VERSION_FIELD)
     if job:
@@ -127,6 +130,50 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     if checksum:
         parts.append(_CHECKSUM_KEY + struct.pack("<Q", checksum))
     return parts
+
+
+def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], validate: bool) -> list | None:
+    """``encode_subgraph_parts`` through ``fused.encode``; None when it could not run (then the Python path)."""
+    arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
+    cuts = np.empty(8, dtype=np.int64)
+    status = fused.encode(
+        np.frombuffer(job, dtype=np.uint8),
+        np.uint64(wire.unsigned(meta[1])),
+        np.uint64(wire.unsigned(meta[2])),
+        np.uint64(meta[3]),
+        *(_read_only(a) for a in arrays.values()),
+        bool(validate),
+        arena,
+        cuts,
+    )
+    if status == fused.INVALID:
+        try:
+            check_subgraph_arrays(arrays)
+        except DecodeError as exc:
+            raise InvalidArgument(f"cannot encode: {exc}") from None
+        raise InvalidArgument("cannot encode: the subgraph failed a structural check")  # not expected
+    if status != fused.OK:
+        return None
+    c = cuts.tolist()
+    small = memoryview(arena)
+    parts: list = []
+    for i, arr in enumerate(arrays.values()):
+        parts.append(small[c[i] : c[i + 1]])
+        if arr.nbytes:
+            parts.append(memoryview(arr).cast("B"))
+    if c[7] > c[6]:
+        parts.append(small[c[6] : c[7]])
+    return parts
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    """A read-only view: kernels see one array type whether callers' arrays are writable or not
+    (each combination would be compiled anew)."""
+    if not arr.flags.writeable:
+        return arr
+    view = arr.view()
+    view.flags.writeable = False
+    return view
 
 
 def _array_header(number: int, arr: np.ndarray, pos: int) -> bytes:
@@ -193,8 +240,17 @@ def decode_owned(buf: bytes | bytearray | memoryview) -> Subgraph:
     subgraph's arrays become read-only views of it.
     """
     raw = np.frombuffer(buf, dtype=np.uint8)
+    raw.flags.writeable = False  # one compiled specialization for bytes and for received buffers
     table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
-    if scan.scan(raw, table):  # well framed: the compiled walk found every field
+    if fused.AVAILABLE:
+        status = fused.check_message(raw, table)
+        if status == fused.OK:  # framed, hashed and checked in one compiled pass
+            meta, arrays = _fields_from_table(buf, table)
+            return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
+        framed = status != fused.INVALID
+    else:
+        framed = scan.scan(raw, table)
+    if framed:  # well framed: the compiled walk found every field
         meta, arrays = _fields_from_table(buf, table)
     else:  # the Python walk names what is wrong (or decodes what the compiled walk does not handle)
         meta, arrays = _fields(buf)
