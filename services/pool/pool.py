@@ -285,15 +285,22 @@ class SubgraphPool:
             abandoned_first = now >= self._next_claim
             if abandoned_first:
                 self._next_claim = now + self._claim_interval
-            # One round trip: the GET script moves the entry's bytes to a key named here, then GET them.
+            # One round trip: the GET script (first acknowledging what ack(wait=False) queued) moves the
+            # entry's bytes to a key named here, then GET them.
             dest = self._new_bytes_key()
-            args = [GROUP, consumer, self._min_idle_ms, int(abandoned_first)]
-            found, payload = self._run(
-                [self._scripts["GET"].command([*self._entry_keys, dest], args), pack("GET", dest)],
-                "get a subgraph",
-            )
-            if found:
-                eid, deliveries, present = found
+            acks = self._take_acks()
+            args = [GROUP, consumer, self._min_idle_ms, int(abandoned_first), *acks]
+            try:
+                (eid, deliveries, present, acked), payload = self._run(
+                    [self._scripts["GET"].command([*self._entry_keys, dest], args), pack("GET", dest)],
+                    "get a subgraph",
+                )
+            except BaseException:
+                self._requeue_acks(acks)
+                raise
+            if acked != len(acks):
+                self._note_stale_acks(len(acks) - acked, len(acks))
+            if eid:  # nil (or false, depending on the protocol) when there is none
                 entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None)
             else:
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -471,21 +478,15 @@ class SubgraphPool:
         """
 
         def attempt() -> list:
-            with self._lock:
-                acks, self._acks = self._acks, []
+            acks = self._take_acks()
             sent = [self._ack_command(acks), *commands] if acks else commands
             try:
                 replies = self._conns.exchange(sent, raise_errors=False)
             except BaseException:
-                # Whether Redis ran them is unknown: acknowledging again is harmless.
-                with self._lock:
-                    if not self._acks:
-                        self._acks_since = time.monotonic()
-                    self._acks[:0] = acks
+                self._requeue_acks(acks)  # whether Redis ran them is unknown: acknowledging again is harmless
                 raise
             if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
-                with self._lock:  # nothing ran (a restarted Redis forgot the scripts): the retry sends them
-                    self._acks[:0] = acks
+                self._requeue_acks(acks)  # nothing ran (a restarted Redis forgot the scripts): sent again
                 raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
             if acks:
                 done = replies[0]
@@ -493,12 +494,7 @@ class SubgraphPool:
                 if isinstance(done, redis.RedisError):
                     log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
                 elif done != len(acks):
-                    log.debug(
-                        "pool job %s: %d of %d queued acknowledgements found their entry not pending",
-                        self.job_id,
-                        len(acks) - done,
-                        len(acks),
-                    )
+                    self._note_stale_acks(len(acks) - done, len(acks))
             return raise_first_error(replies)
 
         def attempt_with_scripts() -> list:
@@ -510,6 +506,26 @@ class SubgraphPool:
                 return attempt()
 
         return self._call(attempt_with_scripts, what)
+
+    def _take_acks(self) -> list[str]:
+        with self._lock:
+            acks, self._acks = self._acks, []
+        return acks
+
+    def _requeue_acks(self, acks: list[str]) -> None:
+        if acks:
+            with self._lock:
+                if not self._acks:
+                    self._acks_since = time.monotonic()
+                self._acks[:0] = acks
+
+    def _note_stale_acks(self, stale: int, sent: int) -> None:
+        log.debug(
+            "pool job %s: %d of %d queued acknowledgements found their entry not pending",
+            self.job_id,
+            stale,
+            sent,
+        )
 
     def _ack_command(self, ids: list[str]) -> list:
         return self._scripts["ACK"].command(self._entry_keys, [GROUP, "acknowledged", "", *ids])

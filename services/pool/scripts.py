@@ -46,6 +46,27 @@ redis.call('HINCRBY', KEYS[2], 'produced', 1)
 return id
 """
 
+# Shared by ACK and GET: acknowledge entry ``id`` of the group ARGV[1] of stream
+# KEYS[1]; if it was pending, delete it and its bytes (KEYS[3] says where GET
+# moved them; else the entry's field k) and count it under ``counter`` in
+# KEYS[2]. Returns 1 if it was pending, else 0. XACK on a missing stream is 0.
+_ACK_ONE = """
+local function ack_one(id, counter)
+  if redis.call('XACK', KEYS[1], ARGV[1], id) == 0 then return 0 end
+  local bytes = redis.call('HGET', KEYS[3], id)
+  if bytes then
+    redis.call('HDEL', KEYS[3], id)
+  else
+    local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
+    if entry then bytes = entry[2][2] end
+  end
+  if bytes then redis.call('UNLINK', bytes) end
+  redis.call('XDEL', KEYS[1], id)
+  redis.call('HINCRBY', KEYS[2], counter, 1)
+  return 1
+end
+"""
+
 # One non-blocking attempt to get an entry: one that a consumer has held
 # unacknowledged for longer than the visibility timeout (a redelivery,
 # counted), or one never delivered. With ARGV[4] = '1' abandoned entries are
@@ -55,12 +76,20 @@ return id
 # KEYS[4], a fresh key the caller chose and GETs in the same round trip (a
 # rename moves a pointer; returning ~1 MB through Lua would copy it twice), and
 # KEYS[3] records where they went, for ACK and for a later redelivery.
-# Returns {id, deliveries, 1}, {id, deliveries, 0} when the bytes are missing,
-# or false. ARGV: group, consumer, visibility timeout in ms, abandoned first.
-GET = """
+# Entry ids from ARGV[5] on are acknowledged first (as ACK does): a consumer's
+# acknowledgement of its last entry travels with its next GET.
+# Returns {id, deliveries, 1, acked}, {id, deliveries, 0, acked} when the bytes
+# are missing, or {false, 0, 0, acked} when there is no entry; acked counts the
+# acknowledged entries that were pending. ARGV: group, consumer, visibility
+# timeout in ms, abandoned first (1 or 0), entry ids to acknowledge.
+GET = (
+    _ACK_ONE
+    + """
+local acked = 0
+for i = 5, #ARGV do acked = acked + ack_one(ARGV[i], 'acknowledged') end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
-  return false
+  return {false, 0, 0, acked}
 end
 local function claim()
   local start = '0-0'
@@ -95,14 +124,15 @@ local id, bytes, deliveries
 if ARGV[4] == '1' then id, bytes, deliveries = claim() end
 if id == nil then id, bytes, deliveries = read_new() end
 if id == nil and ARGV[4] ~= '1' then id, bytes, deliveries = claim() end
-if id == nil then return false end
+if id == nil then return {false, 0, 0, acked} end
 if redis.call('EXISTS', bytes) == 0 then
-  return {id, deliveries, 0}
+  return {id, deliveries, 0, acked}
 end
 redis.call('RENAME', bytes, KEYS[4])
 redis.call('HSET', KEYS[3], id, KEYS[4])
-return {id, deliveries, 1}
+return {id, deliveries, 1, acked}
 """
+)
 
 # Acknowledge entries and delete them and their bytes (wherever GET moved
 # them), each counted under ARGV[2] ('acknowledged', or 'malformed' for an
@@ -110,32 +140,23 @@ return {id, deliveries, 1}
 # that consumer holds. Returns how many were pending (for that consumer) and
 # are now gone; the others were acknowledged already, taken over, or lost in a
 # restart. ARGV: group, counter, consumer or '', entry ids.
-ACK = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+ACK = (
+    _ACK_ONE
+    + """
 local done = 0
 for i = 4, #ARGV do
   local id = ARGV[i]
   local mine = true
   if ARGV[3] ~= '' then
+    if redis.call('EXISTS', KEYS[1]) == 0 then return done end
     local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
     mine = info[1] ~= nil and info[1][2] == ARGV[3]
   end
-  if mine and redis.call('XACK', KEYS[1], ARGV[1], id) == 1 then
-    local bytes = redis.call('HGET', KEYS[3], id)
-    if bytes then
-      redis.call('HDEL', KEYS[3], id)
-    else
-      local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
-      if entry then bytes = entry[2][2] end
-    end
-    if bytes then redis.call('UNLINK', bytes) end
-    redis.call('XDEL', KEYS[1], id)
-    redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
-    done = done + 1
-  end
+  if mine then done = done + ack_one(id, ARGV[2]) end
 end
 return done
 """
+)
 
 # Reset the idle time of an entry this consumer holds (a heartbeat for long
 # steps), without taking it from another consumer. Returns 1 if held, else 0.
