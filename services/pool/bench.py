@@ -92,22 +92,30 @@ def _bench(args: argparse.Namespace) -> int:
             encode_subgraph_parts(sg)
             decode_subgraph(data)
 
-        cycles = {
-            "pool": pool_cycle,
-            "pool_wait": pool_wait_cycle,
-            "baseline": baseline_cycle,
-            "redispy": redispy_cycle,
-            "default": default_cycle,
-            "codec": codec_cycle,
-        }
-        seconds: dict[str, list[float]] = {name: [] for name in cycles}
+        # Two phases. The comparison: the pool (both ack modes), its baseline and the codec alone.
+        # Then the reference redis-py clients, apart: they churn megabyte buffers through the
+        # allocator (hundreds of page faults per cycle), which slows whatever runs next.
+        phases = [
+            {
+                "pool": pool_cycle,
+                "baseline": baseline_cycle,
+                "pool_wait": pool_wait_cycle,
+                "codec": codec_cycle,
+            },
+            {"redispy": redispy_cycle, "default": default_cycle},
+        ]
+        seconds: dict[str, list[float]] = {name: [] for phase in phases for name in phase}
         try:
-            for i in range(warmup + args.count):  # interleaved: one cycle of each path per round
-                for name, cycle in cycles.items():
-                    start = time.perf_counter()
-                    cycle()
-                    if i >= warmup:
-                        seconds[name].append(time.perf_counter() - start)
+            for cycles in phases:
+                names = list(cycles)
+                for i in range(warmup + args.count):
+                    # Interleaved, one cycle of each path per round, in an order rotated every round:
+                    # machine noise hits all paths alike, and none always follows the same neighbour.
+                    for name in names[i % len(names) :] + names[: i % len(names)]:
+                        start = time.perf_counter()
+                        cycles[name]()
+                        if i >= warmup:
+                            seconds[name].append(time.perf_counter() - start)
             stats = [pool.stats(), pool_wait.stats()]
             redis_version = client.info("server").get("redis_version", "?")
         finally:
@@ -142,7 +150,7 @@ def _bench(args: argparse.Namespace) -> int:
                 "mean_ms": statistics.fmean(seconds[name]) * 1e3,
             }
         )
-    per_s = {name: 1 / statistics.median(seconds[name]) for name in cycles}
+    per_s = {name: 1 / statistics.median(times) for name, times in seconds.items()}
     ratio = per_s["pool"] / per_s["baseline"]
     emit_report(
         "pool",
