@@ -223,13 +223,21 @@ class SubgraphPool:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         upload = self._new_bytes_key()
         added = False
+        keys = [*self._entry_keys, upload]
         try:
-            # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT.
+            # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT,
+            # which first acknowledges what ack(wait=False) queued.
+            acks = self._take_acks()
             upload_and_put = [
                 pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
-                self._scripts["PUT"].command([*self._keys, upload], self._put_args),
+                self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
             ]
-            result = self._run(upload_and_put, "put a subgraph")[1]
+            try:
+                result = self._run(upload_and_put, "put a subgraph")[1]
+            except BaseException:
+                self._requeue_acks(acks)
+                raise
+            upload_and_put[1] = self._scripts["PUT"].command(keys, self._put_args)  # acks are done
             poll = _POLL_MIN
             while True:
                 if isinstance(result, bytes):
@@ -246,7 +254,7 @@ class SubgraphPool:
                     )
                 time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic())))
                 poll = min(poll * 2, _POLL_MAX)
-                result = self._eval("PUT", [*self._keys, upload], self._put_args, "put a subgraph")
+                result = self._eval("PUT", keys, self._put_args, "put a subgraph")
         finally:
             if not added:
                 self._discard(upload)

@@ -56,19 +56,20 @@ def pack(*args: Arg) -> list:
         if type(arg) is bytes and len(arg) < _SMALL:  # the common case: one small piece
             chunks.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
             continue
-        pieces = arg if isinstance(arg, list) else (arg,)
-        sizes = [len(p) if type(p) is bytes else memoryview(p).nbytes for p in pieces]
-        chunks.append(b"$%d\r\n" % sum(sizes))
-        for piece, size in zip(pieces, sizes, strict=True):
-            if size < _SMALL:
-                chunks.append(bytes(piece))
-            else:  # sent in place, as bytes or a byte-format view (so that len() counts bytes)
-                out.append(b"".join(chunks))
-                out.append(piece if type(piece) is bytes else memoryview(piece).cast("B"))
-                chunks = []
-        chunks.append(b"\r\n")
+        # Pieces are sent in place (no joining), as bytes or byte-format views, so that len() counts bytes.
+        pieces = [_flat(p) for p in arg] if isinstance(arg, list) else [_flat(arg)]
+        chunks.append(b"$%d\r\n" % sum(len(p) for p in pieces))
+        out.append(b"".join(chunks))
+        out += pieces
+        chunks = [b"\r\n"]
     out.append(b"".join(chunks))
     return out
+
+
+def _flat(piece: bytes | bytearray | memoryview) -> bytes | memoryview:
+    if type(piece) is bytes or (type(piece) is memoryview and piece.format == "B" and piece.ndim == 1):
+        return piece
+    return memoryview(piece).cast("B")
 
 
 class _Reader:

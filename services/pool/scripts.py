@@ -7,7 +7,7 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   ``ARGV[1]``.
 * ``saintpipe:pool:{JOB}:counters`` (``KEYS[2]``): a hash of produced,
   acknowledged, redelivered and malformed.
-* ``saintpipe:pool:{JOB}:at`` (``KEYS[3]`` of GET and ACK): a hash from the id of each
+* ``saintpipe:pool:{JOB}:at`` (``KEYS[3]``, but for STATS and TOUCH): a hash from the id of each
   delivered entry to the key that now holds its bytes (GET renames them to a
   key the consumer named, so that it can fetch them in the same round trip).
 * ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string.
@@ -21,32 +21,7 @@ waiting for a trainer plus those delivered and pending. That is what the
 capacity bounds.
 """
 
-# After the producer SET the bytes under KEYS[3] (with an expiry, so an upload
-# whose producer died disappears), append an entry for them, but only while
-# fewer than capacity entries are held. Creates the stream and its group when
-# missing (a fresh job, or a Redis that restarted without persistence).
-# Returns the new entry id; the number held when full (and renews the upload's
-# expiry); or -1 when the upload is gone (expired, or lost in a restart).
-# ARGV: group, capacity, upload expiry in ms.
-PUT = """
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
-end
-if redis.call('EXISTS', KEYS[3]) == 0 then
-  return -1
-end
-local held = redis.call('XLEN', KEYS[1])
-if held >= tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
-  return held
-end
-local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[3])
-redis.call('PERSIST', KEYS[3])
-redis.call('HINCRBY', KEYS[2], 'produced', 1)
-return id
-"""
-
-# Shared by ACK and GET: acknowledge entry ``id`` of the group ARGV[1] of stream
+# Shared by PUT, GET and ACK: acknowledge entry ``id`` of the group ARGV[1] of stream
 # KEYS[1]; if it was pending, delete it and its bytes (KEYS[3] says where GET
 # moved them; else the entry's field k) and count it under ``counter`` in
 # KEYS[2]. Returns 1 if it was pending, else 0. XACK on a missing stream is 0.
@@ -66,6 +41,37 @@ local function ack_one(id, counter)
   return 1
 end
 """
+
+# After the producer SET the bytes under KEYS[4] (with an expiry, so an upload
+# whose producer died disappears), append an entry for them, but only while
+# fewer than capacity entries are held. Entry ids from ARGV[4] on are
+# acknowledged first (as ACK does): acknowledgements queued by the same pool
+# object travel with its next call. Creates the stream and its group when
+# missing (a fresh job, or a Redis that restarted without persistence).
+# Returns the new entry id; the number held when full (and renews the upload's
+# expiry); or -1 when the upload is gone (expired, or lost in a restart).
+# ARGV: group, capacity, upload expiry in ms, entry ids to acknowledge.
+PUT = (
+    _ACK_ONE
+    + """
+for i = 4, #ARGV do ack_one(ARGV[i], 'acknowledged') end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+end
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  return -1
+end
+local held = redis.call('XLEN', KEYS[1])
+if held >= tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+  return held
+end
+local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[4])
+redis.call('PERSIST', KEYS[4])
+redis.call('HINCRBY', KEYS[2], 'produced', 1)
+return id
+"""
+)
 
 # One non-blocking attempt to get an entry: one that a consumer has held
 # unacknowledged for longer than the visibility timeout (a redelivery,
