@@ -117,9 +117,7 @@ def call_with_reconnect(fn: Callable[[], T], *, url: str, policy: ReconnectPolic
         except _PERMANENT as exc:
             raise auth_error(url, exc) from None
         except redis.ResponseError as exc:
-            if _is_auth_response(exc):
-                raise auth_error(url, exc) from None
-            raise
+            raise translate_error(url, exc) from None
         except _TRANSIENT as exc:
             elapsed = time.monotonic() - start
             if elapsed + delay > policy.give_up_after:
@@ -143,6 +141,11 @@ def call_with_reconnect(fn: Callable[[], T], *, url: str, policy: ReconnectPolic
         if attempt > 1:
             log.info("Redis at %s reachable again after %d attempts", redact_url(url), attempt)
         return result
+
+
+def translate_error(url: str, exc: redis.ResponseError) -> Exception:
+    """The error to raise for an error reply: AuthenticationFailed for a refused password, else the reply."""
+    return auth_error(url, exc) if _is_auth_response(exc) else exc
 
 
 def auth_error(url: str, exc: Exception) -> AuthenticationFailed:

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -40,7 +41,13 @@ from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeError, Saint
 from services.pool import scripts
 from services.pool.codec import decode_owned, encode_subgraph_parts
 from services.pool.config import JOB_ID_PATTERN, PoolConfig
-from services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client, redact_url
+from services.pool.connection import (
+    ReconnectPolicy,
+    call_with_reconnect,
+    make_client,
+    redact_url,
+    translate_error,
+)
 from services.pool.resp import Connections, pack, raise_first_error
 from services.subgraph import Subgraph
 
@@ -54,6 +61,9 @@ _MAX_BLOCK_SLICE = 1.0
 _POLL_MIN, _POLL_MAX = 0.002, 0.05
 # An upload waiting for room expires this long after its producer stops renewing it (it died).
 _UPLOAD_TTL_MS = 120_000
+# Bumped in a forked child (see _new_bytes_key).
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 # Longest an ack(wait=False) waits for a round trip to carry it before a background flush sends it.
 _MAX_ACK_DELAY = 0.1
 
@@ -159,6 +169,11 @@ class SubgraphPool:
         self._keys = [self.stream_key, self.counters_key]
         self._entry_keys = [self.stream_key, self.counters_key, self.at_key]
         self._upload_prefix = f"{KEY_PREFIX}{{{job_id}}}:sg:"
+        self._key_token, self._key_counter, self._fork_generation = (
+            secrets.token_hex(8),
+            itertools.count(),
+            _FORKS[0],
+        )
         self._put_args = [GROUP, self.capacity, _UPLOAD_TTL_MS]
         self._min_idle_ms = max(1, int(self.visibility_timeout * 1000))
         # A blocking read must end before the socket times out.
@@ -260,7 +275,10 @@ class SubgraphPool:
                 self._discard(upload)
 
     def _new_bytes_key(self) -> str:
-        return f"{self._upload_prefix}{secrets.token_hex(12)}"
+        """A key no other pool object, process or call uses: a random token of this object, and a counter."""
+        if self._fork_generation != _FORKS[0]:  # a forked child must not reuse its parent's names
+            self._key_token, self._fork_generation = secrets.token_hex(8), _FORKS[0]
+        return f"{self._upload_prefix}{self._key_token}-{next(self._key_counter)}"
 
     def _discard(self, upload: str) -> None:
         """Best effort: remove an upload that never made it into the stream (its expiry covers failures)."""
@@ -484,36 +502,42 @@ class SubgraphPool:
 
         Acknowledgements queued by ``ack(wait=False)`` go first, in the same write.
         """
-
-        def attempt() -> list:
-            acks = self._take_acks()
-            sent = [self._ack_command(acks), *commands] if acks else commands
-            try:
-                replies = self._conns.exchange(sent, raise_errors=False)
-            except BaseException:
-                self._requeue_acks(acks)  # whether Redis ran them is unknown: acknowledging again is harmless
-                raise
-            if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
-                self._requeue_acks(acks)  # nothing ran (a restarted Redis forgot the scripts): sent again
-                raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
-            if acks:
-                done = replies[0]
-                replies = replies[1:]
-                if isinstance(done, redis.RedisError):
-                    log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
-                elif done != len(acks):
-                    self._note_stale_acks(len(acks) - done, len(acks))
-            return raise_first_error(replies)
+        try:
+            return self._attempt(commands)
+        except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.NoScriptError):
+            pass  # the reconnect loop below tries again (as it would after its own first failure)
+        except redis.ResponseError as exc:
+            raise translate_error(self.url, exc) from None
 
         def attempt_with_scripts() -> list:
             try:
-                return attempt()
+                return self._attempt(commands)
             except redis.exceptions.NoScriptError:
                 for script in self._scripts.values():
                     self._client.script_load(script.text)
-                return attempt()
+                return self._attempt(commands)
 
         return self._call(attempt_with_scripts, what)
+
+    def _attempt(self, commands: list[list]) -> list:
+        acks = self._take_acks()
+        sent = [self._ack_command(acks), *commands] if acks else commands
+        try:
+            replies = self._conns.exchange(sent, raise_errors=False)
+        except BaseException:
+            self._requeue_acks(acks)  # whether Redis ran them is unknown: acknowledging again is harmless
+            raise
+        if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+            self._requeue_acks(acks)  # nothing ran (a restarted Redis forgot the scripts): sent again
+            raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
+        if acks:
+            done = replies[0]
+            replies = replies[1:]
+            if isinstance(done, redis.RedisError):
+                log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
+            elif done != len(acks):
+                self._note_stale_acks(len(acks) - done, len(acks))
+        return raise_first_error(replies)
 
     def _take_acks(self) -> list[str]:
         with self._lock:

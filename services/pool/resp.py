@@ -40,6 +40,9 @@ _BUFFER = 64 * 1024
 # sendmsg takes at most IOV_MAX (1024 on Linux) buffers per call.
 _IOV_MAX = 512
 _READER_ATTR = "_saintpipe_reader"
+# Bumped in a forked child, which must open connections of its own.
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def pack(*args: Arg) -> list:
@@ -274,7 +277,7 @@ class Connections:
     def __init__(self, client: redis.Redis) -> None:
         self._pool = client.connection_pool
         self._idle: list[redis.Connection] = []
-        self._pid = os.getpid()
+        self._forks = _FORKS[0]
 
     def exchange(self, commands: Sequence[list], *, raise_errors: bool = True) -> list:
         """Send packed commands in one write and return their replies.
@@ -303,8 +306,8 @@ class Connections:
         return raise_first_error(replies) if raise_errors else replies
 
     def _take(self) -> redis.Connection:
-        if self._pid != os.getpid():  # forked: the parent's sockets are not ours to use
-            self._idle, self._pid = [], os.getpid()
+        if self._forks != _FORKS[0]:  # forked: the parent's sockets are not ours to use
+            self._idle, self._forks = [], _FORKS[0]
         try:
             return self._idle.pop()
         except IndexError:
