@@ -32,6 +32,7 @@ import re
 import secrets
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Self
 
@@ -122,6 +123,16 @@ class _Script:
         return pack("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
+def _flush_loop(pool_ref: weakref.ref, closed: threading.Event, period: float) -> None:
+    """A pool's background flush of queued acknowledgements; holds the pool only weakly, ends with it."""
+    while not closed.wait(period):
+        pool = pool_ref()
+        if pool is None:
+            return
+        pool._flush_due()
+        del pool
+
+
 class SubgraphPool:
     """The pool of one training job on one Redis server.
 
@@ -185,7 +196,7 @@ class SubgraphPool:
         self._acks_since = 0.0
         self._ack_delay = min(_MAX_ACK_DELAY, self.visibility_timeout / 4)
         self._lock = threading.Lock()
-        self._flusher: tuple[int, threading.Thread] | None = None
+        self._flusher: int | None = None  # the fork generation whose flush thread runs
         self._closed = threading.Event()
         # Abandoned entries are looked for first at most this often (and whenever nothing new is there).
         self._claim_interval = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 4)
@@ -428,23 +439,24 @@ class SubgraphPool:
             if not self._acks:
                 self._acks_since = time.monotonic()
             self._acks.append(entry_id)
-            if self._flusher is None or self._flusher[0] != os.getpid():  # none yet, or we are a forked child
-                thread = threading.Thread(
-                    target=self._flush_loop, name=f"pool-acks-{self.job_id}", daemon=True
-                )
-                self._flusher = (os.getpid(), thread)
-                thread.start()
+            if self._flusher != _FORKS[0]:  # none yet, or we are a forked child (threads do not survive)
+                self._flusher = _FORKS[0]
+                threading.Thread(
+                    target=_flush_loop,
+                    args=(weakref.ref(self), self._closed, self._ack_delay),
+                    name=f"pool-acks-{self.job_id}",
+                    daemon=True,
+                ).start()
 
-    def _flush_loop(self) -> None:
-        """Send acknowledgements that no round trip has carried within ``_ack_delay``."""
-        while not self._closed.wait(self._ack_delay):
-            with self._lock:
-                due = bool(self._acks) and time.monotonic() - self._acks_since >= self._ack_delay
-            if due:
-                try:
-                    self._run([], "acknowledge subgraphs")
-                except (redis.RedisError, SaintpipeError) as exc:  # still queued: the next call sends them
-                    log.warning("pool job %s: could not send queued acknowledgements: %s", self.job_id, exc)
+    def _flush_due(self) -> None:
+        """Send queued acknowledgements that no round trip has carried within ``_ack_delay``."""
+        with self._lock:
+            due = bool(self._acks) and time.monotonic() - self._acks_since >= self._ack_delay
+        if due:
+            try:
+                self._run([], "acknowledge subgraphs")
+            except (redis.RedisError, SaintpipeError) as exc:  # still queued: the next call sends them
+                log.warning("pool job %s: could not send queued acknowledgements: %s", self.job_id, exc)
 
     def touch(self, consumer: str, entry_id: str) -> bool:
         """Restart the visibility timeout of an entry ``consumer`` holds (for steps longer than it).

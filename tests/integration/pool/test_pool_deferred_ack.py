@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 
 from services.pool.pool import SubgraphPool
 from services.pool.synthetic import random_subgraph
@@ -64,3 +66,16 @@ def test_deferred_acks_survive_a_redis_restart_as_at_least_once(redis_server):
         assert again.subgraph.equals(sg(1, "restart-acks"))
         assert pool.ack(again.entry_id) is True
         assert pool.stats().held == 0
+
+
+def test_the_background_flush_does_not_keep_a_dropped_pool_alive(redis_server):
+    pool = SubgraphPool(redis_server.url, "dropped")
+    pool.put(sg(0, "dropped"))
+    pool.ack(pool.get("t", timeout=1).entry_id, wait=False)  # starts the flush thread
+    ref = weakref.ref(pool)
+    time.sleep(0.3)  # the acknowledgement is flushed meanwhile
+    del pool
+    gc.collect()
+    assert ref() is None
+    with SubgraphPool(redis_server.url, "dropped") as watcher:
+        assert watcher.stats().acknowledged == 1
