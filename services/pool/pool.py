@@ -13,13 +13,17 @@ raises :class:`~saintpipe.errors.ServiceUnavailable` only when Redis stays
 unreachable for ``reconnect_timeout`` seconds. See docs/pool.md for what a
 restart of a non-persistent Redis loses.
 
+Each put and each get is one round trip (see docs/pool.md); ``ack(entry_id,
+wait=False)`` adds none: the acknowledgement travels with the pool object's
+next call.
+
 Example::
 
     with SubgraphPool(url, job_id="cora-gcn", capacity=64) as pool:
         pool.put(subgraph)
         entry = pool.get("trainer-0", timeout=5.0)
         train_step(entry.subgraph)
-        pool.ack(entry.entry_id)
+        pool.ack(entry.entry_id, wait=False)  # or pool.ack(entry.entry_id) -> bool
 """
 
 from __future__ import annotations
@@ -302,6 +306,10 @@ class SubgraphPool:
 
     def get(self, consumer: str, timeout: float | None = None) -> PoolEntry | None:
         """Take one entry for ``consumer``: an abandoned one first, else the oldest undelivered.
+
+        Abandoned entries (held past the visibility timeout) are looked for first
+        at most every ``min(1 s, visibility_timeout / 4)`` per pool object, and
+        always when no new entry is waiting.
 
         Args:
             consumer: this trainer's name, unique among the job's live trainers.
