@@ -64,14 +64,16 @@ def _serve(args: argparse.Namespace) -> int:
     import threading
 
     from saintpipe.config import load_config
+    from services.pool.connection import redact_url
     from services.sampler_service.config import SECTION, SamplerServiceConfig
     from services.sampler_service.service import SamplerService
 
+    pool = {"url": args.redis_url, "job_id": args.job, "capacity": args.pool_capacity}
     flags = {
-        "data": args.data, "job": args.job, "workers": args.workers, "seed": args.seed,
-        "ray_address": args.ray_address, "redis_url": args.redis_url, "metrics_port": args.metrics_port,
-        "metrics_host": args.metrics_host, "pool_capacity": args.pool_capacity,
+        "data": args.data, "workers": args.workers, "seed": args.seed, "ray_address": args.ray_address,
+        "metrics_port": args.metrics_port, "metrics_host": args.metrics_host,
         "norm_subgraphs": args.norm_subgraphs, "sampler": sampler_flags(args),
+        "pool": {k: v for k, v in pool.items() if v is not None} or None,
     }
     config = load_config(SamplerServiceConfig, args.config, flags, section=SECTION)
     log = logging.getLogger("saintpipe.samplers")
@@ -82,7 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
         print(f"sampler service running: {len(service.worker_info())} workers, job {config.job!r}, "
-              f"redis {service.redis_url}, metrics {service.metrics_url or 'off'}", flush=True)
+              f"redis {redact_url(service.redis_url)}, metrics {service.metrics_url or 'off'}", flush=True)
         while not stop.wait(10.0):
             stats = service.stats()
             log.info("subgraphs produced %d, restarts %d, pool %s", stats.subgraphs, stats.restarts, stats.pool)

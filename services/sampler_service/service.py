@@ -10,15 +10,18 @@ that die, adds and removes workers on request and stops them all on
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ray
 
 from saintpipe.errors import InvalidArgument, ServiceUnavailable
+from services.pool.connection import redact_url
 from services.sampler_service.config import SamplerServiceConfig
 from services.sampler_service.counters import WorkerCounters
 from services.sampler_service.metrics import MetricsServer, MetricsSnapshot
@@ -77,7 +80,7 @@ class SamplerService:
         config: the service configuration.
 
     Example:
-        >>> service = SamplerService(SamplerServiceConfig(data="data/demo", redis_url=url))  # doctest: +SKIP
+        >>> service = SamplerService(SamplerServiceConfig(data="data/demo", pool={"url": url})))  # doctest: +SKIP
         >>> service.start(4)            # normalization, then 4 producing workers
         >>> service.add_workers(2); service.remove_workers(1)
         >>> service.stats().subgraphs
@@ -98,8 +101,9 @@ class SamplerService:
         self._owns_ray = False
         self._pool = None
         self._spec: WorkerSpec | None = None
-        self.redis_url: str | None = config.redis_url
+        self.redis_url: str | None = config.pool.url
         self.normalization_reused: bool | None = None
+        self._norm_ref = None
 
     # --- life cycle ----------------------------------------------------------
     def start(self, workers: int | None = None) -> None:
@@ -117,10 +121,10 @@ class SamplerService:
         dataset = open_dataset(self.config.data)  # fail here, with the path, not inside N actors
         self._connect_ray()
         self._connect_redis()
+        pool_config = self.config.pool.model_copy(update={"url": self.redis_url})
         self._spec = WorkerSpec(
-            data=str(self.config.data.resolve()), job_id=self.config.job, job_seed=self.config.seed,
-            redis_url=self.redis_url, sampler=self.config.sampler.model_dump(mode="json"),
-            pool_capacity=self.config.pool_capacity, visibility_timeout_s=self.config.visibility_timeout_s,
+            data=str(Path(self.config.data).resolve()), job_seed=self.config.seed,
+            sampler=self.config.sampler.model_dump(mode="json"), pool=pool_config.model_dump(mode="json"),
             push_poll_s=self.config.push_poll_s,
         )
         with self._lock:
@@ -130,13 +134,13 @@ class SamplerService:
         self._ensure_normalization(dataset)
         with self._lock:
             for slot in self._slots.values():
-                slot.run_ref = slot.worker.run_async()
+                slot.run_ref = slot.worker.run_async(self._norm_ref)
         if self.config.metrics_port is not None:
             self._metrics = MetricsServer(self._snapshot, self.config.metrics_host, self.config.metrics_port)
             log.info("sampler metrics on %s", self._metrics.url)
         self._monitor = threading.Thread(target=self._monitor_loop, name="sampler-supervisor", daemon=True)
         self._monitor.start()
-        log.info("sampler service: %d workers filling pool %r at %s", n, self.config.job, self.redis_url)
+        log.info("sampler service: %d workers filling pool %r at %s", n, self.config.job, redact_url(self.redis_url))
 
     def stop(self) -> None:
         """Stop every worker (each finishes its current push), then release what :meth:`start` acquired."""
@@ -150,6 +154,8 @@ class SamplerService:
         self._stop_slots(slots)
         if self._metrics is not None:
             self._metrics.close()
+        if self._pool is not None:
+            self._pool.close()
         if self._redis_server is not None:
             self._redis_server.stop()
         if self._owns_ray and ray.is_initialized():
@@ -175,7 +181,7 @@ class SamplerService:
                 if index in self._removed:  # counters are per index: keep what it counted before
                     slot.retired = self._removed.pop(index)
                     slot.restarts = self._removed_restarts.pop(index, 0)
-                slot.run_ref = slot.worker.run_async()
+                slot.run_ref = slot.worker.run_async(self._norm_ref)
                 self._slots[index] = slot
                 added.append(index)
             total = len(self._slots)
@@ -238,14 +244,14 @@ class SamplerService:
         self._owns_ray = True
 
     def _connect_redis(self) -> None:
-        from services.sampler_service.pool_adapter import open_pool, start_private_redis
+        from services.pool.pool import SubgraphPool
+        from services.pool.redis_server import RedisServer
 
         if self.redis_url is None:
-            self._redis_server = start_private_redis()
+            # SAINTPIPE_REDIS_URL when set, else a private redis-server stopped in stop().
+            self._redis_server = RedisServer().start()
             self.redis_url = self._redis_server.url
-            log.info("started a private redis-server at %s", self.redis_url)
-        self._pool = open_pool(self.redis_url, self.config.job, self.config.pool_capacity,
-                               self.config.visibility_timeout_s)
+        self._pool = SubgraphPool.from_config(self.config.pool, url=self.redis_url)
 
     def _check_cores(self, n: int) -> None:
         cpus = int(ray.cluster_resources().get("CPU", 0))
@@ -258,8 +264,11 @@ class SamplerService:
 
         with self._lock:
             workers = [s.worker for _, s in sorted(self._slots.items())]
-        self.normalization_reused = ensure_normalization(
+        norm, self.normalization_reused = ensure_normalization(
             dataset, self.config.sampler, workers, self.config.norm_subgraphs, self.config.norm_seed)
+        # One copy in the object store per node, read zero-copy by every worker (also on other hosts,
+        # which may not see this host's dataset directory).
+        self._norm_ref = ray.put(norm) if norm is not None else None
 
     def _stop_slots(self, slots: list[_Slot]) -> None:
         for slot in slots:
@@ -315,7 +324,7 @@ class SamplerService:
                 slot.worker.kill()
                 slot.worker = self._new_worker(slot.index)
                 slot.failures_on_actor = 0
-            slot.run_ref = slot.worker.run_async()
+            slot.run_ref = slot.worker.run_async(self._norm_ref)
         log.warning("sampler worker %d restarted (restart %d): %s", slot.index, slot.restarts, reason)
 
     def _poll(self, slots: list[_Slot] | None = None) -> None:
@@ -334,10 +343,8 @@ class SamplerService:
                     slot.retired = slot.retired.add(slot.current)  # a new incarnation counts from zero
                 slot.pid, slot.current = pid, counters
         if self._pool is not None:
-            from services.sampler_service.pool_adapter import pool_stats
-
             try:
-                self._pool_stats = pool_stats(self._pool)
+                self._pool_stats = dataclasses.asdict(self._pool.stats())
             except ServiceUnavailable as exc:
                 log.warning("sampler supervisor: cannot read the pool's stats: %s", exc)
 

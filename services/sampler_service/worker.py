@@ -31,12 +31,9 @@ class WorkerSpec:
     """Everything a worker needs, as plain values (travels to the actor by value; the graph does not)."""
 
     data: str
-    job_id: str
     job_seed: int
-    redis_url: str
     sampler: dict[str, Any]
-    pool_capacity: int
-    visibility_timeout_s: float
+    pool: dict[str, Any]
     push_poll_s: float
 
 
@@ -54,10 +51,22 @@ class WorkerInfo:
     next_sequence: int
 
 
+def build_sampler(config, dataset, normalization=None):
+    """The configured sampler over the dataset's memory-mapped topology (no copy of the graph)."""
+    from services.sampler.sampler import make_sampler
+
+    # The dataset store validated the CSR when it wrote it; an O(E) re-check per worker start buys nothing.
+    return make_sampler(config, dataset.indptr, dataset.indices, normalization=normalization,
+                        train_nodes=dataset.splits["train"], check_graph=False)
+
+
 class _SamplerWorkerActor:
     """The actor behind :class:`SamplerWorker`. Threaded: ``run`` loops while other calls read counters."""
 
     def __init__(self, index: int, spec: WorkerSpec) -> None:
+        from services.dataset.store import open_dataset
+        from services.pool.config import PoolConfig
+        from services.sampler.config import parse_sampler_config
         from services.sampler_service.pinning import pin_to_core
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -68,12 +77,13 @@ class _SamplerWorkerActor:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._counters = WorkerCounters()
+        self._waiting_since: float | None = None
         self._sampler = None
+        self._config = parse_sampler_config(spec.sampler)
+        self._pool_config = PoolConfig.model_validate(spec.pool)
+        self._dataset = open_dataset(spec.data)  # memory maps: workers on a host share the page cache
         self._pool = None
         self._cursor = None
-        from services.dataset.store import open_dataset
-
-        self._dataset = open_dataset(spec.data)
 
     @staticmethod
     def _limit_numba_threads() -> None:
@@ -85,33 +95,14 @@ class _SamplerWorkerActor:
         except (ImportError, ValueError):
             pass
 
-    # --- set-up -----------------------------------------------------------
-    def _sampler_config(self):
-        from services.sampler_service.sampler_adapter import parse_sampler_config
-
-        return parse_sampler_config(self._spec.sampler)
-
-    def _production_sampler(self):
-        """The sampler with the stored normalization, built once per incarnation."""
-        if self._sampler is None:
-            from services.sampler_service.sampler_adapter import build_sampler, load_normalization
-
-            config = self._sampler_config()
-            normalization = load_normalization(self._dataset, config)
-            self._sampler = build_sampler(config, self._dataset, normalization)
-        return self._sampler
 
     def _connect(self) -> None:
         if self._pool is None:
-            import redis
-
-            from services.pool import SubgraphPool
+            from services.pool.pool import SubgraphPool
             from services.sampler_service.sequence import SequenceCursor
 
-            self._pool = SubgraphPool(self._spec.redis_url, self._spec.job_id, capacity=self._spec.pool_capacity,
-                                      visibility_timeout=self._spec.visibility_timeout_s)
-            self._cursor = SequenceCursor(redis.Redis.from_url(self._spec.redis_url), self._spec.job_id,
-                                          self._index)
+            self._pool = SubgraphPool.from_config(self._pool_config)
+            self._cursor = SequenceCursor(self._pool_config, self._index)
 
     # --- calls --------------------------------------------------------------
     def info(self) -> WorkerInfo:
@@ -124,56 +115,71 @@ class _SamplerWorkerActor:
 
     def counters(self) -> tuple[int, WorkerCounters]:
         with self._lock:
-            return os.getpid(), WorkerCounters.from_dict(self._counters.to_dict())
+            snapshot = WorkerCounters.from_dict(self._counters.to_dict())
+            if self._waiting_since is not None:  # show a wait in progress, not only finished ones
+                snapshot.pool_wait_seconds += time.perf_counter() - self._waiting_since
+            return os.getpid(), snapshot
 
     def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
-        """Draw pre-sampling subgraphs [start, stop) and count how often each node and edge appears."""
-        from services.sampler_service.sampler_adapter import build_sampler, count_occurrences
-        from services.sampler_service.seeds import presample_seed
+        """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
+        from services.sampler_service.normalization import count_presamples
 
-        sampler = build_sampler(self._sampler_config(), self._dataset, None)
-        node_counts = np.zeros(self._dataset.num_nodes, dtype=np.int64)
-        edge_counts = np.zeros(self._dataset.num_edges, dtype=np.int64)
-        for i in range(start, stop):
-            count_occurrences(sampler.sample(presample_seed(norm_seed, i)), self._dataset, node_counts, edge_counts)
-        return node_counts, edge_counts
+        return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
 
-    def run(self) -> int:
+    def run(self, normalization=None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call."""
-        from services.sampler_service.seeds import subgraph_seed
+        from services.pool.codec import encode_subgraph
+        from services.sampler.parallel import subgraph_seed
 
         self._stop.clear()
         self._connect()
-        sampler = self._production_sampler()
-        spec, pushed = self._spec, 0
+        if self._sampler is None:  # once per incarnation (alias tables etc. are built here)
+            self._sampler = build_sampler(self._config, self._dataset, normalization)
+        sampler = self._sampler
+        spec, job_id, pushed = self._spec, self._pool_config.job_id, 0
         log.info("sampler worker %d (pid %d) producing on core %d from sequence %d", self._index, os.getpid(),
                  self._core, self._cursor.peek())
         while not self._stop.is_set():
-            # Reserve before drawing: a crash after this leaves a gap, never a repeated sequence.
+            # Reserve before drawing: a crash after this leaves a gap, never a repeated sequence number.
             sequence = self._cursor.reserve()
             seed = subgraph_seed(spec.job_seed, self._index, sequence)
             t0 = time.perf_counter()
             subgraph = sampler.sample(seed)
             sample_s = time.perf_counter() - t0
-            subgraph = replace(subgraph, job_id=spec.job_id, worker=self._index, sequence=sequence, seed=seed)
-            waited = self._push(subgraph)
+            subgraph = replace(subgraph, job_id=job_id, worker=self._index, sequence=sequence, seed=seed)
+            waited = self._push(encode_subgraph(subgraph))
+            with self._lock:  # one step: the wait in progress becomes a finished one (counts never dip)
+                if waited is not None:
+                    self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
+                elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
+                    self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
+                self._waiting_since = None
             if waited is None:
                 break
-            with self._lock:
-                self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
             pushed += 1
         return pushed
 
-    def _push(self, subgraph) -> float | None:
-        """Push, waiting while the pool is full; the seconds waited, or None when stopped first."""
-        from services.sampler_service.pool_adapter import try_put
+    def _push(self, data: bytes) -> float | None:
+        """Push, waiting while the pool is full; the seconds waited, or None when stopped first.
 
-        if try_put(self._pool, subgraph, 0.0):
+        The caller clears ``_waiting_since`` (with the lock held, together with counting the push).
+        """
+        from saintpipe.errors import SaintpipeTimeout
+
+        try:
+            self._pool.put_encoded(data, timeout=0)
             return 0.0
+        except SaintpipeTimeout:
+            pass
         t0 = time.perf_counter()
+        with self._lock:
+            self._waiting_since = t0
         while not self._stop.is_set():
-            if try_put(self._pool, subgraph, self._spec.push_poll_s):
+            try:
+                self._pool.put_encoded(data, timeout=self._spec.push_poll_s)
                 return time.perf_counter() - t0
+            except SaintpipeTimeout:
+                continue
         return None
 
     def stop(self) -> None:
@@ -213,9 +219,14 @@ class SamplerWorker:
         """Like :meth:`counters`, as a reference."""
         return self._actor.counters.remote()
 
-    def run_async(self) -> ray.ObjectRef:
-        """Start producing; the reference resolves when the worker stops (or fails if it dies)."""
-        return self._actor.run.remote()
+    def run_async(self, normalization: "ray.ObjectRef | None" = None) -> ray.ObjectRef:
+        """Start producing; the reference resolves when the worker stops (or fails if it dies).
+
+        Args:
+            normalization: an object-store reference to the job's ``Normalization``
+                (shared zero-copy by the workers of a node), or None for plain weights.
+        """
+        return self._actor.run.remote(normalization)
 
     def presample_async(self, start: int, stop: int, norm_seed: int) -> ray.ObjectRef:
         """Pre-sample [start, stop); resolves to (node_counts, edge_counts)."""
