@@ -67,16 +67,25 @@ def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
     tmp_idx = np.empty(bound, dtype=np.int32)
     tmp_eid = np.empty(bound if want_eids else 0, dtype=np.int64)
     e = np.int64(0)
-    for i in range(n):
-        v = node_ids[i]
-        for k in range(indptr[v], indptr[v + 1]):
-            u = indices[k]
-            if (bits[u >> 3] >> (u & 7)) & 1:
-                tmp_idx[e] = g2l[u]
-                if want_eids:
+    if want_eids:
+        for i in range(n):
+            v = node_ids[i]
+            for k in range(indptr[v], indptr[v + 1]):
+                u = indices[k]
+                if (bits[u >> 3] >> (u & 7)) & 1:
+                    tmp_idx[e] = g2l[u]
                     tmp_eid[e] = k
-                e += 1
-        sub_indptr[i + 1] = e
+                    e += 1
+            sub_indptr[i + 1] = e
+    else:
+        for i in range(n):
+            v = node_ids[i]
+            for k in range(indptr[v], indptr[v + 1]):
+                u = indices[k]
+                if (bits[u >> 3] >> (u & 7)) & 1:
+                    tmp_idx[e] = g2l[u]
+                    e += 1
+            sub_indptr[i + 1] = e
     for i in range(n):
         bits[node_ids[i] >> 3] = 0
     return sub_indptr, tmp_idx[:e].copy(), tmp_eid[:e].copy() if want_eids else tmp_eid
@@ -128,7 +137,8 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
     n = node_ids.size
     for i in range(n):
         g2l[node_ids[i]] = i
-    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids or alpha.size > 0)
+    want_eids = want_eids or alpha.size > 0
+    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids)
     for i in range(n):
         g2l[node_ids[i]] = ABSENT
 
@@ -137,13 +147,15 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
     for i in range(n):
         start = sub_indptr[i]
         stop = sub_indptr[i + 1]
+        if stop == start:
+            continue
         if alpha.size > 0:
             # GraphSAINT: the full graph's mean aggregator 1/deg(v), divided by alpha(u, v).
             v = node_ids[i]
             inv_deg = 1.0 / (indptr[v + 1] - indptr[v])
             for k in range(start, stop):
                 weights[k] = inv_deg / alpha[eids[k]]
-        elif stop > start:
+        else:
             w = np.float32(1.0 / (stop - start))
             for k in range(start, stop):
                 weights[k] = w
