@@ -73,7 +73,8 @@ class ShardProcess:
                 lines.put(line)
             lines.put(None)
 
-        threading.Thread(target=pump, name=f"shard{self.shard}-stdout", daemon=True).start()
+        self._pump = threading.Thread(target=pump, name=f"shard{self.shard}-stdout", daemon=True)
+        self._pump.start()
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
@@ -105,6 +106,7 @@ class ShardProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._pump.join(5.0)  # the last lines ("stopped") are in self.output once it returns
         if not self._log.closed:
             self._log.close()
         return self.process.returncode
