@@ -9,6 +9,8 @@ from saintpipe.cli.registry import register_all
 # One module per benchmark; each defines register(subparsers).
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
+    "services.sampler.bench",
+    "services.pool.bench",
     "services.feature_shard.bench",
 )
 
