@@ -11,6 +11,7 @@ BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
     "services.sampler.bench",
     "services.pool.bench",
+    "services.feature_shard.bench",
     "services.sampler_service.bench",
 )
 
