@@ -118,7 +118,8 @@ def service_run(config, workers: int, seconds: float, max_subgraphs: int, redis_
             time.sleep(0.05)
             last = service.stats()
             elapsed = time.perf_counter() - t0
-            if elapsed >= seconds or last.subgraphs - first.subgraphs >= max_subgraphs:
+            # last.subgraphs counts the warm-up too: all of it sits in the pool.
+            if elapsed >= seconds or last.subgraphs >= max_subgraphs:
                 break
         redis_s = _redis_cpu(redis_pid) - redis0
     finally:
@@ -166,9 +167,10 @@ def _bench(args: argparse.Namespace) -> int:
         sampler = build_sampler(config.sampler, dataset, norm)
         sg_bytes = len(encode_subgraph(sampler.sample(1)))
         max_subgraphs = max(16, int(args.pool_memory_mb * 2**20 / sg_bytes))
-        # Sized so the window ends before the pool fills: nobody consumes during the benchmark.
+        # Room beyond the window's limit for the subgraphs in flight when it closes: nobody consumes
+        # during the benchmark, and no worker may find the pool full.
         config = config.model_copy(update={"pool": config.pool.model_copy(
-            update={"capacity": max_subgraphs + 4 * workers})})
+            update={"capacity": max_subgraphs + 64 + 4 * workers})})
         ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
         try:
             # Plain loops before and after the 1-worker run, so a change in machine load shows.
