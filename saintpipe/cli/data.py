@@ -1,40 +1,177 @@
-"""``saintpipe data …``: import, generate, inspect and verify datasets."""
+"""``saintpipe data …``: import, generate, inspect, verify and reshard datasets.
+
+Handlers only parse flags and call :mod:`services.dataset`; heavy imports happen inside them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
-def register(groups: argparse._SubParsersAction) -> None:
-    parser = groups.add_parser("data", help="import, generate, inspect and verify datasets",
-                               description="Dataset commands. Every command that writes a dataset takes --out DIR.")
-    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+def _writer_flags(parser: argparse.ArgumentParser, shards: int = 1) -> None:
+    """Flags of every command that writes a dataset."""
+    parser.add_argument("--out", type=Path, required=True, help="dataset directory to create")
+    parser.add_argument("--force", action="store_true", help="replace an existing dataset at --out (once the new one is complete)")
+    parser.add_argument("--shards", type=int, default=shards, help=f"number of feature shard files (default {shards})")
+    parser.add_argument("--feature-dtype", choices=("float32", "float16"), default="float32",
+                        help="how features are stored (default float32)")
+    parser.add_argument("--name", help="dataset name (default: from the input)")
 
-    gen = sub.add_parser("generate", help="generate a synthetic dataset", description="Generate a synthetic dataset.")
-    gen_sub = gen.add_subparsers(dest="generator", metavar="GENERATOR", required=True)
-    demo = gen_sub.add_parser("demo", help="the built-in demo dataset (planted communities)",
-                              description="A labelled graph with planted communities whose labels can be learned.")
-    demo.add_argument("--out", type=Path, required=True, help="dataset directory to create")
-    demo.add_argument("--nodes", type=int, default=30_000)
-    demo.add_argument("--shards", type=int, default=2)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--force", action="store_true", help="replace an existing dataset at --out")
-    demo.set_defaults(func=_generate_demo)
+
+def register(groups: argparse._SubParsersAction) -> None:
+    parser = groups.add_parser("data", help="import, generate, inspect, verify and reshard datasets",
+                               description="Dataset commands. Every command that writes a dataset takes --out DIR "
+                               "(and --force to replace one); see docs/datasets.md.")
+    sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    _register_import(sub)
+    _register_generate(sub)
 
     info = sub.add_parser("info", help="print a dataset's summary", description="Print a dataset's summary.")
     info.add_argument("dir", type=Path)
     info.set_defaults(func=_info)
 
+    verify = sub.add_parser("verify", help="check a dataset's checksums, shapes, dtypes and graph invariants",
+                            description="Check every file's checksum, each array's shape and dtype, CSR "
+                            "sortedness, symmetry and id ranges, finite features, labels and splits.")
+    verify.add_argument("dir", type=Path)
+    verify.add_argument("--no-checksums", action="store_true", help="skip hashing the files (faster)")
+    verify.set_defaults(func=_verify)
+
+    shard = sub.add_parser("shard", help="change the number of feature shards",
+                           description="Rewrite the feature shards as K contiguous node ranges. In place by "
+                           "default (the old dataset stays intact until the new one is complete), or into --out.")
+    shard.add_argument("dir", type=Path)
+    shard.add_argument("--shards", type=int, required=True, help="new number of shards")
+    shard.add_argument("--out", type=Path, help="write the resharded dataset here instead of in place")
+    shard.add_argument("--force", action="store_true", help="replace an existing dataset at --out")
+    shard.add_argument("--feature-dtype", choices=("float32", "float16"), help="also convert the features")
+    shard.set_defaults(func=_shard)
+
+
+def _register_import(sub: argparse._SubParsersAction) -> None:
+    imp = sub.add_parser("import", help="import a dataset from npz, an edge list or numpy arrays",
+                         description="Import a dataset. Inputs are validated; errors name the file at fault.")
+    isub = imp.add_subparsers(dest="importer", metavar="FORMAT", required=True)
+
+    npz = isub.add_parser("npz", help="a Planetoid-style .npz (cora, citeseer)",
+                          description="Import an .npz holding indptr, indices, features, labels and "
+                          "train_mask/val_mask/test_mask (or train/val/test id arrays).")
+    npz.add_argument("file", type=Path)
+    npz.add_argument("--symmetrize", action="store_true",
+                     help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
+    _writer_flags(npz)
+    npz.set_defaults(func=_import_npz)
+
+    edges = isub.add_parser("edgelist", help="a CSV/TSV edge list with arbitrary node ids",
+                            description="Import an edge list (first two columns: source, target; ids may be "
+                            "integers or strings, remapped to 0..N-1, originals saved as node_ids.npy). Side "
+                            "files are .npy indexed by integer id, or tables keyed by id in column 0.")
+    edges.add_argument("file", type=Path)
+    edges.add_argument("--features", type=Path, help=".npy [ids, F] or table: id, f1, f2, ...")
+    edges.add_argument("--labels", type=Path, help=".npy class ids or table: id, label (id or class name)")
+    edges.add_argument("--split", type=Path, help=".npy codes (0/1/2/-1) or table: id, train|val|test")
+    edges.add_argument("--train", type=Path, help="node ids of the training split (.npy or one id per line)")
+    edges.add_argument("--val", type=Path, help="node ids of the validation split")
+    edges.add_argument("--test", type=Path, help="node ids of the test split")
+    edges.add_argument("--delimiter", help="column delimiter (default: from the extension, else sniffed)")
+    header = edges.add_mutually_exclusive_group()
+    header.add_argument("--header", dest="header", action="store_true", default=None,
+                        help="the first row is a header")
+    header.add_argument("--no-header", dest="header", action="store_false", help="there is no header row")
+    edges.add_argument("--seed", type=int, default=0, help="seed of the random split used without split files")
+    _writer_flags(edges)
+    edges.set_defaults(func=_import_edgelist)
+
+    arrays = isub.add_parser("arrays", help="raw .npy arrays (indptr, indices, features, labels, split)",
+                             description="Import one .npy per array. With DIR, looks for DIR/indptr.npy, "
+                             "indices.npy, features.npy, labels.npy and train/val/test.npy (ids or masks; "
+                             "*_mask.npy too) or split.npy (codes 0 train, 1 val, 2 test, -1 none); flags override.")
+    arrays.add_argument("dir", type=Path, nargs="?", help="directory holding the arrays")
+    for role in ("indptr", "indices", "features", "labels", "train", "val", "test", "split"):
+        arrays.add_argument(f"--{role}", type=Path, help=f"the {role} .npy file")
+    arrays.add_argument("--symmetrize", action="store_true",
+                        help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
+    _writer_flags(arrays)
+    arrays.set_defaults(func=_import_arrays)
+
+
+def _register_generate(sub: argparse._SubParsersAction) -> None:
+    gen = sub.add_parser("generate", help="generate a synthetic dataset", description="Generate a synthetic dataset.")
+    gen_sub = gen.add_subparsers(dest="generator", metavar="GENERATOR", required=True)
+
+    demo = gen_sub.add_parser("demo", help="the built-in demo dataset (planted communities)",
+                              description="A labelled graph with planted communities whose labels can be learned.")
+    demo.add_argument("--nodes", type=int, default=30_000)
+    demo.add_argument("--seed", type=int, default=0)
+    _writer_flags(demo, shards=2)
+    demo.set_defaults(func=_generate_demo)
+
+    kron = gen_sub.add_parser("kronecker", help="a Kronecker (R-MAT) graph, GraphSAINT section 7.1",
+                              description="R-MAT graph with initiator [[0.9, 0.5], [0.5, 0.1]]: 2^SCALE nodes, "
+                              "mean degree DEGREE, undirected, random features and labels.")
+    kron.add_argument("--scale", type=int, required=True, help="2^SCALE nodes")
+    kron.add_argument("--degree", type=float, required=True, help="mean degree (directed entries / N)")
+    kron.add_argument("--seed", type=int, default=0)
+    kron.add_argument("--feature-dim", type=int, default=50)
+    kron.add_argument("--classes", type=int, default=10)
+    _writer_flags(kron)
+    kron.set_defaults(func=_generate_kronecker)
+
+
+def _write(args: argparse.Namespace, data: dict) -> int:
+    from services.dataset.store import write_dataset
+
+    if args.name:
+        data["name"] = args.name
+    manifest = write_dataset(args.out, num_shards=args.shards, feature_dtype=args.feature_dtype,
+                             overwrite=args.force, **data)
+    print(f"wrote {args.out}: {manifest.num_nodes:,} nodes, {manifest.num_edges:,} directed edges, "
+          f"{manifest.num_shards} feature shard(s)")
+    return 0
+
+
+def _import_npz(args: argparse.Namespace) -> int:
+    from services.dataset.import_npz import import_npz
+
+    return _write(args, import_npz(args.file, symmetrize=args.symmetrize))
+
+
+def _import_edgelist(args: argparse.Namespace) -> int:
+    from services.dataset.import_edgelist import import_edgelist
+
+    delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
+    return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
+                                        train=args.train, val=args.val, test=args.test, delimiter=delimiter,
+                                        header=args.header, seed=args.seed))
+
+
+def _import_arrays(args: argparse.Namespace) -> int:
+    from saintpipe.errors import InvalidArgument
+    from services.dataset.import_arrays import ROLES, find_array_files, import_arrays
+
+    overrides = {role: getattr(args, role) for role in ROLES}
+    if args.dir is None and not any(overrides.values()):
+        raise InvalidArgument("give a directory of arrays or the --indptr, --indices, ... files")
+    if args.dir is not None and not args.dir.is_dir():
+        raise InvalidArgument(f"{args.dir}: not a directory")
+    files = find_array_files(args.dir, overrides) if args.dir else {r: p for r, p in overrides.items() if p}
+    name = (args.dir.resolve().name if args.dir else "arrays")
+    return _write(args, import_arrays(files, name=name, symmetrize=args.symmetrize))
+
 
 def _generate_demo(args: argparse.Namespace) -> int:
     from services.dataset.demo import generate_demo
-    from services.dataset.store import write_dataset
 
-    write_dataset(args.out, num_shards=args.shards, overwrite=args.force,
-                  **generate_demo(num_nodes=args.nodes, seed=args.seed))
-    print(f"wrote {args.out}")
-    return 0
+    return _write(args, generate_demo(num_nodes=args.nodes, seed=args.seed))
+
+
+def _generate_kronecker(args: argparse.Namespace) -> int:
+    from services.dataset.kronecker import generate_kronecker
+
+    return _write(args, generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=args.feature_dim,
+                                           num_classes=args.classes, progress=sys.stderr.isatty()))
 
 
 def _info(args: argparse.Namespace) -> int:
@@ -42,4 +179,23 @@ def _info(args: argparse.Namespace) -> int:
     from services.dataset.store import open_dataset
 
     print(describe(open_dataset(args.dir)))
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from services.dataset.verify import verify_dataset
+
+    m = verify_dataset(args.dir, checksums=not args.no_checksums, progress=sys.stderr.isatty())
+    checked = "" if args.no_checksums else f", {len(m.files)} checksums match"
+    print(f"{args.dir}: OK ({m.num_nodes:,} nodes, {m.num_edges:,} directed edges, {m.num_shards} shard(s){checked})")
+    return 0
+
+
+def _shard(args: argparse.Namespace) -> int:
+    from services.dataset.reshard import reshard_dataset
+
+    m = reshard_dataset(args.dir, args.shards, out=args.out, feature_dtype=args.feature_dtype,
+                        overwrite=args.force, progress=sys.stderr.isatty())
+    print(f"{args.out or args.dir}: {m.num_shards} feature shard(s) "
+          + ", ".join(f"[{a}, {b})" for a, b in m.shards))
     return 0

@@ -5,35 +5,42 @@ All checks are vectorized: they run on graphs with tens of millions of edges.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 
 from saintpipe.errors import DatasetError
 
 # Rows of the feature matrix scanned at once for NaN, to bound extra memory.
 _NAN_CHUNK_ROWS = 1 << 16
+# Edges handled at once by the symmetry check.
+_SYM_CHUNK = 1 << 22
 
 
-def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, where: str = "topology") -> int:
+def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, where: str = "topology",
+                   indptr_where: str | None = None) -> int:
     """Check a CSR adjacency and return its node count.
 
     Requires int64 ``indptr`` of length N+1 starting at 0 and non-decreasing,
     int32 ``indices`` in [0, N), neighbour lists strictly ascending (sorted, no
     duplicates) and, when ``symmetric``, every edge stored in both directions.
+    ``where`` names the indices in errors, ``indptr_where`` the row pointer (default: ``where``).
     """
+    at = indptr_where or where
     if indptr.ndim != 1 or indptr.dtype != np.int64:
-        raise DatasetError(f"{where}: indptr must be a 1-D int64 array, got {indptr.dtype} with shape {indptr.shape}")
+        raise DatasetError(f"{at}: indptr must be a 1-D int64 array, got {indptr.dtype} with shape {indptr.shape}")
     if indices.ndim != 1 or indices.dtype != np.int32:
         raise DatasetError(f"{where}: indices must be a 1-D int32 array, got {indices.dtype} with shape {indices.shape}")
     if indptr.size < 2:
-        raise DatasetError(f"{where}: indptr must have at least 2 entries (one node), got {indptr.size}")
+        raise DatasetError(f"{at}: indptr must have at least 2 entries (one node), got {indptr.size}")
     n = indptr.size - 1
     if indptr[0] != 0:
-        raise DatasetError(f"{where}: indptr[0] must be 0, got {indptr[0]}")
+        raise DatasetError(f"{at}: indptr[0] must be 0, got {indptr[0]}")
     if indptr[-1] != indices.size:
-        raise DatasetError(f"{where}: indptr[-1] = {indptr[-1]} but indices has {indices.size} entries")
+        raise DatasetError(f"{at}: indptr[-1] = {indptr[-1]} but {where} has {indices.size} entries")
     steps = np.diff(indptr)
     if (bad := np.flatnonzero(steps < 0)).size:
-        raise DatasetError(f"{where}: indptr decreases at node {bad[0]}")
+        raise DatasetError(f"{at}: indptr decreases at node {bad[0]}")
     if indices.size:
         lo, hi = int(indices.min()), int(indices.max())
         if lo < 0 or hi >= n:
@@ -50,22 +57,58 @@ def check_topology(indptr: np.ndarray, indices: np.ndarray, *, symmetric: bool, 
             node = int(np.searchsorted(indptr, bad[0] + 1, side="right") - 1)
             raise DatasetError(f"{where}: neighbour list of node {node} is not sorted ascending without duplicates")
     if symmetric and indices.size:
-        rows = np.repeat(np.arange(n, dtype=np.int64), steps)
-        forward = rows * n + indices
-        backward = np.sort(indices.astype(np.int64) * n + rows)
-        if (bad := np.flatnonzero(forward != backward)).size:
-            k = int(bad[0])
-            u, v = divmod(int(forward[k]), n)
-            raise DatasetError(f"{where}: adjacency is not symmetric: edge ({u}, {v}) has no reverse edge ({v}, {u})")
+        _check_symmetric(indptr, indices, where)
     return n
 
 
-def check_features(features: np.ndarray, num_nodes: int, where: str = "features") -> None:
-    """Features must be a float [N, F] matrix with no NaN or infinity."""
+def _row_keys(indptr: np.ndarray, indices: np.ndarray, start: int, stop: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Keys ``row * n + col`` and ``col * n + row`` of CSR entries [start, stop)."""
+    rows = np.searchsorted(indptr, np.arange(start, stop, dtype=np.int64), side="right") - 1
+    cols = indices[start:stop].astype(np.int64)
+    return rows * n + cols, cols * n + rows
+
+
+def _check_symmetric(indptr: np.ndarray, indices: np.ndarray, where: str) -> None:
+    """Every entry (u, v) has its reverse (v, u), given sorted duplicate-free rows.
+
+    The sorted reverse keys must equal the forward keys (which are already
+    sorted); both are built in chunks, so the only full-size temporary is one
+    int64 array of E keys.
+    """
+    n = indptr.size - 1
+    e = indices.size
+    backward = np.empty(e, dtype=np.int64)
+    for start in range(0, e, _SYM_CHUNK):
+        stop = min(start + _SYM_CHUNK, e)
+        backward[start:stop] = _row_keys(indptr, indices, start, stop, n)[1]
+    backward.sort()
+    for start in range(0, e, _SYM_CHUNK):
+        stop = min(start + _SYM_CHUNK, e)
+        forward, _ = _row_keys(indptr, indices, start, stop, n)
+        if (forward != backward[start:stop]).any():
+            # Rare path: name an entry whose reverse really is absent (searching the sorted reverse keys).
+            del forward
+            for lo in range(0, e, _SYM_CHUNK):
+                hi = min(lo + _SYM_CHUNK, e)
+                fwd, _ = _row_keys(indptr, indices, lo, hi, n)
+                pos = np.minimum(np.searchsorted(backward, fwd), e - 1)
+                if (miss := np.flatnonzero(backward[pos] != fwd)).size:
+                    u, v = divmod(int(fwd[miss[0]]), n)
+                    raise DatasetError(
+                        f"{where}: adjacency is not symmetric: edge ({u}, {v}) has no reverse edge ({v}, {u})"
+                    )
+            raise DatasetError(f"{where}: adjacency is not symmetric")
+
+
+def check_features(features: np.ndarray, num_nodes: int, where: str = "features", first_row: int = 0) -> None:
+    """Features must be a float [N, F] matrix with no NaN or infinity.
+
+    ``first_row`` is the node id of row 0 (a feature shard), so errors name global node ids.
+    """
     if features.ndim != 2:
         raise DatasetError(f"{where}: features must be 2-D [nodes, dim], got shape {features.shape}")
     if features.shape[0] != num_nodes:
-        raise DatasetError(f"{where}: features have {features.shape[0]} rows but the graph has {num_nodes} nodes")
+        raise DatasetError(f"{where}: features have {features.shape[0]} rows but {num_nodes} nodes are expected")
     if features.shape[1] < 1:
         raise DatasetError(f"{where}: features have zero columns")
     if features.dtype not in (np.float32, np.float16, np.float64):
@@ -75,7 +118,9 @@ def check_features(features: np.ndarray, num_nodes: int, where: str = "features"
         finite = np.isfinite(block)
         if not finite.all():
             r, c = np.argwhere(~finite)[0]
-            raise DatasetError(f"{where}: feature [{start + r}, {c}] is {block[r, c]} (NaN or infinite)")
+            raise DatasetError(
+                f"{where}: feature of node {first_row + start + r}, column {c} is {block[r, c]} (NaN or infinite)"
+            )
 
 
 def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels") -> tuple[int, bool]:
@@ -109,3 +154,26 @@ def check_split(split: np.ndarray, num_nodes: int, where: str) -> None:
             raise DatasetError(f"{where}: node id {bad} is out of range [0, {num_nodes})")
         if np.unique(split).size != split.size:
             raise DatasetError(f"{where}: split lists a node id more than once")
+
+
+def check_splits(splits: Mapping[str, np.ndarray], labels: np.ndarray, num_nodes: int,
+                 where: str | Mapping[str, str] = "split {name}") -> None:
+    """Check the train / val / test splits together: each valid, pairwise disjoint, every node labelled.
+
+    ``where`` names each split in errors: a mapping split -> name, or a string
+    in which ``{name}`` is replaced by the split's name.
+    """
+    seen = np.zeros(num_nodes, dtype=np.int8)
+    # Multi-label rows may legitimately be all zero; a single-label -1 cannot be trained or scored.
+    labelled = labels >= 0 if labels.ndim == 1 else None
+    for name in ("train", "val", "test"):
+        label = where.replace("{name}", name) if isinstance(where, str) else where[name]
+        if name not in splits:
+            raise DatasetError(f"{label}: split {name!r} is missing")
+        ids = np.asarray(splits[name])
+        check_split(ids, num_nodes, where=label)
+        if (both := ids[seen[ids] != 0]).size:
+            raise DatasetError(f"{label}: node {int(both[0])} is also in an earlier split (splits must be disjoint)")
+        seen[ids] = 1
+        if labelled is not None and (bad := ids[~labelled[ids]]).size:
+            raise DatasetError(f"{label}: node {int(bad[0])} has no label (-1) but is in the {name} split")

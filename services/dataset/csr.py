@@ -37,3 +37,19 @@ def edges_to_csr(
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
     return indptr, cols.astype(np.int32)
+
+
+def csr_to_symmetric(indptr: np.ndarray, indices: np.ndarray, where: str = "topology") -> tuple[np.ndarray, np.ndarray]:
+    """Rebuild a CSR symmetrized, sorted, deduplicated and without self loops.
+
+    Only the row pointer and the id ranges must be valid; order, duplicates and
+    missing reverse edges are what this repairs.
+    """
+    n = indptr.size - 1
+    if n < 1 or indptr[0] != 0 or indptr[-1] != indices.size or (np.diff(indptr) < 0).any():
+        raise DatasetError(f"{where}: indptr is not a valid row pointer for {indices.size} neighbour entries")
+    if indices.size and (bad := np.flatnonzero((indices < 0) | (indices >= n))).size:
+        node = int(np.searchsorted(indptr, bad[0], side="right") - 1)
+        raise DatasetError(f"{where}: neighbour id {int(indices[bad[0]])} of node {node} is out of range [0, {n})")
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    return edges_to_csr(rows, indices, n, symmetrize=True)

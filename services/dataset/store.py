@@ -195,10 +195,7 @@ def write_dataset(
     num_nodes = checks.check_topology(indptr, indices, symmetric=symmetric)
     checks.check_features(features, num_nodes)
     num_classes, multilabel = checks.check_labels(labels, num_nodes)
-    for split_name in SPLITS:
-        if split_name not in splits:
-            raise DatasetError(f"split {split_name!r} is missing")
-        checks.check_split(np.asarray(splits[split_name]), num_nodes, where=f"split {split_name}")
+    checks.check_splits(dict(splits), labels, num_nodes)
     ranges = shard_ranges(num_nodes, num_shards)
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +207,13 @@ def write_dataset(
         for split_name in SPLITS:
             _save(tmp, f"split/{split_name}.npy", np.asarray(splits[split_name], dtype=np.int64))
         for k, (start, stop) in enumerate(ranges):
-            _save(tmp, shard_file(k), np.asarray(features[start:stop], dtype=feature_dtype))
+            with np.errstate(over="ignore"):  # overflow is reported below, naming the node
+                shard = np.asarray(features[start:stop], dtype=feature_dtype)
+            if feature_dtype == "float16":
+                # float32 values beyond 65504 become inf in float16: refuse rather than store them.
+                checks.check_features(shard, stop - start, where="features as float16", first_row=start)
+            _save(tmp, shard_file(k), shard)
+            del shard
         for rel, array in (extra or {}).items():
             _save(tmp, rel, array)
         files = {

@@ -1,0 +1,104 @@
+"""Import raw numpy arrays: CSR topology, features, labels and a split, one ``.npy`` file each.
+
+The split is given either as three files (``train`` / ``val`` / ``test``: node
+ids or boolean masks) or as one per-node code file (``split``: 0 train, 1 val,
+2 test, -1 none). :func:`from_arrays` is the shared validation core, also used
+by the npz importer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from saintpipe.errors import DatasetError
+from services.dataset import checks, coerce
+from services.dataset.csr import csr_to_symmetric
+from services.dataset.store import SPLITS, load_npy
+
+# File names looked for in a directory by :func:`find_array_files`.
+ROLES = ("indptr", "indices", "features", "labels", "train", "val", "test", "split")
+
+
+def from_arrays(
+    arrays: Mapping[str, np.ndarray],
+    where: Mapping[str, str],
+    *,
+    name: str,
+    source: str,
+    symmetrize: bool = False,
+) -> dict[str, object]:
+    """Validate and convert raw arrays (keyed by role, see ``ROLES``) into ``write_dataset`` arguments.
+
+    ``where[role]`` names the array's origin in errors (a file, or ``FILE[member]``).
+    Without ``symmetrize`` the adjacency must already be sorted, duplicate-free
+    and symmetric; with it, it is rebuilt so.
+    """
+    for role in ("indptr", "indices", "features", "labels"):
+        if role not in arrays:
+            raise DatasetError(f"{where.get(role, role)}: file not found (the {role} array is required)")
+    indptr = coerce.as_indptr(arrays["indptr"], where["indptr"])
+    indices = coerce.as_indices(arrays["indices"], where["indices"])
+    if symmetrize:
+        indptr, indices = csr_to_symmetric(indptr, indices, where=f"{where['indptr']} / {where['indices']}")
+    n = checks.check_topology(indptr, indices, symmetric=True, where=where["indices"], indptr_where=where["indptr"])
+    features = coerce.as_features(arrays["features"], where["features"])
+    checks.check_features(features, n, where=where["features"])
+    labels = coerce.as_labels(arrays["labels"], where["labels"])
+    checks.check_labels(labels, n, where=where["labels"])
+    if "split" in arrays:
+        splits = coerce.split_from_codes(arrays["split"], where["split"])
+        if arrays["split"].shape != (n,):
+            raise DatasetError(f"{where['split']}: split codes must have {n} entries, got shape {arrays['split'].shape}")
+        split_where = {s: where["split"] for s in SPLITS}
+    else:
+        splits, split_where = {}, {}
+        for split in SPLITS:
+            if split not in arrays:
+                raise DatasetError(f"{where.get(split, split)}: file not found (give train, val and test, or a split)")
+            splits[split] = coerce.as_split(arrays[split], n, where[split])
+            split_where[split] = where[split]
+    checks.check_splits(splits, labels, n, where=split_where)
+    return {
+        "name": name,
+        "indptr": indptr,
+        "indices": indices,
+        "features": features,
+        "labels": labels,
+        "splits": splits,
+        "source": source + (" (adjacency symmetrized)" if symmetrize else ""),
+    }
+
+
+def find_array_files(directory: Path, overrides: Mapping[str, Path | None] | None = None) -> dict[str, Path]:
+    """Role -> file: ``DIR/<role>.npy`` for each role present (``*_mask.npy`` accepted for splits), then overrides."""
+    files: dict[str, Path] = {}
+    for role in ROLES:
+        for candidate in (f"{role}.npy", f"{role}_mask.npy"):
+            if (directory / candidate).is_file():
+                files[role] = directory / candidate
+                break
+    for role, path in (overrides or {}).items():
+        if path is not None:
+            files[role] = Path(path)
+    return files
+
+
+def import_arrays(files: Mapping[str, Path], *, name: str, symmetrize: bool = False) -> dict[str, object]:
+    """Read one ``.npy`` file per role (see ``ROLES``) into ``write_dataset`` arguments.
+
+    Raises:
+        DatasetError: a missing or truncated file, a wrong dtype or shape, an id
+            out of range, unsorted or asymmetric adjacency (without
+            ``symmetrize``), NaN features, bad splits; the message names the file.
+    """
+    unknown = set(files) - set(ROLES)
+    if unknown:
+        raise DatasetError(f"unknown array roles {sorted(unknown)}; expected some of {', '.join(ROLES)}")
+    arrays = {role: load_npy(Path(path)) for role, path in files.items()}
+    where = {role: str(path) for role, path in files.items()}
+    for role in ROLES:
+        where.setdefault(role, f"{role}.npy")
+    return from_arrays(arrays, where, name=name, source="imported from raw numpy arrays", symmetrize=symmetrize)

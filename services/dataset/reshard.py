@@ -1,0 +1,114 @@
+"""Change a dataset's number of feature shards (and optionally the feature dtype), safely.
+
+The new dataset is built complete in a temporary directory beside the target:
+unchanged files are hard-linked (copied where links are impossible), the new
+shard files are streamed from the old ones in row blocks, the manifest is
+written last, and only then does a rename swap it in. A failure at any point
+leaves the old dataset as it was. Readers that still map old shard files keep
+valid data: the old files are unlinked, never rewritten.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from saintpipe.errors import DatasetError
+from services.dataset import checks
+from services.dataset.manifest import Manifest, sha256_file, write_manifest
+from services.dataset.store import _replace_dir, open_dataset, shard_file, shard_ranges
+from services.dataset.verify import verify_dataset
+
+log = logging.getLogger(__name__)
+
+# Rows copied per block while streaming features into new shards.
+_BLOCK_ROWS = 1 << 16
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def reshard_dataset(
+    path: Path | str,
+    num_shards: int,
+    *,
+    out: Path | str | None = None,
+    feature_dtype: str | None = None,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> Manifest:
+    """Rewrite the feature shards of the dataset at ``path`` as ``num_shards`` contiguous ranges.
+
+    Args:
+        path: the dataset directory (verified first, so corruption is not copied).
+        num_shards: the new number of shards.
+        out: write the resharded dataset here instead of replacing ``path``.
+        feature_dtype: also convert features (``float32`` or ``float16``); default: keep.
+        overwrite: with ``out``, replace an existing dataset there.
+        progress: show a progress bar on stderr.
+
+    Returns:
+        The new manifest.
+
+    Raises:
+        DatasetError: the source fails verification, ``out`` exists, or the shard count is impossible.
+    """
+    path = Path(path)
+    target = Path(out) if out is not None else path
+    if out is not None and target.resolve() != path.resolve() and target.exists() and not overwrite:
+        raise DatasetError(f"{target}: already exists; choose another --out or pass --force to replace it")
+    manifest = verify_dataset(path, progress=progress)
+    dtype = feature_dtype or manifest.feature_dtype
+    if dtype not in ("float32", "float16"):
+        raise DatasetError(f"feature dtype must be float32 or float16, got {dtype!r}")
+    ranges = shard_ranges(manifest.num_nodes, num_shards)
+    dataset = open_dataset(path)
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        old_shards = {shard_file(k) for k in range(manifest.num_shards)}
+        for rel in manifest.files:
+            if rel not in old_shards:
+                _link_or_copy(path / rel, tmp / rel)
+        with tqdm(total=manifest.num_nodes, unit="row", desc="resharding", disable=not progress,
+                  leave=False) as bar:
+            for k, (start, stop) in enumerate(ranges):
+                _write_shard(dataset, tmp / shard_file(k), start, stop, dtype, bar)
+        files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        new = manifest.model_copy(update={"shards": ranges, "files": files, "feature_dtype": dtype})
+        write_manifest(tmp, new)
+        os.chmod(tmp, 0o755)
+        _replace_dir(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("resharded %s into %d shards at %s", path, num_shards, target)
+    return new
+
+
+def _write_shard(dataset, dst: Path, start: int, stop: int, dtype: str, bar: tqdm) -> None:
+    """Stream rows [start, stop) of the old shards into one new .npy file, block by block."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    out = np.lib.format.open_memmap(dst, mode="w+", dtype=dtype, shape=(stop - start, dataset.manifest.feature_dim))
+    for lo in range(start, stop, _BLOCK_ROWS):
+        hi = min(lo + _BLOCK_ROWS, stop)
+        with np.errstate(over="ignore"):  # overflow is reported below, naming the node
+            block = dataset.gather_features(np.arange(lo, hi)).astype(dtype)
+        if dtype == "float16":
+            checks.check_features(block, hi - lo, where="features as float16", first_row=lo)
+        out[lo - start : hi - start] = block
+        bar.update(hi - lo)
+    out.flush()
+    del out

@@ -1,0 +1,137 @@
+"""Full verification of a dataset directory: checksums, shapes, dtypes and graph invariants.
+
+``open_dataset`` only checks what it needs to map the arrays; this module
+checks everything a writer promised, so a corrupted copy or a hand-edited file
+is caught before it feeds a training job. Every error names the file at fault.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+from tqdm import tqdm
+
+from saintpipe.errors import DatasetError
+from services.dataset import checks
+from services.dataset.manifest import Manifest, read_manifest, sha256_file
+from services.dataset.store import SPLITS, load_npy, shard_file
+
+log = logging.getLogger(__name__)
+
+
+def required_files(manifest: Manifest) -> list[str]:
+    """The files every dataset holds, relative to its directory."""
+    return [
+        "indptr.npy",
+        "indices.npy",
+        "labels.npy",
+        *(f"split/{s}.npy" for s in SPLITS),
+        *(shard_file(k) for k in range(manifest.num_shards)),
+    ]
+
+
+def verify_checksums(path: Path, manifest: Manifest, progress: bool = False) -> None:
+    """Every file the manifest lists exists and has the recorded sha256; every required file is listed."""
+    for rel in required_files(manifest):
+        if rel not in manifest.files:
+            raise DatasetError(f"{path / 'manifest.json'}: lists no checksum for required file {rel}")
+    for rel, digest in tqdm(sorted(manifest.files.items()), desc="checksums", unit="file",
+                            disable=not progress, leave=False):
+        pure = PurePosixPath(rel)
+        if pure.is_absolute() or ".." in pure.parts:
+            raise DatasetError(f"{path / 'manifest.json'}: file entry {rel!r} points outside the dataset")
+        target = path / rel
+        if not target.is_file():
+            raise DatasetError(f"{target}: file not found (listed in the manifest)")
+        actual = sha256_file(target)
+        if actual != digest:
+            raise DatasetError(
+                f"{target}: checksum mismatch (manifest {digest[:12]}…, file {actual[:12]}…): "
+                "the file is corrupted or was modified"
+            )
+
+
+def _expect(path: Path, array: np.ndarray, shape: tuple[int, ...], dtypes: tuple[str, ...]) -> None:
+    if array.shape != shape:
+        raise DatasetError(f"{path}: shape {array.shape}, manifest says {shape}")
+    if array.dtype.name not in dtypes:
+        raise DatasetError(f"{path}: dtype {array.dtype}, expected {' or '.join(dtypes)}")
+
+
+def verify_shard_ranges(path: Path, manifest: Manifest) -> None:
+    """The shard ranges are contiguous, non-empty and cover [0, N) exactly."""
+    expect = 0
+    for k, (start, stop) in enumerate(manifest.shards):
+        if start != expect or stop <= start:
+            raise DatasetError(
+                f"{path / 'manifest.json'}: shard {k} covers [{start}, {stop}); expected a non-empty range from {expect}"
+            )
+        expect = stop
+    if expect != manifest.num_nodes:
+        raise DatasetError(
+            f"{path / 'manifest.json'}: shards cover [0, {expect}) but the graph has {manifest.num_nodes} nodes"
+        )
+
+
+def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool = False) -> Manifest:
+    """Check a dataset directory completely and return its manifest.
+
+    Checks, in order: the manifest (readable, not from a newer format), the
+    checksum of every file, then each array's shape and dtype against the
+    manifest, the CSR invariants (indptr monotone, neighbour ids in range,
+    neighbour lists sorted without duplicates, symmetric when the manifest says
+    so), finite features, labels, and disjoint, labelled splits.
+
+    Args:
+        path: the dataset directory.
+        checksums: also hash every file (the slowest step on big datasets).
+        progress: show progress bars on stderr.
+
+    Raises:
+        DatasetError: the first problem found, naming the file at fault.
+    """
+    path = Path(path)
+    manifest = read_manifest(path)
+    if checksums:
+        verify_checksums(path, manifest, progress=progress)
+    n, e, f = manifest.num_nodes, manifest.num_edges, manifest.feature_dim
+
+    indptr = load_npy(path / "indptr.npy")
+    indices = load_npy(path / "indices.npy")
+    _expect(path / "indptr.npy", indptr, (n + 1,), ("int64",))
+    _expect(path / "indices.npy", indices, (e,), ("int32",))
+    checks.check_topology(indptr, indices, symmetric=manifest.symmetric, where=str(path / "indices.npy"),
+                          indptr_where=str(path / "indptr.npy"))
+
+    verify_shard_ranges(path, manifest)
+    for k, (start, stop) in enumerate(tqdm(manifest.shards, desc="feature shards", unit="shard",
+                                           disable=not progress, leave=False)):
+        shard_path = path / shard_file(k)
+        shard = load_npy(shard_path)
+        _expect(shard_path, shard, (stop - start, f), (manifest.feature_dtype,))
+        checks.check_features(shard, stop - start, where=str(shard_path), first_row=start)
+
+    labels_path = path / "labels.npy"
+    labels = load_npy(labels_path)
+    if manifest.multilabel:
+        _expect(labels_path, labels, (n, manifest.num_classes), ("uint8",))
+    else:
+        _expect(labels_path, labels, (n,), ("int64",))
+    num_classes, multilabel = checks.check_labels(labels, n, where=str(labels_path))
+    if multilabel != manifest.multilabel or num_classes > manifest.num_classes:
+        raise DatasetError(
+            f"{labels_path}: holds {num_classes} classes (multi-label {multilabel}), manifest says "
+            f"{manifest.num_classes} (multi-label {manifest.multilabel})"
+        )
+
+    splits = {}
+    for name in SPLITS:
+        split_path = path / "split" / f"{name}.npy"
+        splits[name] = load_npy(split_path)
+        if splits[name].ndim != 1 or splits[name].dtype != np.int64:
+            raise DatasetError(f"{split_path}: must be 1-D int64 node ids, got {splits[name].dtype} {splits[name].shape}")
+    checks.check_splits(splits, labels, n, where=str(path / "split" / "{name}.npy"))
+    log.info("verified dataset %s at %s", manifest.name, path)
+    return manifest
