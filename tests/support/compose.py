@@ -14,8 +14,9 @@ lookups the deployment tests need: a service's command, its environment
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 

@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port, saintpipe_command
+
 from tests.support.compose import as_list, healthcheck_argv, load_compose, read_env_file, service_environment
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,7 +53,7 @@ def process_env(service: dict) -> dict[str, str]:
 def wait_healthy(argv: list[str], env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     deadline = time.monotonic() + timeout
     while True:
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, cwd=ROOT)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30, cwd=ROOT, check=False)
         if proc.returncode == 0 or time.monotonic() > deadline:
             return proc
         time.sleep(0.5)
@@ -65,7 +65,7 @@ def prepared_data(tmp_path) -> Path:
     argv = as_list(service["command"])
     argv[argv.index("--nodes") + 1] = "3000"  # small: the wiring is under test, not the generator
     proc = subprocess.run(localize(argv, tmp_path, {}), env=process_env(service), capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "demo" / "manifest.json").is_file()
     return tmp_path
@@ -92,7 +92,7 @@ def test_compose_feature_shards_serve_the_prepared_dataset_and_pass_their_health
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0, name
             check = localize(healthcheck_argv(COMPOSE["services"][name]), prepared_data, ports)
-            assert subprocess.run(check, env=env, capture_output=True, timeout=30, cwd=ROOT).returncode == 1
+            assert subprocess.run(check, env=env, capture_output=True, timeout=30, cwd=ROOT, check=False).returncode == 1
     finally:
         for _, proc, _, _ in started:
             if proc.poll() is None:

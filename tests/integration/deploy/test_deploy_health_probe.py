@@ -14,10 +14,10 @@ from pathlib import Path
 
 import grpc
 import pytest
+from conftest import free_port
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry, Counter, start_http_server
 
-from conftest import free_port
 from services.health_probe import HEALTHY, UNHEALTHY, main, split_host_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,8 +95,8 @@ def test_module_entry_point_exit_status(grpc_health_server):
     target, servicer = grpc_health_server
     servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     run = [sys.executable, "-m", "services.health_probe", "grpc", target]
-    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "healthy: grpc" in proc.stdout, proc.stderr
     servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 1 and "unhealthy" in proc.stderr

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -50,7 +49,7 @@ def run_in_shell(argv: list[str], env: dict[str, str], stub_path: Path, tmp_path
     full_env = {"PATH": f"{stub_path}:/usr/bin:/bin", "CAPTURE": str(capture), **env}
     if argv[0] not in ("sh", "saintpipe", "ray"):
         pytest.fail(f"unexpected executable {argv[0]!r}: containers start saintpipe or ray, possibly via sh")
-    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode == 0, f"{argv} failed: {proc.stderr}"
     records = capture.read_text().split(RECORD_SEP)
     return [record.split(UNIT_SEP)[:-1] for record in records if record]
