@@ -10,6 +10,8 @@ from saintpipe.cli.registry import register_all
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
     "services.feature_shard.bench",
+    "services.sampler.bench",
+    "services.pool.bench",
 )
 
 
