@@ -9,6 +9,7 @@ from saintpipe.cli.registry import register_all
 # One module per benchmark; each defines register(subparsers).
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
+    "trainer.bench",
 )
 
 

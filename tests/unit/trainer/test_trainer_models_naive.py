@@ -13,30 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from services.subgraph import Subgraph
 from trainer.batch import batch_from_subgraph
 from trainer.config import ModelConfig
 from trainer.models import build_model, weighted_loss
-
-
-def random_subgraph(n: int, mean_degree: float, seed: int) -> Subgraph:
-    """A symmetric random graph with GraphSAINT-like non-uniform weights (A ≠ Aᵀ)."""
-    rng = np.random.default_rng(seed)
-    m = int(n * mean_degree / 2)
-    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
-    keep = src != dst
-    pairs = np.unique(np.concatenate([np.stack([src[keep], dst[keep]], 1), np.stack([dst[keep], src[keep]], 1)]),
-                      axis=0)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.add.at(indptr, pairs[:, 0] + 1, 1)
-    indptr = np.cumsum(indptr)
-    indices = pairs[:, 1].astype(np.int32)
-    dense = np.zeros((n, n), dtype=np.float32)
-    dense[pairs[:, 0], pairs[:, 1]] = rng.uniform(0.05, 1.0, len(pairs)).astype(np.float32)
-    w = dense[pairs[:, 0], pairs[:, 1]]
-    w_t = dense.T[pairs[:, 0], pairs[:, 1]]
-    return Subgraph(node_ids=np.arange(n, dtype=np.int64), indptr=indptr, indices=indices, edge_weights=w,
-                    edge_weights_t=w_t, loss_weights=rng.uniform(0.5, 2.0, n).astype(np.float32))
+from trainer.synthetic import random_subgraph
 
 
 def make_batch(n: int, f_in: int, classes: int, multilabel: bool, seed: int = 0):

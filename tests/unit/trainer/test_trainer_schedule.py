@@ -25,7 +25,7 @@ from trainer.schedule import (
 )
 from trainer.sparse import SparseOperand, transpose_permutation
 
-from test_trainer_models_naive import random_subgraph  # noqa: E402  (same test folder)
+from trainer.synthetic import random_subgraph
 
 
 def operand(n: int = 80, seed: int = 0, diag: bool = False) -> SparseOperand:
@@ -127,8 +127,12 @@ def test_mixhop_cost_model_equals_executed_macs(order, x_grad):
 
 def test_transposed_weights_are_algorithm_6():
     sub = random_subgraph(70, 6.0, 4)
+    rows = np.repeat(np.arange(70), np.diff(sub.indptr))
+    full = np.zeros((70, 70), dtype=np.float32)
+    full[rows, sub.indices] = sub.edge_weights
     perm = transpose_permutation(sub.indptr, sub.indices)
-    np.testing.assert_array_equal(sub.edge_weights[perm], sub.edge_weights_t)
+    np.testing.assert_array_equal(sub.edge_weights[perm], full.T[rows, sub.indices])
+    np.testing.assert_array_equal(sub.edge_weights_t, full.T[rows, sub.indices])
     op = SparseOperand.from_csr(sub.indptr, sub.indices, sub.edge_weights, sub.edge_weights_t)
     dense = torch.zeros(70, 70)
     dense[op.rows, op.col.long()] = op.values
