@@ -10,6 +10,7 @@ from saintpipe.cli.registry import register_all
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
     "trainer.bench",
+    "services.sampler.bench",
 )
 
 

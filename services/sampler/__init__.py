@@ -1,0 +1,1 @@
+"""GraphSAINT samplers: Numba kernels, induction into CSR, normalization (see docs/sampler.md)."""

@@ -1,0 +1,81 @@
+"""Walker's alias method (Vose's construction): O(n) to build once, O(1) per draw.
+
+A table over ``n`` outcomes stores, per column ``k``, an acceptance threshold
+``thresh[k]`` (uint32, the probability scaled to 2**32) and an alternative
+``alias[k]``. A draw picks a column uniformly, then keeps it when 32 fresh
+random bits fall under the threshold and takes the alias otherwise.
+Columns that are full keep themselves as alias, so the 2**-32 rounding of a
+full column never moves probability elsewhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from services.sampler.kernels.rng import bounded, next_u32
+
+_SCALE = 4294967296.0  # 2**32
+
+
+@njit(cache=True)
+def build_alias(weights, thresh, alias):
+    """Fill ``thresh`` (uint32 [n]) and ``alias`` (int [n]) for probabilities proportional to ``weights``.
+
+    ``weights`` (float64 [n]) must be non-negative with a positive sum; it is
+    used as scratch and overwritten.
+    """
+    n = weights.size
+    total = 0.0
+    for k in range(n):
+        total += weights[k]
+    scale = n / total
+    # Small columns stack from the front of `work`, large ones from the back.
+    work = np.empty(n, dtype=np.int64)
+    n_small = 0
+    n_large = 0
+    for k in range(n):
+        weights[k] *= scale
+        alias[k] = k
+        if weights[k] < 1.0:
+            work[n_small] = k
+            n_small += 1
+        else:
+            n_large += 1
+            work[n - n_large] = k
+    while n_small > 0 and n_large > 0:
+        n_small -= 1
+        s = work[n_small]
+        g = work[n - n_large]
+        thresh[s] = np.uint32(min(weights[s] * _SCALE, _SCALE - 1.0))
+        alias[s] = g
+        weights[g] = (weights[g] + weights[s]) - 1.0
+        if weights[g] < 1.0:
+            n_large -= 1
+            work[n_small] = g
+            n_small += 1
+    # Whatever is left is full up to rounding: it keeps itself.
+    for i in range(n_small):
+        k = work[i]
+        thresh[k] = np.uint32(0xFFFFFFFF)
+        alias[k] = k
+    for i in range(n_large):
+        k = work[n - 1 - i]
+        thresh[k] = np.uint32(0xFFFFFFFF)
+        alias[k] = k
+
+
+@njit(cache=True)
+def draw_alias(state, thresh, alias):
+    """One draw from an alias table."""
+    k = bounded(state, thresh.size)
+    if next_u32(state) < thresh[k]:
+        return np.int64(k)
+    return np.int64(alias[k])
+
+
+@njit(cache=True)
+def draw_many(state, thresh, alias, out):
+    """Fill ``out`` with independent draws (used by the statistical tests)."""
+    for i in range(out.size):
+        out[i] = draw_alias(state, thresh, alias)

@@ -1,0 +1,107 @@
+"""A small explicit-state random stream for the kernels: xoshiro256** seeded by splitmix64.
+
+Why not ``np.random`` inside Numba: its state is global per thread and takes
+32-bit seeds, so two samplers in one process would interleave their streams
+and a 64-bit subgraph seed could not be replayed. Here the state is a
+``uint64[4]`` array the caller owns, so a kernel is a pure function of
+(graph, parameters, seed) and the same seed gives the same draws bit for bit.
+
+Every integer here is kept ``uint64`` on purpose: Numba turns mixed
+``uint64``/``int64`` arithmetic into float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TWO53_INV = 1.0 / 9007199254740992.0
+
+
+def new_state() -> np.ndarray:
+    """An unseeded state array (seed it with :func:`seed_state`)."""
+    return np.zeros(4, dtype=np.uint64)
+
+
+@njit(cache=True)
+def seed_state(state, seed):
+    """Fill ``state`` from a 64-bit ``seed`` with splitmix64 (never all zero)."""
+    x = np.uint64(seed)
+    for i in range(4):
+        x = x + _GOLDEN
+        z = x
+        z = (z ^ (z >> np.uint64(30))) * _MIX1
+        z = (z ^ (z >> np.uint64(27))) * _MIX2
+        state[i] = z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def _rotl(x, k):
+    return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
+
+
+@njit(cache=True)
+def next_u64(state):
+    """The next 64 random bits (xoshiro256**)."""
+    s0 = state[0]
+    s1 = state[1]
+    s2 = state[2]
+    s3 = state[3]
+    result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
+    t = s1 << np.uint64(17)
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    state[0] = s0
+    state[1] = s1
+    state[2] = s2
+    state[3] = s3
+    return result
+
+
+@njit(cache=True)
+def next_u32(state):
+    """32 random bits (the high half, xoshiro's best bits), as uint64."""
+    return next_u64(state) >> np.uint64(32)
+
+
+@njit(cache=True)
+def bounded(state, n):
+    """A uniform integer in ``[0, n)`` as int64, exactly (no modulo bias); ``n >= 1``.
+
+    Lemire's multiply-and-reject for ``n < 2**32``; a masked rejection loop above.
+    """
+    un = np.uint64(n)
+    if un <= _MASK32:
+        m = next_u32(state) * un
+        low = m & _MASK32
+        if low < un:
+            threshold = (np.uint64(0x100000000) - un) % un
+            while low < threshold:
+                m = next_u32(state) * un
+                low = m & _MASK32
+        return np.int64(m >> np.uint64(32))
+    mask = un - np.uint64(1)
+    mask |= mask >> np.uint64(1)
+    mask |= mask >> np.uint64(2)
+    mask |= mask >> np.uint64(4)
+    mask |= mask >> np.uint64(8)
+    mask |= mask >> np.uint64(16)
+    mask |= mask >> np.uint64(32)
+    x = next_u64(state) & mask
+    while x >= un:
+        x = next_u64(state) & mask
+    return np.int64(x)
+
+
+@njit(cache=True)
+def uniform(state):
+    """A uniform float64 in ``[0, 1)`` with 53 random bits."""
+    return np.float64(next_u64(state) >> np.uint64(11)) * _TWO53_INV

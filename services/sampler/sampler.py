@@ -1,0 +1,274 @@
+"""The sampler facade: configured once per graph, then ``sample(seed)`` per subgraph.
+
+A :class:`Sampler` owns everything that is built once per graph (alias
+tables, the dashboard, the global-to-local map) and reuses it on every call;
+it is therefore not thread-safe: use one per thread or process. Subclasses
+only say how big their node set can get and call their node-selection kernel;
+clipping, induction, weights, the transpose and loss weights are the common
+path in :func:`services.sampler.kernels.induce.finish_subgraph`.
+
+Weights without a :class:`~services.sampler.normalization.Normalization`:
+``edge_weights`` are plain mean aggregation over the subgraph (``1 / deg_s(v)``
+on row ``v``, ``deg_s`` the degree inside the subgraph) and ``loss_weights``
+are uniform over the subgraph's training nodes (``1 / |train nodes in
+subgraph|``, 0 for the others; ``1 / |V_s|`` for all when no training nodes
+were given). With one, they are GraphSAINT's normalized coefficients (see
+that module).
+
+Example:
+    >>> import numpy as np
+    >>> from services.sampler.config import RandomWalkConfig
+    >>> indptr, indices = np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1])
+    >>> sampler = make_sampler(RandomWalkConfig(roots=2, clip_multiple=None), indptr, indices)
+    >>> sampler.sample(7).equals(sampler.sample(7))
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from saintpipe.errors import InvalidArgument
+from services.sampler.config import (EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig,
+                                     SamplerConfigModel)
+from services.sampler.graph import prepare_graph, readonly
+from services.sampler.kernels import rng
+from services.sampler.kernels.edge import build_edge_table, edge_select
+from services.sampler.kernels.frontier import NUM_STATS, frontier_select
+from services.sampler.kernels.induce import STATUS_OK, finish_subgraph
+from services.sampler.kernels.node import build_node_table, node_select
+from services.sampler.kernels.random_walk import random_walk_select
+from services.subgraph import Subgraph
+
+if TYPE_CHECKING:
+    from services.sampler.normalization import Normalization
+
+_EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
+_EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
+MAX_SEED = 2**64 - 1
+
+
+def check_seed(seed: int) -> int:
+    """A seed must be an integer in ``[0, 2**64)``."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidArgument(f"seed must be an integer, got {type(seed).__name__}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise InvalidArgument(f"seed must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+class Sampler:
+    """Base of the four samplers; see the module docstring."""
+
+    kind: ClassVar[str] = ""
+
+    def __init__(self, config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
+                 normalization: "Normalization | None" = None, train_nodes: np.ndarray | None = None,
+                 check_graph: bool = True) -> None:
+        self.config = config
+        self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
+        self.num_nodes = self.indptr.size - 1
+        self.num_edges = self.indices.size
+        self.normalization = normalization
+        self._alpha, self._loss_coef = _EMPTY_F32, _EMPTY_F32
+        if normalization is not None:
+            normalization.check_graph(self.num_nodes, self.num_edges)
+            self._alpha = readonly(normalization.aggregator_coefficients, np.float32)
+            self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
+        self._train_mask = _EMPTY_U8
+        if train_nodes is not None:
+            self._train_mask = readonly(train_mask(train_nodes, self.num_nodes), np.uint8)
+        self._clip = int(config.clip_multiple or 0)
+        self._state = rng.new_state()
+        # The global-to-local map, -1 between calls; kernels reset what they touch.
+        self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
+        self._bits = np.zeros((self.num_nodes + 7) // 8, dtype=np.uint8)
+        self._sel = np.empty(max(1, min(self._selection_bound(), self.num_nodes)), dtype=np.int32)
+
+    def _selection_bound(self) -> int:
+        """An upper bound on the node set's size before clipping."""
+        raise NotImplementedError
+
+    def _select(self) -> int:
+        """Run the node-selection kernel on ``self._state``; returns the size of ``self._sel``'s node set."""
+        raise NotImplementedError
+
+    def sample_arrays(self, seed: int, *, want_positions: bool = True) -> tuple[Subgraph, np.ndarray]:
+        """Like :meth:`sample`, plus the full-graph CSR position of every subgraph entry (int64 [e]).
+
+        With ``want_positions=False`` the positions may come back empty (they
+        are computed anyway when normalization needs them).
+        """
+        seed = check_seed(seed)
+        rng.seed_state(self._state, np.uint64(seed))
+        count = self._select()
+        status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
+            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
+            self._alpha, self._train_mask, self._loss_coef, want_positions)
+        if status != STATUS_OK:
+            raise InvalidArgument(
+                f"graph is not symmetric: node {int(node_ids[bad_row])} has an edge whose reverse is missing "
+                f"(samplers need an undirected graph storing both directions)")
+        subgraph = Subgraph(node_ids=node_ids, indptr=sub_indptr, indices=sub_indices, edge_weights=weights,
+                            edge_weights_t=weights_t, loss_weights=loss, seed=seed)
+        return subgraph, eids
+
+    def sample(self, seed: int, *, job_id: str = "", worker: int = 0, sequence: int = 0) -> Subgraph:
+        """Sample one subgraph; the same seed gives the same subgraph bit for bit.
+
+        Args:
+            seed: the random seed, an integer in ``[0, 2**64)`` (see
+                :func:`services.sampler.parallel.subgraph_seed` for per-worker streams).
+            job_id, worker, sequence: copied into the returned subgraph.
+
+        Raises:
+            InvalidArgument: a bad seed, or a directed graph.
+        """
+        subgraph, _ = self.sample_arrays(seed, want_positions=False)
+        if job_id or worker or sequence:
+            subgraph = Subgraph(**{**subgraph.__dict__, "job_id": job_id, "worker": worker, "sequence": sequence})
+        return subgraph
+
+
+class FrontierSampler(Sampler):
+    """Frontier sampling on the Dashboard; ``last_stats`` holds the last call's pops/probes/cleanups/clamps."""
+
+    kind = "frontier"
+
+    def __init__(self, config: FrontierConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
+        super().__init__(config, indptr, indices, **kwargs)
+        self.frontier_size = min(config.frontier_size, self.num_nodes)
+        self.capacity = dashboard_capacity(self.indptr, self.frontier_size, config.eta)
+        m = self.frontier_size
+        ia = self.capacity + m + 1
+        self._frontier = np.empty(m, dtype=np.int32)
+        self._db = np.empty(self.capacity, dtype=np.int32)
+        self._db_new = np.empty(self.capacity, dtype=np.int32)
+        self._ia_start = np.empty(ia + 1, dtype=np.int64)
+        self._ia_valid = np.empty(ia + 1, dtype=np.uint8)
+        self._ia_tile = np.empty(ia, dtype=np.int32)
+        self._tile_node = np.empty(m, dtype=np.int32)
+        self._tile_start = np.empty(m, dtype=np.int64)
+        self._tile_stop = np.empty(m, dtype=np.int64)
+        self._tile_ia = np.empty(m, dtype=np.int64)
+        self._stats = np.zeros(NUM_STATS, dtype=np.int64)
+
+    def _selection_bound(self) -> int:
+        return self.config.node_budget
+
+    def _select(self) -> int:
+        return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
+                               self._state, self._g2l, self._sel, self._frontier, self._db, self._db_new,
+                               self._ia_start, self._ia_valid, self._ia_tile, self._tile_node, self._tile_start,
+                               self._tile_stop, self._tile_ia, self._stats)
+
+    @property
+    def last_stats(self) -> dict[str, int]:
+        pops, probes, cleanups, clamped = (int(x) for x in self._stats)
+        return {"pops": pops, "probes": probes, "cleanups": cleanups, "clamped": clamped}
+
+
+def dashboard_capacity(indptr: np.ndarray, m: int, eta: float) -> int:
+    """Dashboard length ``ceil(eta * m * d)`` with ``d = |E| / |V|`` (Algorithm 3 line 1), at least m + 1.
+
+    ``d`` approximates the frontier's mean degree. That holds on skewed graphs
+    too: pops are proportional to degree, so hubs leave the frontier quickly
+    and its mean degree stays near the graph's (on a Kronecker graph of scale
+    18 whose degree-weighted mean degree is 14 times the mean, no node ever
+    needed clamping).
+    """
+    num_nodes = indptr.size - 1
+    d = float(indptr[-1]) / num_nodes
+    return max(int(math.ceil(eta * m * d)), m + 1)
+
+
+class RandomWalkSampler(Sampler):
+    kind = "random_walk"
+
+    def __init__(self, config: RandomWalkConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
+        super().__init__(config, indptr, indices, **kwargs)
+        self._paths = np.empty((config.roots, config.walk_length + 1), dtype=np.int32)
+
+    def _selection_bound(self) -> int:
+        return self.config.roots * (self.config.walk_length + 1)
+
+    def _select(self) -> int:
+        return random_walk_select(self.indptr, self.indices, self._state, self._paths, self._g2l, self._sel)
+
+
+class EdgeSampler(Sampler):
+    kind = "edge"
+
+    def __init__(self, config: EdgeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
+        super().__init__(config, indptr, indices, **kwargs)
+        if self.num_edges == 0:
+            raise InvalidArgument("the edge sampler needs a graph with at least one edge")
+        self._thresh, self._alias, self._rows = build_edge_table(self.indptr, self.indices)
+
+    def _selection_bound(self) -> int:
+        return 2 * self.config.edge_budget
+
+    def _select(self) -> int:
+        return edge_select(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
+                           self._state, self._g2l, self._sel)
+
+
+class NodeSampler(Sampler):
+    kind = "node"
+
+    def __init__(self, config: NodeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
+        super().__init__(config, indptr, indices, **kwargs)
+        self._thresh, self._alias = build_node_table(self.indptr)
+
+    def _selection_bound(self) -> int:
+        return self.config.node_budget
+
+    def _select(self) -> int:
+        return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._g2l, self._sel)
+
+
+SAMPLERS: dict[str, type[Sampler]] = {
+    cls.kind: cls for cls in (FrontierSampler, RandomWalkSampler, EdgeSampler, NodeSampler)
+}
+
+
+def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
+    """A uint8 [N] mask of the training nodes. Raises InvalidArgument for ids out of range."""
+    ids = np.asarray(train_nodes)
+    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise InvalidArgument(f"train_nodes must be a 1-D integer array, got {ids.dtype} with shape {ids.shape}")
+    if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
+        bad = ids[(ids < 0) | (ids >= num_nodes)][0]
+        raise InvalidArgument(f"train_nodes: node id {bad} is out of range [0, {num_nodes})")
+    mask = np.zeros(num_nodes, dtype=np.uint8)
+    mask[ids] = 1
+    return mask
+
+
+def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
+                 normalization: "Normalization | None" = None, train_nodes: np.ndarray | None = None,
+                 check_graph: bool = True) -> Sampler:
+    """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
+
+    Args:
+        config: a :data:`~services.sampler.config.SamplerConfig` model.
+        indptr, indices: the full graph in CSR (undirected: both directions stored), sorted neighbour lists.
+            Memory-mapped arrays are used in place.
+        normalization: GraphSAINT coefficients for this graph and config (see ``normalization``);
+            without them weights are plain mean aggregation and uniform loss.
+        train_nodes: ids of the training nodes; the others get loss weight 0.
+        check_graph: validate the CSR (one O(E) pass); skip only for graphs checked already.
+
+    Raises:
+        InvalidArgument: an invalid graph, train node id, normalization shape, or a
+            parameter this graph cannot satisfy (the edge sampler on an edgeless graph).
+    """
+    try:
+        cls = SAMPLERS[config.kind]
+    except (AttributeError, KeyError):
+        raise InvalidArgument(f"unknown sampler config {config!r}; kinds: {', '.join(SAMPLERS)}") from None
+    return cls(config, indptr, indices, normalization=normalization, train_nodes=train_nodes,
+               check_graph=check_graph)
