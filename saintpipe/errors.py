@@ -65,3 +65,13 @@ class SaintpipeTimeout(SaintpipeError, TimeoutError):
 
     def grpc_status_code(self) -> grpc.StatusCode:
         return grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+class AuthenticationFailed(SaintpipeError, PermissionError):
+    """A server (Redis) refused the credentials given (a wrong or missing password).
+
+    Not a ServiceUnavailable: retrying with the same credentials cannot succeed.
+    """
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAUTHENTICATED

@@ -67,3 +67,25 @@ def saintpipe_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "saintpipe-home"
     monkeypatch.setenv("SAINTPIPE_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def redis_server():
+    """A private, real redis-server on a free loopback port (password, no persistence); stopped afterwards.
+
+    Ignores SAINTPIPE_REDIS_URL so tests may restart or kill it. Use ``.url``;
+    ``.restart()`` restarts it on the same port (losing its data).
+    """
+    from services.pool.redis_server import RedisServer
+
+    with RedisServer(use_env=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server_session():
+    """One private redis-server shared by a whole test session: do not restart or kill it; use unique keys."""
+    from services.pool.redis_server import RedisServer
+
+    with RedisServer(use_env=False) as server:
+        yield server

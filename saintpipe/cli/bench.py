@@ -11,6 +11,7 @@ BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
     "trainer.bench",
     "services.sampler.bench",
+    "services.pool.bench",
 )
 
 

