@@ -12,6 +12,7 @@ BENCHMARKS: tuple[str, ...] = (
     "trainer.bench",
     "services.sampler.bench",
     "services.pool.bench",
+    "services.feature_shard.bench",
 )
 
 

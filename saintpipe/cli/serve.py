@@ -7,7 +7,9 @@ import argparse
 from saintpipe.cli.registry import register_all
 
 # One module per service; each defines register(subparsers).
-SERVICES: tuple[str, ...] = ()
+SERVICES: tuple[str, ...] = (
+    "services.feature_shard.cli",
+)
 
 
 def register(groups: argparse._SubParsersAction) -> None:

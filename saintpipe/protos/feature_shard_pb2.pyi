@@ -1,0 +1,55 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class GatherRequest(_message.Message):
+    __slots__ = ("ids", "transfer_dtype")
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_DTYPE_FIELD_NUMBER: _ClassVar[int]
+    ids: bytes
+    transfer_dtype: str
+    def __init__(self, ids: _Optional[bytes] = ..., transfer_dtype: _Optional[str] = ...) -> None: ...
+
+class GatherChunk(_message.Message):
+    __slots__ = ("offset", "rows", "dtype", "shape")
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    offset: int
+    rows: bytes
+    dtype: str
+    shape: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, offset: _Optional[int] = ..., rows: _Optional[bytes] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class InfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ShardInfo(_message.Message):
+    __slots__ = ("shard", "num_shards", "start", "stop", "num_nodes", "feature_dim", "dtype", "dataset", "version", "max_message_bytes")
+    SHARD_FIELD_NUMBER: _ClassVar[int]
+    NUM_SHARDS_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    NUM_NODES_FIELD_NUMBER: _ClassVar[int]
+    FEATURE_DIM_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    DATASET_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    shard: int
+    num_shards: int
+    start: int
+    stop: int
+    num_nodes: int
+    feature_dim: int
+    dtype: str
+    dataset: str
+    version: str
+    max_message_bytes: int
+    def __init__(self, shard: _Optional[int] = ..., num_shards: _Optional[int] = ..., start: _Optional[int] = ..., stop: _Optional[int] = ..., num_nodes: _Optional[int] = ..., feature_dim: _Optional[int] = ..., dtype: _Optional[str] = ..., dataset: _Optional[str] = ..., version: _Optional[str] = ..., max_message_bytes: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,190 @@
+"""``saintpipe bench features``: gather throughput of the feature service vs. the in-process numpy gather.
+
+For each feature width, a dataset of random float32 features is written in
+``--shards`` shard files; the shard servers run as subprocesses (``saintpipe
+serve feature-shard``, as deployed) and a :class:`FeatureClient` gathers
+``--rows`` random distinct rows per call. In the same run, on the same id sets
+and the same memory-mapped files, ``Dataset.gather_features`` (numpy fancy
+indexing in-process) is the baseline; the ratio is service MB/s over baseline
+MB/s (MB of float32 rows delivered to the caller).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.cli.report import add_json_flag
+
+    parser = sub.add_parser(
+        "features",
+        help="feature-service gather throughput vs. in-process numpy",
+        description="Gather random rows from feature shards served by real subprocesses, and in the same run "
+        "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio.",
+    )
+    parser.add_argument(
+        "--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)"
+    )
+    parser.add_argument("--rows", type=int, default=8000, help="rows per gather (default 8000)")
+    parser.add_argument(
+        "--nodes", type=int, default=50_000, help="nodes in each generated dataset (default 50000)"
+    )
+    parser.add_argument("--shards", type=int, default=2, help="shard servers (default 2)")
+    parser.add_argument(
+        "--repeats", type=int, default=30, help="timed gathers per configuration (default 30)"
+    )
+    parser.add_argument("--no-fp16", action="store_true", help="skip the float16-transfer rows")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the shard servers as threads of this process instead of subprocesses",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    add_json_flag(parser)
+    parser.set_defaults(func=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import logging
+    import tempfile
+    from pathlib import Path
+
+    from saintpipe.cli.report import emit_report
+    from saintpipe.errors import InvalidArgument
+
+    try:
+        dims = [int(d) for d in args.dims.split(",") if d.strip()]
+    except ValueError:
+        raise InvalidArgument(f"--dims {args.dims!r}: expected comma-separated integers") from None
+    if not dims or min(dims) < 1 or args.rows < 1 or args.repeats < 2 or args.shards < 1:
+        raise InvalidArgument("--dims, --rows, --shards must be >= 1 and --repeats >= 2")
+    if args.rows > args.nodes:
+        raise InvalidArgument(f"--rows {args.rows} exceeds --nodes {args.nodes} (rows are distinct)")
+    logging.getLogger(__name__).info("benchmarking dims %s", dims)
+    rows, ratios = [], {}
+    with tempfile.TemporaryDirectory(prefix="saintpipe-bench-features-") as tmp:
+        for dim in dims:
+            dim_rows = _bench_dim(Path(tmp) / f"dim{dim}", dim, args)
+            rows.extend(dim_rows)
+            ratios[dim] = dim_rows[1]["ratio"]
+    summary = {f"ratio_dim{d}": r for d, r in ratios.items()}
+    if 500 in ratios:
+        summary["target_ratio_dim500"] = 0.5
+        summary["target_met"] = ratios[500] >= 0.5
+    params = {
+        "rows": args.rows,
+        "nodes": args.nodes,
+        "shards": args.shards,
+        "repeats": args.repeats,
+        "servers": "in-process threads" if args.in_process else "subprocesses",
+    }
+    emit_report(
+        "features",
+        rows,
+        params=params,
+        summary=summary,
+        as_json=args.json,
+        columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "wire_MB", "ratio"],
+    )
+    return 0
+
+
+def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
+    import numpy as np
+    from tqdm import tqdm
+
+    from saintpipe.errors import SaintpipeError
+    from services.dataset.demo import generate_demo
+    from services.dataset.store import open_dataset, write_dataset
+    from services.feature_shard.client import FeatureClient
+
+    rng = np.random.default_rng(args.seed)
+    arrays = generate_demo(num_nodes=args.nodes, feature_dim=1, seed=args.seed)
+    arrays["features"] = rng.standard_normal((args.nodes, dim), dtype=np.float32)
+    write_dataset(directory, num_shards=args.shards, **arrays)
+    del arrays
+    dataset = open_dataset(directory)
+    id_sets = [rng.choice(args.nodes, size=args.rows, replace=False) for _ in range(args.repeats + 3)]
+
+    with _servers(directory, args.shards, args.in_process) as addresses:
+        clients = {"service": FeatureClient(addresses, deadline=60.0)}
+        if not args.no_fp16:
+            clients["service fp16"] = FeatureClient(addresses, deadline=60.0, transfer_dtype="float16")
+        try:
+            reference = dataset.gather_features(id_sets[0])
+            for name, client in clients.items():
+                got = client.gather(id_sets[0])
+                expected = (
+                    reference if "fp16" not in name else reference.astype(np.float16).astype(np.float32)
+                )
+                if not np.array_equal(got, expected):
+                    raise SaintpipeError(f"benchmark self-check failed: {name} rows differ from the dataset")
+            times = {"numpy mmap (baseline)": [], **{name: [] for name in clients}}
+            wire = {name: [] for name in clients}
+            for i, ids in enumerate(tqdm(id_sets, desc=f"dim {dim}", leave=False, disable=args.json)):
+                # Interleaved, so that machine noise hits every path alike; the first rounds warm up.
+                times["numpy mmap (baseline)"].append(_timed(lambda: dataset.gather_features(ids)))
+                for name, client in clients.items():
+                    before = client.stats()["bytes_received"]
+                    times[name].append(_timed(lambda: client.gather(ids)))
+                    wire[name].append(client.stats()["bytes_received"] - before)
+        finally:
+            for client in clients.values():
+                client.close()
+
+    mb = args.rows * dim * 4 / 1e6  # float32 rows delivered per gather
+    out = []
+    for name, samples in times.items():
+        t = np.array(samples[3:])
+        median = float(np.median(t))
+        out.append(
+            {
+                "dim": dim,
+                "path": name,
+                "rows_per_s": args.rows / median,
+                "MB_per_s": mb / median,
+                "p50_ms": median * 1e3,
+                "p99_ms": float(np.percentile(t, 99)) * 1e3,
+                "wire_MB": float(np.median(wire[name][3:])) / 1e6 if name in wire else mb,
+            }
+        )
+    base = out[0]["MB_per_s"]
+    for row in out:
+        row["ratio"] = row["MB_per_s"] / base
+    return out
+
+
+def _timed(fn) -> float:
+    import time
+
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
+
+
+class _servers:
+    """Shard servers for the benchmark: subprocesses (default) or in-process threads."""
+
+    def __init__(self, directory, num_shards: int, in_process: bool) -> None:
+        self._directory, self._num_shards, self._in_process = directory, num_shards, in_process
+
+    def __enter__(self) -> list[list[str]]:
+        if self._in_process:
+            from services.feature_shard.server import create_server
+
+            self._servers = [create_server(self._directory, k) for k in range(self._num_shards)]
+            return [[f"127.0.0.1:{port}"] for _, port in self._servers]
+        from services.feature_shard.launch import LocalShards
+
+        self._local = LocalShards(self._directory, self._num_shards)
+        return self._local.addresses
+
+    def __exit__(self, *exc) -> None:
+        if self._in_process:
+            from services.feature_shard.server import stop_server
+
+            for server, _ in self._servers:
+                stop_server(server, 1.0)
+        else:
+            self._local.stop()

@@ -1,0 +1,101 @@
+"""``saintpipe serve feature-shard``: serve one shard of a dataset's features over gRPC."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "feature-shard",
+        help="serve one shard of a dataset's node features over gRPC",
+        description="Serve shard K of the dataset in DIR (its memory-mapped feature rows) over gRPC, "
+        "with the standard health service and optional Prometheus metrics. Prints 'listening on "
+        "HOST:PORT' once ready; SIGTERM or SIGINT stops it after in-flight calls finish (--grace seconds "
+        "at most). Settings: defaults < --config file ([feature_shard] section) < "
+        "SAINTPIPE_FEATURE_SHARD__<FIELD> < flags.",
+    )
+    parser.add_argument("--data", type=Path, help="dataset directory")
+    parser.add_argument("--shard", type=int, help="index of the shard to serve")
+    parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
+    parser.add_argument("--port", type=int, help="gRPC port (default 50051; 0 = a free port, printed)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="serve Prometheus /metrics on this port (0 = a free one)"
+    )
+    parser.add_argument("--max-workers", type=int, help="handler threads (default 8)")
+    parser.add_argument(
+        "--max-message-bytes", type=int, help="gRPC message limit; larger answers are chunked"
+    )
+    parser.add_argument("--chunk-bytes", type=int, help="target size of one answer chunk (default 1 MiB)")
+    parser.add_argument(
+        "--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown"
+    )
+    parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
+    parser.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import logging
+    import signal
+    import threading
+
+    from saintpipe.config import load_config
+    from services.feature_shard.config import SECTION, FeatureShardConfig
+    from services.feature_shard.metrics import start_metrics_server
+    from services.feature_shard.server import create_server, stop_server
+
+    log = logging.getLogger("services.feature_shard")
+    flags = {
+        name: getattr(args, name)
+        for name in (
+            "data",
+            "shard",
+            "host",
+            "port",
+            "metrics_port",
+            "max_workers",
+            "max_message_bytes",
+            "chunk_bytes",
+            "grace_seconds",
+        )
+    }
+    cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        received.append(signum)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    httpd = None
+    server, port = create_server(
+        cfg.data,
+        cfg.shard,
+        host=cfg.host,
+        port=cfg.port,
+        max_workers=cfg.max_workers,
+        max_message_bytes=cfg.max_message_bytes,
+        chunk_bytes=cfg.chunk_bytes,
+    )
+    try:
+        if cfg.metrics_port is not None:
+            metrics_host = cfg.metrics_host or cfg.host
+            httpd, metrics_port = start_metrics_server(metrics_host, cfg.metrics_port)
+            print(f"metrics on http://{metrics_host}:{metrics_port}/metrics", flush=True)
+        print(f"listening on {cfg.host}:{port}", flush=True)
+        log.info("feature shard %d serving %s on %s:%d", cfg.shard, cfg.data, cfg.host, port)
+        while not stop.wait(0.5):
+            pass
+        name = signal.Signals(received[0]).name if received else "stop"
+        print(f"{name}: stopping (up to {cfg.grace_seconds:g} s for in-flight calls)", flush=True)
+    finally:
+        stop_server(server, cfg.grace_seconds)
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    print("stopped", flush=True)
+    return 0

@@ -1,0 +1,422 @@
+"""FeatureClient: gathers feature rows from the shard servers, in request order.
+
+A gather deduplicates the ids that the cache does not hold, cuts them by shard
+range (each shard's ids are a contiguous slice once sorted), asks the shards
+concurrently on a thread pool and writes every chunk straight into the output
+array at the positions its ids were requested. Every call carries a deadline
+(one budget for the whole gather); UNAVAILABLE answers are retried on the
+shard's other replicas and then, after a backoff, again, until the retries or
+the deadline run out; then a :class:`~saintpipe.errors.ServiceUnavailable`
+names the shard and every address tried.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+import grpc
+import numpy as np
+
+from saintpipe.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeTimeout, ServiceUnavailable
+from saintpipe.grpc_status import error_from_rpc_error
+from saintpipe.protos import feature_shard_pb2 as pb
+from services.feature_shard import ranges
+from services.feature_shard.addresses import resolve_shards
+from services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
+from services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+TRANSFER_DTYPES = ("float32", "float16")
+_BACKOFF_START, _BACKOFF_MAX = 0.05, 1.0
+# Client channels: accept any answer size (the server chunks to its own limit)
+# and come back quickly after a replica restarts.
+_CHANNEL_OPTIONS = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+]
+
+
+@dataclass
+class _Replica:
+    address: str
+    channel: grpc.Channel
+    gather: Callable
+    info: Callable
+
+
+@dataclass
+class _Shard:
+    index: int
+    replicas: list[_Replica]
+    preferred: int = 0  # replica tried first: the last one that answered
+    info: pb.ShardInfo | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def order(self) -> list[_Replica]:
+        with self.lock:
+            p = self.preferred
+        return self.replicas[p:] + self.replicas[:p]
+
+    def prefer(self, replica: _Replica) -> None:
+        with self.lock:
+            self.preferred = self.replicas.index(replica)
+
+
+class FeatureClient:
+    """Routes gathers to the feature shards; optionally through a trainer-side cache.
+
+    Args:
+        shards: per shard (in shard order) the replica addresses ``"host:port"``;
+            or a JSON address manifest path ``{"shards": [[...], ...]}``; or a
+            ``"a:1,b:2;c:3"`` string (see :mod:`services.feature_shard.addresses`).
+        deadline: seconds one gather (or the start-up Info calls) may take in all,
+            retries included.
+        retries: extra rounds over a shard's replicas after every replica answered UNAVAILABLE.
+        cache: sizes of the trainer-side cache (``None``: no cache).
+        transfer_dtype: ``"float16"`` asks float32 shards for float16 rows (half the
+            bytes, less precision); the result is float32 either way.
+        name: this client's ``trainer`` metric label.
+        degrees: node degrees, needed when ``cache.static_rows > 0`` (pins the highest-degree nodes).
+        max_workers: threads calling shards concurrently (default: two per shard).
+
+    Raises:
+        ConfigError: bad addresses or arguments.
+        ServiceUnavailable: a shard has no replica answering its Info call.
+        InvalidArgument: the shards' ranges, widths or dtypes do not fit together.
+
+    Example::
+
+        with FeatureClient([["127.0.0.1:50051"], ["127.0.0.1:50052"]]) as client:
+            x = client.gather(subgraph.node_ids)   # float32 [n, feature_dim]
+    """
+
+    def __init__(
+        self,
+        shards: Sequence[Sequence[str]] | str | Path,
+        *,
+        deadline: float = 5.0,
+        retries: int = 3,
+        cache: CacheConfig | None = None,
+        transfer_dtype: str = "float32",
+        name: str = "trainer",
+        degrees: np.ndarray | None = None,
+        max_workers: int | None = None,
+    ) -> None:
+        addresses = resolve_shards(shards)
+        if not deadline > 0:
+            raise ConfigError(f"deadline must be > 0 seconds, got {deadline}")
+        if retries < 0:
+            raise ConfigError(f"retries must be >= 0, got {retries}")
+        if transfer_dtype not in TRANSFER_DTYPES:
+            raise ConfigError(f"transfer_dtype must be one of {TRANSFER_DTYPES}, got {transfer_dtype!r}")
+        self.deadline, self.retries, self.name = float(deadline), int(retries), name
+        self._stats_lock = threading.Lock()
+        self._counters = {
+            "requests": 0,
+            "rows_requested": 0,
+            "rows_fetched": 0,
+            "bytes_received": 0,
+            "shard_calls": 0,
+            "retries": 0,
+            "failovers": 0,
+        }
+        self._shards = [
+            _Shard(k, [self._replica(a) for a in replicas]) for k, replicas in enumerate(addresses)
+        ]
+        self._pool = futures.ThreadPoolExecutor(
+            max_workers or max(2, 2 * len(self._shards)), thread_name_prefix=f"features-{name}"
+        )
+        self._closed = False
+        try:
+            self._connect(transfer_dtype)
+            self._cache = self._build_cache(cache, degrees)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- set-up -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _replica(address: str) -> _Replica:
+        channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+        gather = channel.unary_stream(
+            f"/{SERVICE_NAME}/Gather",
+            request_serializer=pb.GatherRequest.SerializeToString,
+            response_deserializer=decode_chunk,
+        )
+        info = channel.unary_unary(
+            f"/{SERVICE_NAME}/Info",
+            request_serializer=pb.InfoRequest.SerializeToString,
+            response_deserializer=pb.ShardInfo.FromString,
+        )
+        return _Replica(address, channel, gather, info)
+
+    def _connect(self, transfer_dtype: str) -> None:
+        """Ask every shard its Info (concurrently) and check that the shards fit together."""
+        deadline_at = time.monotonic() + self.deadline
+
+        def ask(shard: _Shard) -> pb.ShardInfo:
+            return self._with_failover(
+                shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), deadline_at, "Info"
+            )
+
+        infos = list(self._pool.map(ask, self._shards))
+        for shard, info in zip(self._shards, infos):
+            shard.info = info
+            where = f"feature shard {shard.index} at {shard.replicas[0].address}"
+            if info.shard != shard.index or info.num_shards != len(self._shards):
+                raise InvalidArgument(
+                    f"{where} says it is shard {info.shard} of {info.num_shards}, but it is listed as shard "
+                    f"{shard.index} of {len(self._shards)}: check the order of the addresses"
+                )
+            if (info.feature_dim, info.dtype, info.num_nodes) != (
+                infos[0].feature_dim,
+                infos[0].dtype,
+                infos[0].num_nodes,
+            ):
+                raise InvalidArgument(
+                    f"{where} serves {info.num_nodes} nodes x {info.feature_dim} {info.dtype}, "
+                    f"shard 0 {infos[0].num_nodes} x {infos[0].feature_dim} {infos[0].dtype}"
+                )
+        self._starts = ranges.shard_starts([(i.start, i.stop) for i in infos])
+        self.num_nodes = int(infos[0].num_nodes)
+        if self._starts[-1] != self.num_nodes:
+            raise InvalidArgument(f"the shards cover nodes [0, {self._starts[-1]}) of {self.num_nodes}")
+        self.feature_dim = int(infos[0].feature_dim)
+        self.stored_dtype = infos[0].dtype
+        # float16 on the wire only when it saves bytes; a float16 store is sent as stored.
+        self._wire_dtype = "float16" if transfer_dtype == "float16" and self.stored_dtype == "float32" else ""
+        # Ids per request message, so that a request never exceeds the smallest server limit.
+        limit = min(int(i.max_message_bytes) for i in infos)
+        self._max_ids_per_call = max(1, (limit - 64) // 8)
+
+    def _build_cache(self, config: CacheConfig | None, degrees: np.ndarray | None) -> FeatureCache | None:
+        if config is None or not config.enabled:
+            return None
+        static_ids = np.empty(0, np.int64)
+        if config.static_rows:
+            if degrees is None:
+                raise ConfigError(
+                    "cache.static_rows > 0 pins the highest-degree nodes: pass degrees= "
+                    "(e.g. open_dataset(dir).degrees())"
+                )
+            if len(degrees) != self.num_nodes:
+                raise ConfigError(
+                    f"degrees has {len(degrees)} entries, the shards serve {self.num_nodes} nodes"
+                )
+            static_ids = top_degree_nodes(degrees, config.static_rows)
+        static_rows = self._fetch_all(static_ids)
+        log.info("feature cache %s: %d static rows, %d LRU rows", self.name, static_ids.size, config.lru_rows)
+        return FeatureCache(
+            self.num_nodes,
+            self.feature_dim,
+            static_ids=static_ids,
+            static_rows=static_rows,
+            lru_rows=config.lru_rows,
+            name=self.name,
+        )
+
+    # -- public API ---------------------------------------------------------------------------------------
+
+    @property
+    def shard_ranges(self) -> list[tuple[int, int]]:
+        """``[start, stop)`` of every shard, in shard order."""
+        return [(int(a), int(b)) for a, b in zip(self._starts[:-1], self._starts[1:])]
+
+    def gather(self, ids: np.ndarray) -> np.ndarray:
+        """Feature rows of ``ids`` (any order, duplicates allowed) as float32 ``[len(ids), feature_dim]``.
+
+        Raises:
+            InvalidArgument: ids not 1-D integers, or naming the first id outside ``[0, num_nodes)``.
+            ServiceUnavailable: no replica of a needed shard answered (names shard and addresses).
+            SaintpipeTimeout: the deadline passed before every shard answered.
+        """
+        if self._closed:
+            raise InvalidArgument("this FeatureClient is closed")
+        ids = ranges.check_ids(ids, self.num_nodes)
+        out = np.empty((ids.size, self.feature_dim), dtype=np.float32)
+        self._count(requests=1, rows_requested=ids.size)
+        if self._cache is not None:
+            hit = self._cache.lookup(ids, out)
+            miss_pos = np.flatnonzero(~hit)
+        else:
+            miss_pos = None
+        miss_ids = ids if miss_pos is None else ids[miss_pos]
+        if miss_ids.size == 0:
+            return out
+        unique, first, inverse = ranges.first_occurrences(miss_ids)
+        first_pos = first if miss_pos is None else miss_pos[first]
+        self._fetch(unique, out, first_pos)
+        # Duplicates were fetched once, into their first position; copy them to the others.
+        all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
+        source = first_pos[inverse]
+        dup = all_pos != source
+        if dup.any():
+            out[all_pos[dup]] = out[source[dup]]
+        if self._cache is not None:
+            self._cache.insert(unique, out[first_pos])
+        return out
+
+    def stats(self) -> dict[str, float]:
+        """Counters of this client: requests, rows requested and fetched, bytes received, retries,
+        failovers, and the cache's hits, misses and hit rate (zero without a cache)."""
+        with self._stats_lock:
+            out: dict[str, float] = dict(self._counters)
+        if self._cache is not None:
+            out.update(self._cache.stats())
+        else:
+            out.update({"cache_hits": 0, "cache_misses": out["rows_requested"], "cache_hit_rate": 0.0})
+        return out
+
+    def close(self) -> None:
+        """Close the channels and the thread pool. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for shard in self._shards:
+            for replica in shard.replicas:
+                replica.channel.close()
+
+    def __enter__(self) -> "FeatureClient":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- fetching -----------------------------------------------------------------------------------------
+
+    def _fetch_all(self, sorted_unique: np.ndarray) -> np.ndarray:
+        """Rows of sorted unique ids, bypassing the cache."""
+        rows = np.empty((sorted_unique.size, self.feature_dim), dtype=np.float32)
+        if sorted_unique.size:
+            self._fetch(sorted_unique, rows, np.arange(sorted_unique.size))
+        return rows
+
+    def _fetch(self, unique: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
+        """Write the row of ``unique[i]`` (ascending) to ``out[positions[i]]``, asking shards concurrently."""
+        deadline_at = time.monotonic() + self.deadline
+        calls = [
+            (self._shards[k], a, b)
+            for k, lo, hi in ranges.split_sorted(unique, self._starts)
+            for a, b in ranges.pieces(lo, hi, self._max_ids_per_call)
+        ]
+
+        def run(call: tuple[_Shard, int, int]) -> None:
+            shard, a, b = call
+            self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at)
+
+        if len(calls) == 1:
+            run(calls[0])  # no thread hop for a single call
+            return
+        pending = [self._pool.submit(run, c) for c in calls]
+        try:
+            for done in pending:
+                done.result()
+        finally:
+            for other in pending:
+                other.cancel()
+
+    def _gather_piece(
+        self, shard: _Shard, ids: np.ndarray, out: np.ndarray, positions: np.ndarray, deadline_at: float
+    ) -> None:
+        request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
+        # Sorted unique requests (a subgraph's node_ids) land in one block of ``out``:
+        # copy chunks into a slice instead of scattering row by row.
+        base = int(positions[0])
+        contiguous = bool(positions[-1] - base == positions.size - 1 and (np.diff(positions) == 1).all())
+
+        def attempt(replica: _Replica, timeout: float) -> None:
+            received = 0
+            nbytes = 0
+            for offset, rows in replica.gather(request, timeout=timeout):
+                if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
+                    raise DecodeError(
+                        f"feature shard {shard.index} at {replica.address}: chunk of shape "
+                        f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
+                    )
+                if contiguous:
+                    out[base + offset : base + offset + rows.shape[0]] = rows
+                else:
+                    out[positions[offset : offset + rows.shape[0]]] = rows
+                received += rows.shape[0]
+                nbytes += rows.nbytes
+            if received != ids.size:
+                raise DecodeError(
+                    f"feature shard {shard.index} at {replica.address}: answered {received} rows "
+                    f"for {ids.size} ids"
+                )
+            self._count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
+
+        self._with_failover(shard, attempt, deadline_at, "Gather")
+
+    def _with_failover(
+        self, shard: _Shard, call: Callable[[_Replica, float], T], deadline_at: float, what: str
+    ) -> T:
+        """Run ``call(replica, timeout)`` on the shard's replicas until one answers.
+
+        UNAVAILABLE moves on to the next replica; after a full round, back off and
+        go round again, ``retries`` times, never past ``deadline_at``. Any other
+        failure is raised at once as its typed saintpipe error.
+        """
+        failures: list[str] = []
+        attempts = 0
+        for round_no in range(self.retries + 1):
+            for replica in shard.order():
+                remaining = deadline_at - time.monotonic()
+                if remaining <= 0:
+                    return self._unavailable(shard, what, failures, attempts, out_of_time=True)
+                attempts += 1
+                try:
+                    result = call(replica, remaining)
+                except grpc.RpcError as exc:
+                    where = f"feature shard {shard.index} at {replica.address}"
+                    code = exc.code()
+                    if code == grpc.StatusCode.UNAVAILABLE:
+                        failures.append(f"{replica.address}: {exc.details()}")
+                        self._count(failovers=1)
+                        log.debug("%s unavailable (%s); trying the next replica", where, exc.details())
+                        continue
+                    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                        raise SaintpipeTimeout(
+                            f"{where}: {what} did not finish within the {self.deadline:g} s deadline"
+                        ) from None
+                    raise error_from_rpc_error(exc, where) from None
+                if replica is not shard.replicas[shard.preferred]:
+                    shard.prefer(replica)
+                return result
+            if round_no < self.retries:
+                remaining = deadline_at - time.monotonic()
+                pause = min(_BACKOFF_START * 2**round_no, _BACKOFF_MAX) * random.uniform(0.5, 1.0)
+                if remaining <= pause:
+                    return self._unavailable(shard, what, failures, attempts, out_of_time=True)
+                self._count(retries=1)
+                time.sleep(pause)
+        return self._unavailable(shard, what, failures, attempts, out_of_time=False)
+
+    def _unavailable(self, shard: _Shard, what: str, failures: list[str], attempts: int, out_of_time: bool):
+        addresses = ", ".join(r.address for r in shard.replicas)
+        last = "; ".join(dict.fromkeys(failures)) or "no attempt fit in the deadline"
+        why = f"the {self.deadline:g} s deadline ran out" if out_of_time else f"{self.retries} retries"
+        span = f" [{shard.info.start}, {shard.info.stop})" if shard.info is not None else ""
+        raise ServiceUnavailable(
+            f"feature shard {shard.index}{span}: no replica answered {what} ({addresses}) after {attempts} "
+            f"attempts and {why}: {last}"
+        )
+
+    def _count(self, **amounts: int) -> None:
+        with self._stats_lock:
+            for key, value in amounts.items():
+                self._counters[key] += int(value)

@@ -1,0 +1,148 @@
+"""Start feature-shard servers as local subprocesses (the laptop default; the benchmark uses it too).
+
+Each shard runs ``python -m saintpipe serve feature-shard --data DIR --shard k --port 0``
+on loopback; the address is read from its "listening on HOST:PORT" line.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from saintpipe.errors import ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ShardProcess:
+    """One ``saintpipe serve feature-shard`` subprocess."""
+
+    def __init__(
+        self,
+        dataset_dir: Path | str,
+        shard: int,
+        *,
+        host: str = "127.0.0.1",
+        extra_args: Sequence[str] = (),
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.shard = shard
+        self._log = tempfile.TemporaryFile(mode="w+")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        cmd = [
+            sys.executable,
+            "-m",
+            "saintpipe",
+            "serve",
+            "feature-shard",
+            "--data",
+            str(dataset_dir),
+            "--shard",
+            str(shard),
+            "--host",
+            host,
+            "--port",
+            "0",
+            *extra_args,
+        ]
+        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        self.output: list[str] = []  # every stdout line, as it arrives
+        self.metrics_url: str | None = None  # when started with --metrics-port
+        self.address = self._await_address(host, start_timeout)
+
+    def _await_address(self, host: str, timeout: float) -> str:
+        # A thread reads stdout (so a wedged server cannot block us past the
+        # timeout, and later output never fills the pipe).
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            for line in self.process.stdout:
+                self.output.append(line.rstrip("\n"))
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, name=f"shard{self.shard}-stdout", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=remaining)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if line.startswith("metrics on "):
+                self.metrics_url = line.split(" ", 2)[2].strip()
+            if line.startswith("listening on "):
+                return f"{host}:{line.strip().rsplit(':', 1)[1]}"
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._log.seek(0)
+        output = self._log.read()[-2000:].strip()
+        self.stop()
+        raise ServiceUnavailable(
+            f"feature shard {self.shard} did not start (exit code {self.process.returncode}): {output}"
+        )
+
+    def stop(self, kill: bool = False, timeout: float = 15.0) -> int | None:
+        """SIGTERM (graceful) or SIGKILL the server and wait for it; returns its exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if not self._log.closed:
+            self._log.close()
+        return self.process.returncode
+
+
+class LocalShards:
+    """All shards of a dataset as local subprocesses (optionally several replicas each).
+
+    Example::
+
+        with LocalShards("data/demo", num_shards=2) as shards:
+            client = FeatureClient(shards.addresses)
+    """
+
+    def __init__(
+        self, dataset_dir: Path | str, num_shards: int, *, replicas: int = 1, extra_args: Sequence[str] = ()
+    ) -> None:
+        self.processes: list[list[ShardProcess]] = []
+        try:
+            for k in range(num_shards):
+                self.processes.append(
+                    [ShardProcess(dataset_dir, k, extra_args=extra_args) for _ in range(replicas)]
+                )
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def addresses(self) -> list[list[str]]:
+        return [[p.address for p in replicas] for replicas in self.processes]
+
+    def stop(self) -> None:
+        for replicas in self.processes:
+            for p in replicas:
+                p.stop()
+
+    def __enter__(self) -> "LocalShards":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,229 @@
+"""The feature-shard gRPC server: serves one contiguous node range of a dataset's features.
+
+A thin layer: :class:`FeatureShardServicer` decodes ids, checks them against
+the shard's range, reads rows from the memory-mapped shard file and streams
+them back in chunks no larger than the message limit. Errors are typed
+saintpipe errors, turned into status codes by
+:class:`saintpipe.grpc_status.StatusInterceptor` (the one place that maps
+them). The standard gRPC health service is registered beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from concurrent import futures
+from pathlib import Path
+from typing import Iterator
+
+import grpc
+import numpy as np
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from saintpipe.errors import ConfigError, InvalidArgument, ServiceUnavailable
+from saintpipe.grpc_status import StatusInterceptor
+from saintpipe.protos import feature_shard_pb2 as pb
+from services.dataset.store import open_dataset, shard_file
+from services.feature_shard import metrics
+from services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
+from services.feature_shard.wire import SERVICE_NAME, WIRE_DTYPES, decode_ids, encode_chunk
+
+log = logging.getLogger(__name__)
+
+# Room left in a message for the chunk's own fields (offset, dtype, shape, tags).
+_CHUNK_OVERHEAD = 256
+
+_HEALTH: "weakref.WeakKeyDictionary[grpc.Server, health.HealthServicer]" = weakref.WeakKeyDictionary()
+
+
+class FeatureShardServicer:
+    """Answers Gather and Info for shard ``shard`` of the dataset at ``dataset_dir``."""
+
+    def __init__(
+        self,
+        dataset_dir: Path | str,
+        shard: int,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    ) -> None:
+        dataset = open_dataset(dataset_dir)
+        manifest = dataset.manifest
+        # np.asarray drops the np.memmap subclass: indexing stays a plain copy from the mapping.
+        self._rows = np.asarray(dataset.feature_shard(shard))
+        self.shard = shard
+        self.start, self.stop = manifest.shards[shard]
+        self.dtype = np.dtype(manifest.feature_dtype)
+        self.dim = manifest.feature_dim
+        self.max_message_bytes = max_message_bytes
+        row_bytes = self.dim * self.dtype.itemsize
+        if row_bytes + _CHUNK_OVERHEAD > max_message_bytes:
+            raise ConfigError(
+                f"max_message_bytes {max_message_bytes} cannot hold one row of {row_bytes} bytes "
+                f"({self.dim} x {self.dtype.name}); raise it"
+            )
+        self._chunk_bytes = min(chunk_bytes, max_message_bytes - _CHUNK_OVERHEAD)
+        self._label = str(shard)
+        self.info = pb.ShardInfo(
+            shard=shard,
+            num_shards=manifest.num_shards,
+            start=self.start,
+            stop=self.stop,
+            num_nodes=manifest.num_nodes,
+            feature_dim=self.dim,
+            dtype=self.dtype.name,
+            dataset=manifest.name,
+            version=manifest.files.get(shard_file(shard), ""),
+            max_message_bytes=max_message_bytes,
+        )
+
+    def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ShardInfo:
+        return self.info
+
+    def Gather(self, request: pb.GatherRequest, context: grpc.ServicerContext) -> Iterator[bytes]:
+        """Stream the rows of ``request.ids`` as encoded ``GatherChunk`` messages."""
+        began = time.perf_counter()
+        ids = decode_ids(request.ids)
+        send_dtype = self._send_dtype(request.transfer_dtype)
+        self._check_range(ids)
+        rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
+        if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
+            message = encode_chunk(0, np.empty((0, self.dim), dtype=send_dtype))
+            self._count(message, 0)
+            yield message
+        for lo in range(0, ids.size, rows_per_chunk):
+            rows = np.take(self._rows, ids[lo : lo + rows_per_chunk] - self.start, axis=0)
+            if rows.dtype != send_dtype:
+                rows = rows.astype(send_dtype)
+            message = encode_chunk(lo, rows)
+            self._count(message, rows.shape[0])
+            yield message
+        metrics.REQUESTS.labels(self._label).inc()
+        metrics.REQUEST_SECONDS.labels(self._label).observe(time.perf_counter() - began)
+
+    def _count(self, message: bytes, rows: int) -> None:
+        metrics.ROWS.labels(self._label).inc(rows)
+        metrics.BYTES.labels(self._label).inc(len(message))
+
+    def _send_dtype(self, requested: str) -> np.dtype:
+        if not requested:
+            return self.dtype
+        if requested not in WIRE_DTYPES:
+            raise InvalidArgument(
+                f"GatherRequest.transfer_dtype {requested!r} is not one of {sorted(WIRE_DTYPES)} (or empty)"
+            )
+        return WIRE_DTYPES[requested]
+
+    def _check_range(self, ids: np.ndarray) -> None:
+        if ids.size == 0:
+            return
+        bad = (ids < self.start) | (ids >= self.stop)
+        if bad.any():
+            pos = int(np.argmax(bad))
+            raise InvalidArgument(
+                f"node id {int(ids[pos])} (position {pos} of the request) is not served by shard "
+                f"{self.shard}, which holds [{self.start}, {self.stop})"
+            )
+
+    def error_hook(self, method: str, code: grpc.StatusCode) -> None:
+        metrics.ERRORS.labels(self._label, code.name).inc()
+
+
+def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
+    # Registered by hand rather than with the generated add_..._to_server so that
+    # Gather's chunks, already encoded by wire.encode_chunk, pass through unserialized.
+    return grpc.method_handlers_generic_handler(
+        SERVICE_NAME,
+        {
+            "Gather": grpc.unary_stream_rpc_method_handler(
+                servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
+            ),
+            "Info": grpc.unary_unary_rpc_method_handler(
+                servicer.Info,
+                request_deserializer=pb.InfoRequest.FromString,
+                response_serializer=pb.ShardInfo.SerializeToString,
+            ),
+        },
+    )
+
+
+def create_server(
+    dataset_dir: Path | str,
+    shard: int,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    max_workers: int = 8,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> tuple[grpc.Server, int]:
+    """Start a server for shard ``shard`` of the dataset at ``dataset_dir``.
+
+    Args:
+        dataset_dir: the dataset directory; the shard file is memory-mapped.
+        shard: index of the shard to serve.
+        host, port: where to listen; ``port=0`` picks a free port.
+        max_workers: handler threads, i.e. calls served at once.
+        max_message_bytes: largest message sent or received; answers above it are split into chunks.
+        chunk_bytes: target chunk size (clipped to the message limit).
+
+    Returns:
+        ``(server, bound port)``; the server is started. Stop it with :func:`stop_server`.
+
+    Raises:
+        DatasetError: the dataset or shard is missing or malformed.
+        ConfigError: the message limit cannot hold one row.
+        ServiceUnavailable: the address cannot be bound.
+
+    Example::
+
+        server, port = create_server("data/demo", 0)
+        ...
+        stop_server(server, grace=5.0)
+    """
+    servicer = FeatureShardServicer(
+        dataset_dir, shard, max_message_bytes=max_message_bytes, chunk_bytes=chunk_bytes
+    )
+    options = [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"shard{shard}"),
+        interceptors=[StatusInterceptor(servicer.error_hook)],
+        options=options,
+    )
+    server.add_generic_rpc_handlers((_handlers(servicer),))
+    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise ServiceUnavailable(f"feature shard {shard}: cannot listen on {address}: {exc}") from None
+    if bound == 0:
+        raise ServiceUnavailable(f"feature shard {shard}: cannot listen on {address} (in use?)")
+    server.start()
+    for name in ("", SERVICE_NAME):
+        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    _HEALTH[server] = health_servicer
+    log.info(
+        "feature shard %d [%d, %d) of %s listening on %s:%d",
+        shard,
+        servicer.start,
+        servicer.stop,
+        dataset_dir,
+        host,
+        bound,
+    )
+    return server, bound
+
+
+def stop_server(server: grpc.Server, grace: float | None = 5.0) -> None:
+    """Stop gracefully: health turns NOT_SERVING, new calls are refused, calls in flight get ``grace`` s."""
+    health_servicer = _HEALTH.pop(server, None)
+    if health_servicer is not None:
+        health_servicer.enter_graceful_shutdown()
+    server.stop(grace).wait()
