@@ -12,6 +12,7 @@ BENCHMARKS: tuple[str, ...] = (
     "services.feature_shard.bench",
     "services.sampler.bench",
     "services.pool.bench",
+    "trainer.bench",
 )
 
 
