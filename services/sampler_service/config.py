@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from saintpipe.config import StrictModel
 from services.pool.config import PoolConfig
@@ -43,3 +43,11 @@ class SamplerServiceConfig(StrictModel):
     @property
     def job(self) -> str:
         return self.pool.job_id
+
+    @field_validator("sampler", mode="before")
+    @classmethod
+    def _default_kind(cls, value):
+        # Parameters given without a kind (e.g. only --param roots=100) refine the default sampler.
+        if isinstance(value, dict) and "kind" not in value:
+            return {"kind": RandomWalkConfig().kind, **value}
+        return value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -233,14 +234,14 @@ class SamplerService:
         address = self.config.ray_address
         try:
             if address in (None, "local"):
-                import os
-
-                ray.init(num_cpus=max(len(os.sched_getaffinity(0)), self.config.workers),
-                         include_dashboard=False, log_to_driver=True)
+                # address="local": always a new private cluster, never one some other driver left running.
+                # More logical CPUs than cores when asked for more workers: they then share cores.
+                cpus = max(len(os.sched_getaffinity(0)), int(self.config.workers * self.config.num_cpus_per_worker))
+                ray.init(address="local", num_cpus=cpus, include_dashboard=False)
             else:
                 ray.init(address=address, include_dashboard=False)
-        except (ConnectionError, RuntimeError) as exc:
-            raise ServiceUnavailable(f"ray: cannot connect to {address or 'a local cluster'}: {exc}") from exc
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ServiceUnavailable(f"ray: cannot start or join {address or 'a local cluster'}: {exc}") from exc
         self._owns_ray = True
 
     def _connect_redis(self) -> None:

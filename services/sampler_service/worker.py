@@ -131,7 +131,7 @@ class _SamplerWorkerActor:
         from services.pool.codec import encode_subgraph
         from services.sampler.parallel import subgraph_seed
 
-        self._stop.clear()
+        # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
         self._connect()
         if self._sampler is None:  # once per incarnation (alias tables etc. are built here)
             self._sampler = build_sampler(self._config, self._dataset, normalization)

@@ -33,15 +33,6 @@ def svc_dataset(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def svc_redis():
-    """A private redis-server for this session."""
-    from services.pool.redis_server import RedisServer
-
-    with RedisServer(use_env=False) as server:
-        yield server
-
-
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, interval: float = 0.1):
     """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout`` s."""
     deadline = time.monotonic() + timeout
@@ -54,7 +45,7 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, interva
 
 
 @pytest.fixture
-def make_service(ray_local, svc_dataset, svc_redis, request):
+def make_service(ray_local, svc_dataset, redis_server_session, request):
     """Build and start a SamplerService on a fresh job; stopped (and the job deleted) after the test."""
     from services.pool.pool import SubgraphPool
     from services.sampler_service.config import SamplerServiceConfig
@@ -66,7 +57,7 @@ def make_service(ray_local, svc_dataset, svc_redis, request):
         job = f"{request.node.name[:60]}-{len(started)}".replace("[", "-").replace("]", "")
         fields = dict(data=svc_dataset, workers=workers, seed=11, metrics_port=0, norm_subgraphs=8,
                       sampler={"kind": "random_walk", "roots": 40, "walk_length": 2},
-                      pool={"url": svc_redis.url, "job_id": job, "capacity": capacity},
+                      pool={"url": redis_server_session.url, "job_id": job, "capacity": capacity},
                       health_interval_s=0.2, push_poll_s=0.2)
         fields.update(overrides)
         service = SamplerService(SamplerServiceConfig(**fields))
@@ -77,7 +68,7 @@ def make_service(ray_local, svc_dataset, svc_redis, request):
     yield make
     for service in started:
         service.stop()
-        SubgraphPool(svc_redis.url, service.config.job).delete_job()
+        SubgraphPool(redis_server_session.url, service.config.job).delete_job()
 
 
 @pytest.fixture

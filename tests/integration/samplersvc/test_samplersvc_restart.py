@@ -44,7 +44,8 @@ def test_killed_worker_restarts_and_continues_its_sequence(make_service, wait, d
 def test_workers_are_added_and_removed_while_running(make_service, wait, drain_pool):
     service = make_service(workers=2, capacity=8)
     pool = SubgraphPool(service.redis_url, service.config.job, capacity=8)
-    drain_pool(pool, 12)
+    wait(lambda: drain_pool(pool, 2) and all(w.counters.subgraphs for w in service.stats().workers), 60,
+         "both workers to push")
     assert service.remove_workers(1) == [1]
     assert [i.worker for i in service.worker_info()] == [0]
     removed_count = service.stats().removed[1].subgraphs
