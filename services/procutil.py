@@ -29,11 +29,19 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None, stderr=None,
-          cwd: str | None = None) -> subprocess.Popen:
-    """Start ``argv`` as a child that receives SIGTERM when this process dies."""
+          cwd: str | None = None, text: bool = False, own_process_group: bool = False) -> subprocess.Popen:
+    """Start ``argv`` as a child that receives SIGTERM when this process dies.
+
+    Args:
+        own_process_group: put the child in a process group of its own, so a
+            Ctrl-C at the terminal reaches only this process, which then stops
+            the child in its own order (a supervisor wants that; a tool that
+            simply exits on Ctrl-C does not need it).
+    """
     log.debug("spawning %s", " ".join(argv))
-    return subprocess.Popen(list(argv), env=env, stdout=stdout, stderr=stderr, cwd=cwd,
-                            preexec_fn=_die_with_parent, close_fds=True)
+    return subprocess.Popen(list(argv), env=env, stdout=stdout, stderr=stderr, cwd=cwd, text=text,
+                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, close_fds=True,
+                            process_group=0 if own_process_group else None)
 
 
 def terminate(proc: subprocess.Popen, grace: float = 5.0) -> int | None:
