@@ -38,6 +38,7 @@ class ShardProcess:
         extra_args: Sequence[str] = (),
         start_timeout: float = 60.0,
         own_process_group: bool = False,
+        wait: bool = True,
     ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
@@ -64,7 +65,16 @@ class ShardProcess:
                                       own_process_group=own_process_group)
         self.output: list[str] = []  # every stdout line, as it arrives
         self.metrics_url: str | None = None  # when started with --metrics-port
-        self.address = self._await_address(host, start_timeout)
+        self._host, self._start_timeout = host, start_timeout
+        self.address: str | None = None
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> str:
+        """Wait for the "listening on" line (started with ``wait=False``); returns the address."""
+        if self.address is None:
+            self.address = self._await_address(self._host, self._start_timeout)
+        return self.address
 
     def _await_address(self, host: str, timeout: float) -> str:
         # A thread reads stdout (so a wedged server cannot block us past the
@@ -137,10 +147,15 @@ class LocalShards:
             for k in range(num_shards):
                 self.processes.append(
                     [
-                        ShardProcess(dataset_dir, k, extra_args=extra_args, own_process_group=own_process_group)
+                        ShardProcess(
+                            dataset_dir, k, extra_args=extra_args, own_process_group=own_process_group, wait=False
+                        )
                         for _ in range(replicas)
                     ]
                 )
+            for group in self.processes:  # all start at once; then wait for each
+                for p in group:
+                    p.wait_ready()
         except BaseException:
             self.stop()
             raise
