@@ -9,6 +9,7 @@ from saintpipe.cli.registry import register_all
 # One module per service; each defines register(subparsers).
 SERVICES: tuple[str, ...] = (
     "services.feature_shard.cli",
+    "trainer.cli",
 )
 
 
