@@ -97,7 +97,7 @@ class LoopProgress:
     epoch: int = 0
     epoch_fraction: float = 0.0
     subgraphs: int = 0
-    stopped: bool = False
+    stopped: bool = False  # early stopping fired: a restarted trainer does not go on
     stopped_early: bool = False
 
 
@@ -242,7 +242,6 @@ class TrainLoop:
             self.state.model.load_state_dict(current)
             val, test = scores["val"], scores["test"]
             self.times.evaluation += time.perf_counter() - t0
-        self.progress.stopped = True
         self._checkpoint()
         return TrainResult(test_score=test, val_score=val, epochs=self.progress.epoch, steps=self.state.steps,
                            subgraphs=self.progress.subgraphs, stopped_early=self.progress.stopped_early,
