@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from services.subgraph import Subgraph
-from trainer.sparse import SparseOperand
+from trainer.sparse import SparseOperand, as_tensor
 
 
 def mean_aggregation_weights(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,9 +81,7 @@ class GraphBatch:
 
 
 def _labels_tensor(labels: np.ndarray) -> torch.Tensor:
-    if labels.ndim == 2:
-        return torch.from_numpy(np.ascontiguousarray(labels, dtype=np.float32))
-    return torch.from_numpy(np.ascontiguousarray(labels, dtype=np.int64))
+    return as_tensor(labels, np.float32 if labels.ndim == 2 else np.int64)
 
 
 def batch_from_subgraph(sub: Subgraph, features: np.ndarray, labels: np.ndarray, train_mask: np.ndarray,
@@ -105,7 +103,7 @@ def batch_from_subgraph(sub: Subgraph, features: np.ndarray, labels: np.ndarray,
     adj = SparseOperand.from_csr(sub.indptr, sub.indices, sub.edge_weights, sub.edge_weights_t, device=device)
     return GraphBatch(
         adj=adj,
-        x=torch.from_numpy(np.ascontiguousarray(features, dtype=np.float32)).to(device),
+        x=as_tensor(features, np.float32).to(device),
         labels=_labels_tensor(np.asarray(labels[ids])).to(device),
         loss_weights=torch.from_numpy(lw).to(device),
         degrees=torch.from_numpy(np.asarray(degrees[ids], dtype=np.float32)).to(device),
@@ -122,7 +120,7 @@ def full_graph_batch(indptr: np.ndarray, indices: np.ndarray, features: np.ndarr
     lw = mask.astype(np.float32) / max(1, int(mask.sum()))
     return GraphBatch(
         adj=SparseOperand.from_csr(indptr, indices, w, w_t, device=device),
-        x=torch.from_numpy(np.ascontiguousarray(features, dtype=np.float32)).to(device),
+        x=as_tensor(features, np.float32).to(device),
         labels=_labels_tensor(np.asarray(labels)).to(device),
         loss_weights=torch.from_numpy(lw).to(device),
         degrees=torch.from_numpy(np.diff(indptr).astype(np.float32)).to(device),

@@ -23,7 +23,7 @@ from trainer.batch import GraphBatch, full_graph_batch
 from trainer.induce import induce, k_hop_nodes
 from trainer.layers import MixHopLayer
 from trainer.models import GNN
-from trainer.sparse import SparseOperand
+from trainer.sparse import SparseOperand, as_tensor
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def _predict_layerwise(model: GNN, graph: EvalGraph, batch_nodes: int, device, p
             nodes = k_hop_nodes(indptr, indices, out_nodes, reach, scratch)
             x = graph.gather(nodes) if h_prev is None else h_prev[nodes]
             batch = GraphBatch(adj=_block(graph, nodes, scratch, device),
-                               x=torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device),
+                               x=as_tensor(x, np.float32).to(device),
                                labels=torch.zeros(0), loss_weights=torch.zeros(0),
                                degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device))
             rows = torch.from_numpy(np.searchsorted(nodes, out_nodes)).to(device)
@@ -187,5 +187,8 @@ def evaluate(model: GNN, graph: EvalGraph, splits: tuple[str, ...] = ("val", "te
     """
     logits = predict(model, graph, **kwargs)
     labels = np.asarray(graph.labels)
-    return {name: score(logits[graph.splits[name]], labels[graph.splits[name]], graph.multilabel)
-            for name in splits}
+    out = {}
+    for name in splits:
+        ids = np.array(graph.splits[name], dtype=np.int64)  # a writable copy: splits may be read-only maps
+        out[name] = score(logits[torch.from_numpy(ids)], labels[ids], graph.multilabel)
+    return out

@@ -50,6 +50,18 @@ def transpose_permutation(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray
     return perm
 
 
+def as_tensor(array: np.ndarray, dtype: np.dtype) -> torch.Tensor:
+    """A CPU tensor over ``array`` (converted to ``dtype``), copying only when it must.
+
+    Arrays decoded from the pool are read-only views of the message; torch
+    cannot wrap those, so they are copied once.
+    """
+    out = np.ascontiguousarray(array, dtype=dtype)
+    if not out.flags.writeable:
+        out = out.copy()
+    return torch.from_numpy(out)
+
+
 @dataclass
 class SparseOperand:
     """A (n×n) in CSR with its transposed weights and an optional separate diagonal.
@@ -82,10 +94,10 @@ class SparseOperand:
             raise ValueError(f"{int(indptr[-1])} entries do not fit int32 CSR indices")
         return cls(
             n=n,
-            crow=torch.from_numpy(np.ascontiguousarray(indptr, dtype=np.int32)).to(device),
-            col=torch.from_numpy(np.ascontiguousarray(indices, dtype=np.int32)).to(device),
-            values=torch.from_numpy(np.ascontiguousarray(values)).to(device=device, dtype=dtype),
-            values_t=torch.from_numpy(np.ascontiguousarray(values_t)).to(device=device, dtype=dtype),
+            crow=as_tensor(indptr, np.int32).to(device),
+            col=as_tensor(indices, np.int32).to(device),
+            values=as_tensor(values, np.float32).to(device=device, dtype=dtype),
+            values_t=as_tensor(values_t, np.float32).to(device=device, dtype=dtype),
         )
 
     @property

@@ -1,4 +1,4 @@
-"""``saintpipe bench sampler``: throughput of the four samplers, on 1 core and on all cores, against baselines.
+"""``saintpipe bench sampler``: throughput of the four samplers on 1 core and on all cores, with baselines.
 
 For each graph (Kronecker scale 18 and 20 with degree 16, and cora) and each
 sampler with the paper's parameters (frontier m=1000 n=8000, random walk
@@ -75,7 +75,8 @@ def _graphs(scales: list[int], degree: float, seed: int, cora: bool):
         yield f"kronecker-s{scale}", data.indptr, data.indices
     if cora:
         if not CORA.is_file():
-            raise DatasetError(f"{CORA}: cora test graph not found (run from a source checkout or pass --no-cora)")
+            raise DatasetError(f"{CORA}: cora test graph not found "
+                               "(run from a source checkout or pass --no-cora)")
         with np.load(CORA) as npz:
             yield "cora", npz["indptr"], npz["indices"]
 
@@ -129,11 +130,12 @@ def _bench(args: argparse.Namespace) -> int:
             base = measure_throughput(NumpyRandomWalkSampler(indptr, indices, cfg.roots, cfg.walk_length),
                                       seconds=seconds, processes=1, job_seed=args.seed)
             rows.append(_row(graph, "baseline: numpy random walk", 1, base))
-            summary[f"{graph} random_walk / numpy baseline (1 core)"] = single["random_walk"] / base.subgraphs_per_s
+            summary[f"{graph} random_walk / numpy baseline (1 core)"] = (
+                single["random_walk"] / base.subgraphs_per_s)
         if "frontier" in configs:
             cfg = configs["frontier"]
-            base = measure_throughput(DirectFrontierSampler(indptr, indices, cfg.frontier_size, cfg.node_budget),
-                                      seconds=seconds, processes=1, job_seed=args.seed)
+            direct = DirectFrontierSampler(indptr, indices, cfg.frontier_size, cfg.node_budget)
+            base = measure_throughput(direct, seconds=seconds, processes=1, job_seed=args.seed)
             rows.append(_row(graph, "baseline: direct Algorithm 2", 1, base))
             summary[f"{graph} frontier dashboard / direct Algorithm 2 (1 core)"] = (
                 single["frontier"] / base.subgraphs_per_s)

@@ -33,7 +33,8 @@ class FrontierConfig(StrictModel):
     """Frontier sampling (Algorithm 2) on the Dashboard (Algorithms 3 and 4)."""
 
     kind: Literal["frontier"] = "frontier"
-    frontier_size: int = Field(1000, ge=1, description="m: nodes in the frontier (clamped to the graph's size)")
+    frontier_size: int = Field(1000, ge=1,
+                               description="m: nodes in the frontier (clamped to the graph's size)")
     node_budget: int = Field(8000, ge=1, description="n: the sampler runs n - m pop iterations")
     eta: float = Field(2.0, gt=1.0, le=64.0, description="dashboard enlargement factor (length eta * m * d)")
     clip_multiple: ClipMultiple = 16
@@ -41,7 +42,8 @@ class FrontierConfig(StrictModel):
     @pydantic.model_validator(mode="after")
     def _budget_covers_frontier(self) -> "FrontierConfig":
         if self.node_budget < self.frontier_size:
-            raise ValueError(f"node_budget ({self.node_budget}) must be >= frontier_size ({self.frontier_size})")
+            raise ValueError(
+                f"node_budget ({self.node_budget}) must be >= frontier_size ({self.frontier_size})")
         return self
 
 

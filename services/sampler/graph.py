@@ -49,7 +49,8 @@ def _scan_csr(indptr, indices):
     return _OK, 0, 0
 
 
-def prepare_graph(indptr: np.ndarray, indices: np.ndarray, *, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def prepare_graph(indptr: np.ndarray, indices: np.ndarray, *,
+                  check: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate a CSR graph and return (indptr int64, indices int32) as read-only contiguous arrays.
 
     Requires at least one node, ``indptr[0] == 0``, non-decreasing ``indptr``
@@ -63,11 +64,14 @@ def prepare_graph(indptr: np.ndarray, indices: np.ndarray, *, check: bool = True
     indptr = np.asarray(indptr)
     indices = np.asarray(indices)
     if indptr.ndim != 1 or indices.ndim != 1:
-        raise InvalidArgument(f"graph: indptr and indices must be 1-D, got shapes {indptr.shape} and {indices.shape}")
+        raise InvalidArgument(
+            f"graph: indptr and indices must be 1-D, got shapes {indptr.shape} and {indices.shape}")
     if indptr.size < 2:
-        raise InvalidArgument(f"graph: needs at least one node (indptr of length >= 2), got length {indptr.size}")
+        raise InvalidArgument(
+            f"graph: needs at least one node (indptr of length >= 2), got length {indptr.size}")
     if not (np.issubdtype(indptr.dtype, np.integer) and np.issubdtype(indices.dtype, np.integer)):
-        raise InvalidArgument(f"graph: indptr and indices must be integer arrays, got {indptr.dtype} and {indices.dtype}")
+        raise InvalidArgument(
+            f"graph: indptr and indices must be integer arrays, got {indptr.dtype} and {indices.dtype}")
     if indptr.size - 1 >= 2**31:
         raise InvalidArgument(f"graph: {indptr.size - 1} nodes do not fit int32 indices")
     if indices.dtype != np.int32 and indices.size and (indices.min() < 0 or indices.max() >= 2**31):
@@ -86,6 +90,6 @@ def prepare_graph(indptr: np.ndarray, indices: np.ndarray, *, check: bool = True
             raise InvalidArgument(f"graph: neighbour id {indices[pos]} of node {node} (position {pos}) "
                                   f"is out of range [0, {indptr.size - 1})")
         if code == _UNSORTED:
-            raise InvalidArgument(f"graph: neighbour list of node {node} is not strictly ascending at position {pos} "
-                                  f"(sorted, duplicate-free lists are required)")
+            raise InvalidArgument(f"graph: neighbour list of node {node} is not strictly ascending at "
+                                  f"position {pos} (sorted, duplicate-free lists are required)")
     return indptr, indices

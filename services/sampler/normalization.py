@@ -66,8 +66,8 @@ class Normalization:
     def check_graph(self, num_nodes: int, num_edges: int) -> None:
         """Raise InvalidArgument unless the arrays fit a graph of this size."""
         if self.loss_coefficients.shape != (num_nodes,):
-            raise InvalidArgument(f"normalization: loss_coefficients has shape {self.loss_coefficients.shape}, "
-                                  f"the graph has {num_nodes} nodes")
+            raise InvalidArgument(f"normalization: loss_coefficients has shape "
+                                  f"{self.loss_coefficients.shape}, the graph has {num_nodes} nodes")
         if self.aggregator_coefficients.shape != (num_edges,):
             raise InvalidArgument(f"normalization: aggregator_coefficients has shape "
                                   f"{self.aggregator_coefficients.shape}, the graph has {num_edges} edges")
@@ -103,8 +103,9 @@ def count_samples(indptr: np.ndarray, indices: np.ndarray, config: SamplerConfig
     processes = min(processes or len(os.sched_getaffinity(0)), num_subgraphs)
     node_total = np.zeros(num_nodes, dtype=np.int64)
     edge_total = np.zeros(num_edges, dtype=np.int64)
-    for node_counts, edge_counts in run_pinned(work, processes, progress_total=num_subgraphs,
-                                               progress_desc=f"pre-sampling {config.kind}", fork_single=False):
+    parts = run_pinned(work, processes, progress_total=num_subgraphs,
+                       progress_desc=f"pre-sampling {config.kind}", fork_single=False)
+    for node_counts, edge_counts in parts:
         node_total += node_counts
         edge_total += edge_counts
     return node_total, edge_total

@@ -115,7 +115,7 @@ def run_pinned(fn: Callable[[WorkerContext], T], processes: int | None = None, *
     if processes < 1:
         raise InvalidArgument(f"processes must be >= 1, got {processes}")
     if processes == 1 and not fork_single:
-        with tqdm(total=progress_total, desc=progress_desc, disable=progress_total is None, leave=False) as bar:
+        with _bar(progress_total, progress_desc) as bar:
             return [fn(_InlineContext(bar))]
     context = mp.get_context("fork")
     queue = context.Queue()
@@ -128,14 +128,16 @@ def run_pinned(fn: Callable[[WorkerContext], T], processes: int | None = None, *
         procs.append(proc)
     results: dict[int, Any] = {}
     try:
-        with tqdm(total=progress_total, desc=progress_desc, disable=progress_total is None, leave=False) as bar:
+        with _bar(progress_total, progress_desc) as bar:
             while len(results) < processes:
                 try:
                     message = queue.get(timeout=_POLL_S)
                 except queue_mod.Empty:
-                    dead = [p for i, p in enumerate(procs) if i not in results and p.exitcode not in (None, 0)]
+                    dead = [p for i, p in enumerate(procs)
+                            if i not in results and p.exitcode not in (None, 0)]
                     if dead:
-                        raise RuntimeError(f"sampler worker {dead[0].name} died with exit code {dead[0].exitcode}")
+                        raise RuntimeError(
+                            f"sampler worker {dead[0].name} died with exit code {dead[0].exitcode}")
                     continue
                 kind, worker = message[0], message[1]
                 if kind == "progress":
@@ -156,6 +158,10 @@ def run_pinned(fn: Callable[[WorkerContext], T], processes: int | None = None, *
             proc.join(timeout=10)
         queue.close()
     return [results[w] for w in range(processes)]
+
+
+def _bar(total: int | None, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, disable=total is None, leave=False)
 
 
 class _InlineContext(WorkerContext):

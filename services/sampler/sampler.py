@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, ClassVar
 
@@ -129,12 +130,15 @@ class Sampler:
         """
         subgraph, _ = self.sample_arrays(seed, want_positions=False)
         if job_id or worker or sequence:
-            subgraph = Subgraph(**{**subgraph.__dict__, "job_id": job_id, "worker": worker, "sequence": sequence})
+            subgraph = dataclasses.replace(subgraph, job_id=job_id, worker=worker, sequence=sequence)
         return subgraph
 
 
 class FrontierSampler(Sampler):
-    """Frontier sampling on the Dashboard; ``last_stats`` holds the last call's pops/probes/cleanups/clamps."""
+    """Frontier sampling on the Dashboard.
+
+    ``last_stats`` holds the last call's pops, probes, cleanups and clamped nodes.
+    """
 
     kind = "frontier"
 
@@ -162,8 +166,8 @@ class FrontierSampler(Sampler):
     def _select(self) -> int:
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
                                self._state, self._g2l, self._sel, self._frontier, self._db, self._db_new,
-                               self._ia_start, self._ia_valid, self._ia_tile, self._tile_node, self._tile_start,
-                               self._tile_stop, self._tile_ia, self._stats)
+                               self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
+                               self._tile_start, self._tile_stop, self._tile_ia, self._stats)
 
     @property
     def last_stats(self) -> dict[str, int]:
@@ -227,7 +231,8 @@ class NodeSampler(Sampler):
         return self.config.node_budget
 
     def _select(self) -> int:
-        return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._g2l, self._sel)
+        return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._g2l,
+                           self._sel)
 
 
 SAMPLERS: dict[str, type[Sampler]] = {
@@ -239,7 +244,8 @@ def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
     """A uint8 [N] mask of the training nodes. Raises InvalidArgument for ids out of range."""
     ids = np.asarray(train_nodes)
     if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-        raise InvalidArgument(f"train_nodes must be a 1-D integer array, got {ids.dtype} with shape {ids.shape}")
+        raise InvalidArgument(
+            f"train_nodes must be a 1-D integer array, got {ids.dtype} with shape {ids.shape}")
     if ids.size and (ids.min() < 0 or ids.max() >= num_nodes):
         bad = ids[(ids < 0) | (ids >= num_nodes)][0]
         raise InvalidArgument(f"train_nodes: node id {bad} is out of range [0, {num_nodes})")

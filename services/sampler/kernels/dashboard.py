@@ -32,18 +32,26 @@ from numba import njit
 NULL = np.int32(-1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fill_pins(db, start, stop, pin):
-    """``db[start:stop] = pin``: pin a tile (Algorithm 4 line 34) or invalidate it with NULL (line 14)."""
-    for k in range(start, stop):
-        db[k] = pin
+    """``db[start:stop] = pin``: pin a tile (Algorithm 4 line 34) or invalidate it with NULL (line 14).
+
+    Indices are unsigned on purpose: with a signed index Numba's negative-index
+    wraparound turns the vectorized stores into scatters (or, on AVX2, keeps
+    the loop scalar); unsigned, they are plain contiguous vector stores.
+    """
+    base = np.uint64(start)
+    for k in range(np.uint64(stop - start)):
+        db[base + k] = pin
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def move_pins(dst, dst_start, src, src_start, count):
     """Copy ``count`` pins from ``src[src_start:]`` to ``dst[dst_start:]`` (Algorithm 4 line 23)."""
-    for k in range(count):
-        dst[dst_start + k] = src[src_start + k]
+    out = np.uint64(dst_start)
+    inp = np.uint64(src_start)
+    for k in range(np.uint64(count)):
+        dst[out + k] = src[inp + k]
 
 
 @njit(cache=True)
@@ -78,7 +86,8 @@ def cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop,
 
 
 @njit(cache=True)
-def add_to_frontier(v, t, pins, cnt, db, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia):
+def add_to_frontier(v, t, pins, cnt, db, ia_start, ia_valid, ia_tile,
+                    tile_node, tile_start, tile_stop, tile_ia):
     """PARDO_ADD_TO_FRONTIER: append ``pins`` pins of node ``v`` under tile ``t`` as IA column ``cnt``."""
     start = ia_start[cnt]
     stop = start + pins

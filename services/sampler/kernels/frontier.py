@@ -33,7 +33,8 @@ NUM_STATS = 4
 
 @njit(cache=True)
 def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
-                    db, db_new, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia, stats):
+                    db, db_new, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia,
+                    stats):
     """Select the node set of one frontier-sampled subgraph; returns how many nodes are in ``sel``.
 
     Args:
@@ -60,7 +61,8 @@ def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
         pins = min(deg, cap - ia_start[i])
         if pins < deg:
             stats[STAT_CLAMPED] += 1
-        add_to_frontier(v, i, pins, i, db, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia)
+        add_to_frontier(v, i, pins, i, db, ia_start, ia_valid, ia_tile,
+                        tile_node, tile_start, tile_stop, tile_ia)
         valid += pins
     cnt = m
 

@@ -128,7 +128,8 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
     n = node_ids.size
     for i in range(n):
         g2l[node_ids[i]] = i
-    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids or alpha.size > 0)
+    want_eids = want_eids or alpha.size > 0
+    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids)
     for i in range(n):
         g2l[node_ids[i]] = ABSENT
 
@@ -137,13 +138,15 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
     for i in range(n):
         start = sub_indptr[i]
         stop = sub_indptr[i + 1]
+        if stop == start:
+            continue
         if alpha.size > 0:
             # GraphSAINT: the full graph's mean aggregator 1/deg(v), divided by alpha(u, v).
             v = node_ids[i]
             inv_deg = 1.0 / (indptr[v + 1] - indptr[v])
             for k in range(start, stop):
                 weights[k] = inv_deg / alpha[eids[k]]
-        elif stop > start:
+        else:
             w = np.float32(1.0 / (stop - start))
             for k in range(start, stop):
                 weights[k] = w

@@ -1,0 +1,35 @@
+"""``saintpipe bench sampler`` runs end to end and prints consistent figures."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bench_sampler_quick_json(cli, saintpipe_home):
+    proc = cli("bench", "sampler", "--quick", "--scales", "9", "--seconds", "0.1", "--processes", "2",
+               "--json")
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "sampler" and report["params"]["processes"] == 2
+    rows = report["rows"]
+    for graph in ("kronecker-s9", "cora"):
+        mine = {(r["sampler"], r["cores"]): r for r in rows if r["graph"] == graph}
+        for kind in ("frontier", "random_walk", "edge", "node"):
+            one, two = mine[(kind, 1)], mine[(kind, 2)]
+            for row in (one, two):
+                assert row["subgraphs_per_s"] > 0 and row["mean_nodes"] > 0 and row["mean_edges"] > 0
+                nodes_per_subgraph = row["nodes_per_s"] / row["subgraphs_per_s"]
+                assert abs(nodes_per_subgraph - row["mean_nodes"]) < 0.05 * row["mean_nodes"]
+            assert abs(two["scaling"] - two["subgraphs_per_s"] / one["subgraphs_per_s"]) < 1e-9
+        assert ("baseline: numpy random walk", 1) in mine and ("baseline: direct Algorithm 2", 1) in mine
+        summary = report["summary"]
+        assert summary[f"{graph} random_walk / numpy baseline (1 core)"] > 0
+        assert summary[f"{graph} frontier dashboard / direct Algorithm 2 (1 core)"] > 0
+    # The Kronecker graph was cached as a dataset under SAINTPIPE_HOME.
+    assert (saintpipe_home / "datasets" / "kronecker-s9-d16-seed0" / "manifest.json").is_file()
+
+
+def test_bench_sampler_rejects_bad_flags(cli, saintpipe_home):
+    proc = cli("bench", "sampler", "--scales", "x", check=False)
+    assert proc.returncode == 2 and "--scales" in proc.stderr and "Traceback" not in proc.stderr
+    proc = cli("bench", "sampler", "--samplers", "snowball", check=False)
+    assert proc.returncode == 2 and "snowball" in proc.stderr
