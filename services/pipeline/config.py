@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from saintpipe.config import StrictModel, deep_merge, load_config
+from services.feature_shard.cache import CacheConfig
 from services.pool.config import PoolConfig
 from services.sampler.config import EdgeConfig, RandomWalkConfig, SamplerConfigModel
 from services.sampler_service.config import SamplerServiceConfig
@@ -96,6 +97,9 @@ class PipelineConfig(StrictModel):
     pool: PoolConfig = Field(default_factory=PoolConfig, description="the job's pool; url none: a private redis-server")
     samplers: SamplersSection = Field(default_factory=SamplersSection)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    feature_cache: CacheConfig | None = Field(
+        None, description="the trainers' feature cache in rows; none: the 10% highest-degree nodes pinned "
+                          "plus an LRU part of 20% of the nodes")
 
     @model_validator(mode="before")
     @classmethod
@@ -137,6 +141,12 @@ class PipelineConfig(StrictModel):
             pool=self.pool.model_copy(update={"url": redis_url}),
             metrics_port=0 if self.run.metrics else None, metrics_host=self.run.metrics_host,
         )
+
+    def feature_cache_rows(self, num_nodes: int) -> CacheConfig:
+        """The trainers' feature cache for a graph of ``num_nodes`` nodes."""
+        if self.feature_cache is not None:
+            return self.feature_cache
+        return CacheConfig(static_rows=num_nodes // 10, lru_rows=num_nodes // 5)
 
     def ray_cpus(self) -> int:
         return self.run.ray_num_cpus or os.cpu_count() or 1

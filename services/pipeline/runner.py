@@ -185,8 +185,14 @@ class LocalPipeline:
 
     def _launch_trainers(self, dataset) -> None:
         from services.pipeline.trainers import LocalTrainers
+        from trainer.worker import TrainerSpec
 
-        trainers = LocalTrainers(self.config, dataset, self.redis_url, self.shards.addresses)
+        cfg = self.config
+        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(cfg.run.data).resolve()), pool_url=self.redis_url,
+                           feature_addresses=self.shards.addresses, config=cfg.trainer, pool=cfg.pool,
+                           metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
+        cache = cfg.feature_cache_rows(dataset.num_nodes)
+        trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
         self.supervisor.on_stop("trainers", trainers.stop)
         trainers.launch()
         self._trainers = trainers
@@ -222,6 +228,10 @@ class LocalPipeline:
                 progress = trainers.progress()
                 bars.update(progress)
                 if progress.done:
+                    # A dead shard or Redis explains a failed trainer better than the trainer's own error.
+                    sup.check_now()
+                    if not sup.stop_requested.is_set() and (reason := trainers.failure()):
+                        sup.fail(reason)
                     break
                 if limit is not None and time.monotonic() - started > limit:
                     summary.stopped_by = f"max_seconds ({limit:g} s)"

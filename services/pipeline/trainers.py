@@ -1,14 +1,15 @@
-"""The run's trainers: Ray actors that train from the pool and the feature shards.
+"""The run's trainers: the trainer package's training loop in Ray actors the runner can follow.
 
-:class:`LocalTrainers` is what the runner sees: start them, read their
-progress while they train (threaded actors answer while ``run`` loops), ask
-them to finish early, collect the result, stop them. Each actor serves its
-own Prometheus endpoint (the ``saintpipe_trainer_*`` and feature-cache
-metrics of docs/metrics.md).
-
-INTERIM: until the trainer package exposes its own training entry point, the
-actor here runs a plain loop over the trainer package's model, batch and
-evaluation code (single trainer; no data-parallel gradient averaging).
+``trainer.actor.train`` trains to the end and then returns; a console run
+also needs to see training while it happens (the per-epoch bars), to end it
+early (``[run] max_seconds``) and to know where each trainer's metrics are. So
+each actor here wires the trainer package's own parts exactly as
+:func:`trainer.worker.run_trainer` does (:class:`~trainer.loop.TrainLoop` on a
+prefetching :class:`~trainer.feeds.PoolFeed`, data-parallel through
+:class:`~trainer.distributed.DataParallel`), keeps the loop, and answers
+``progress()`` while ``run()`` trains (a threaded actor). One difference: the
+feature client has the trainer-side cache (static highest-degree rows plus
+LRU), whose hit rate the dashboard shows.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -28,173 +27,113 @@ from services.pipeline.progress import TrainerProgress
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class TrainerTimes:
-    feature_fetch: float = 0.0
-    compute: float = 0.0
-    data_wait: float = 0.0
-    evaluation: float = 0.0
+def _observed_metrics(name: str):
+    """The trainer's metrics, remembering the last loss and validation score for ``progress()``."""
+    from trainer.metrics import TrainerMetrics
 
+    class ObservedMetrics(TrainerMetrics):
+        last_loss = math.nan
+        last_val = math.nan
 
-@dataclass
-class TrainerResult:
-    test_score: float
-    val_score: float
-    epochs: int
-    steps: int
-    subgraphs: int
-    stopped_early: bool
-    times: TrainerTimes = field(default_factory=TrainerTimes)
+        def observe_step(self, compute_s: float, data_wait_s: float, fetch_s: float, loss: float) -> None:
+            super().observe_step(compute_s, data_wait_s, fetch_s, loss)
+            self.last_loss = loss
 
+        def val_score(self, score: float) -> None:
+            super().val_score(score)
+            self.last_val = score
 
-class _TrainerMetrics:
-    """The trainer metrics of docs/metrics.md for one trainer."""
-
-    def __init__(self, name: str) -> None:
-        from prometheus_client import Counter, Gauge, Histogram
-
-        label = {"trainer": name}
-        self.steps = Counter("saintpipe_trainer_steps", "Optimizer steps", ["trainer"]).labels(**label)
-        self.step_s = Histogram("saintpipe_trainer_step_seconds", "Compute time of one step", ["trainer"]).labels(
-            **label)
-        self.wait = Counter("saintpipe_trainer_data_wait_seconds", "Time waiting for data", ["trainer"]).labels(
-            **label)
-        self.fetch = Counter("saintpipe_trainer_fetch_seconds", "Feature fetch time", ["trainer"]).labels(**label)
-        self.loss = Gauge("saintpipe_trainer_loss", "Last training loss", ["trainer"]).labels(**label)
-        self.val = Gauge("saintpipe_trainer_val_score", "Last validation score", ["trainer"]).labels(**label)
-
-    def observe_step(self, compute: float, wait: float, fetch: float, loss: float) -> None:
-        self.steps.inc()
-        self.step_s.observe(compute)
-        self.wait.inc(wait)
-        self.fetch.inc(fetch)
-        self.loss.set(loss)
-
-    def val_score(self, value: float) -> None:
-        self.val.set(value)
+    return ObservedMetrics(name)
 
 
 class _TrainerActor:
-    """One trainer: pool -> features -> step -> ack; validation at epoch ends; early stopping."""
+    """One rank: builds the trainer package's loop in :meth:`prepare`, trains in :meth:`run`."""
 
-    def __init__(self, rank: int, spec: dict[str, Any]) -> None:
+    def __init__(self, spec, rank: int, world_size: int, cache: dict[str, int] | None) -> None:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self.spec, self.rank, self.world_size, self.cache = spec, rank, world_size, cache
+        self.loop = self.feed = self.group = self.pool = self.client = None
+        self.metrics = None
+        self._lock = threading.Lock()
+
+    def rendezvous(self) -> str:
+        """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
+        from trainer.distributed import free_port
+
+        host = ray.util.get_node_ip_address()
+        return f"{host}:{free_port(host)}"
+
+    def prepare(self, master: str | None) -> str | None:
+        """Open the dataset, connect to the pool and the shards, join the group; returns the metrics URL."""
         import torch
 
         from services.dataset.store import open_dataset
         from services.feature_shard.cache import CacheConfig
         from services.feature_shard.client import FeatureClient
-        from services.pool.config import PoolConfig
         from services.pool.pool import SubgraphPool
-        from trainer.config import TrainerConfig
+        from trainer.checkpoint import Checkpointer
+        from trainer.distributed import DataParallel
         from trainer.evaluate import EvalGraph
-        from trainer.models import build_model
+        from trainer.feeds import PoolFeed
+        from trainer.loop import TrainLoop
+        from trainer.metrics import serve_metrics
+        from trainer.step import TrainState
+        from trainer.worker import pick_device, trainer_name
 
-        self.name = f"trainer-{rank}"
-        self.config = TrainerConfig.model_validate(spec["trainer"])
-        torch.set_num_threads(self.config.threads or 1)
-        torch.manual_seed(self.config.seed)
-        dataset = open_dataset(spec["data"])
-        self.graph = EvalGraph.from_dataset(dataset)
-        self.train_mask = self.graph.train_mask()
-        self.num_train = int(self.train_mask.sum())
-        m = dataset.manifest
-        self.model = build_model(self.config.model, m.feature_dim, m.num_classes, m.multilabel)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.model.lr,
-                                          weight_decay=self.config.model.weight_decay)
-        self.pool = SubgraphPool.from_config(PoolConfig.model_validate(spec["pool"]))
-        n = dataset.num_nodes
-        cache = CacheConfig(static_rows=n // 10, lru_rows=n // 5)
-        self.features = FeatureClient(spec["shards"], cache=cache, name=self.name, degrees=self.graph.degrees)
-        self._metrics_url = None
-        if spec.get("metrics_host"):
-            from prometheus_client import start_http_server
+        spec, cfg = self.spec, self.spec.config
+        name = trainer_name(spec.job, self.rank)
+        torch.set_num_threads(cfg.threads or 1)  # one core per trainer actor unless configured
+        device = pick_device(cfg.device)
+        self.metrics = _observed_metrics(name)
+        url = None
+        if spec.metrics_port is not None:
+            port = serve_metrics(spec.metrics_port + self.rank if spec.metrics_port else 0, spec.metrics_host)
+            url = f"http://{spec.metrics_host}:{port}/metrics"
+        dataset = open_dataset(spec.dataset_dir)
+        degrees = dataset.degrees()
+        cache = CacheConfig.model_validate(self.cache) if self.cache else None
+        self.client = FeatureClient(spec.feature_addresses, name=name, cache=cache,
+                                    degrees=degrees if cache and cache.static_rows else None)
+        self.pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
+        graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
+                          gather=self.client.gather, feature_dim=dataset.manifest.feature_dim,
+                          splits=dict(dataset.splits))
+        state = TrainState(cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device,
+                           seed=cfg.seed)
+        if self.world_size > 1:
+            self.group = DataParallel(self.rank, self.world_size, master, device,
+                                      timeout_s=max(300.0, 4 * cfg.pool_timeout_s))
+        checkpointer = Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+        self.loop = TrainLoop(state, graph, cfg, name=name, metrics=self.metrics,
+                              sync=self.group.sync if self.group else None,
+                              decide=self.group.decide if self.group else None,
+                              is_leader=self.rank == 0, checkpointer=checkpointer)
+        self.feed = PoolFeed(self.pool, name, self.client.gather, prefetch=cfg.prefetch)
+        return url
 
-            server, _ = start_http_server(0, addr=spec["metrics_host"])
-            self._metrics_url = f"http://{spec['metrics_host']}:{server.server_address[1]}/metrics"
-        self.metrics = _TrainerMetrics(self.name)
-        self._lock = threading.Lock()
-        self._finish = threading.Event()
-        self._progress = TrainerProgress()
-        self.times = TrainerTimes()
-
-    def metrics_url(self) -> str | None:
-        return self._metrics_url
+    def run(self):
+        """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
+        try:
+            return self.loop.run(self.feed)
+        finally:
+            self.feed.close()
+            if self.group is not None:
+                self.group.close()
+            self.pool.close()
+            self.client.close()
 
     def progress(self) -> TrainerProgress:
-        with self._lock:
-            return self._progress
+        loop = self.loop
+        if loop is None:
+            return TrainerProgress()
+        p = loop.progress
+        return TrainerProgress(epoch=p.epoch, epoch_fraction=p.epoch_fraction, steps=loop.state.steps,
+                               subgraphs=p.subgraphs, loss=self.metrics.last_loss, val_score=self.metrics.last_val)
 
-    def finish(self) -> None:
-        self._finish.set()
-
-    def _evaluate(self, splits):
-        from trainer.evaluate import evaluate
-
-        t0 = time.perf_counter()
-        scores = evaluate(self.model, self.graph, splits, max_full_bytes=self.config.eval_full_graph_max_bytes,
-                          batch_nodes=self.config.eval_batch_nodes)
-        self.times.evaluation += time.perf_counter() - t0
-        return scores
-
-    def run(self) -> TrainerResult:
-        import copy
-
-        from trainer.batch import batch_from_subgraph
-
-        cfg = self.config
-        labels = self.graph.labels
-        degrees = self.graph.degrees
-        epoch, fraction, steps, loss_value, val = 0, 0.0, 0, math.nan, math.nan
-        best, best_state, bad, stopped_early = -math.inf, None, 0, False
-        while epoch < cfg.epochs and not self._finish.is_set() and not (cfg.max_steps and steps >= cfg.max_steps):
-            t0 = time.perf_counter()
-            entry = self.pool.get(self.name, timeout=1.0)
-            if entry is None:
-                self.times.data_wait += time.perf_counter() - t0
-                continue
-            t1 = time.perf_counter()
-            x = self.features.gather(entry.subgraph.node_ids)
-            t2 = time.perf_counter()
-            batch = batch_from_subgraph(entry.subgraph, x, labels, self.train_mask, degrees)
-            self.model.train()
-            self.optimizer.zero_grad()
-            loss = self.model.loss(self.model(batch), batch)
-            loss.backward()
-            self.optimizer.step()
-            self.pool.ack(entry.entry_id)
-            t3 = time.perf_counter()
-            steps += 1
-            loss_value = float(loss.detach())
-            self.times.data_wait += t2 - t0
-            self.times.feature_fetch += t2 - t1
-            self.times.compute += t3 - t2
-            self.metrics.observe_step(t3 - t2, t2 - t0, t2 - t1, loss_value)
-            fraction += batch.num_labelled / max(1, self.num_train)
-            while fraction >= 1.0:
-                fraction -= 1.0
-                epoch += 1
-                val = self._evaluate(("val",))["val"]
-                self.metrics.val_score(val)
-                if val > best:
-                    best, bad = val, 0
-                    best_state = copy.deepcopy(self.model.state_dict())
-                else:
-                    bad += 1
-                    stopped_early = cfg.patience > 0 and bad >= cfg.patience
-            with self._lock:
-                self._progress = TrainerProgress(epoch, min(fraction, 0.999), steps, steps, loss_value, val)
-            if stopped_early:
-                break
-        if best_state is not None:
-            self.model.load_state_dict(best_state)
-        scores = self._evaluate(("val", "test"))
-        with self._lock:
-            self._progress = TrainerProgress(epoch, fraction, steps, steps, loss_value, val, done=True)
-        return TrainerResult(scores["test"], scores["val"], epoch, steps, steps, stopped_early, self.times)
-
-    def close(self) -> None:
-        self.features.close()
-        self.pool.close()
+    def finish_at(self, steps: int) -> None:
+        """End training once ``steps`` optimizer steps are done (every rank gets the same target)."""
+        if self.loop is not None:
+            self.loop.config.max_steps = max(1, steps)
 
 
 def _last_line(exc: BaseException) -> str:
@@ -204,41 +143,40 @@ def _last_line(exc: BaseException) -> str:
 
 
 class LocalTrainers:
-    """Start the run's trainer actor(s) and follow them.
+    """Start the run's trainer actors, follow them, stop them.
 
     Args:
-        config: the run's config (``[trainer]`` section, ``[run] trainers``).
-        dataset: the opened dataset.
-        redis_url: the pool's Redis.
-        shards: feature-shard addresses, per shard a replica list.
+        spec: the job (:class:`trainer.worker.TrainerSpec`).
+        trainers: data-parallel ranks.
+        cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
     """
 
-    def __init__(self, config, dataset, redis_url: str, shards: list[list[str]]) -> None:
-        if config.run.trainers != 1:
-            raise NotImplementedError("the interim trainer bridge runs one trainer")
-        self.config = config
-        self.spec = {
-            "data": str(dataset.path), "trainer": config.trainer.model_dump(mode="json"),
-            "pool": config.pool.model_copy(update={"url": redis_url}).model_dump(mode="json"),
-            "shards": shards, "metrics_host": config.run.metrics_host if config.run.metrics else None,
-        }
+    def __init__(self, spec, trainers: int = 1, cache: dict[str, int] | None = None) -> None:
+        self.spec, self.trainers, self.cache = spec, trainers, cache
         self._actors: list[Any] = []
         self._runs: list[ray.ObjectRef] = []
-        self._results: list[TrainerResult] | None = None
+        self._results: list | None = None
         self._last = TrainerProgress()
         self.metrics_urls: dict[str, str] = {}
 
     def launch(self) -> None:
-        """Create the actors (they start up in the background)."""
-        actor_cls = ray.remote(_TrainerActor).options(num_cpus=1, max_concurrency=4, max_restarts=0)
-        self._actors = [actor_cls.remote(rank, self.spec) for rank in range(self.config.run.trainers)]
+        """Create the actors (they import torch in the background meanwhile)."""
+        use_gpus = ray.available_resources().get("GPU", 0) >= self.trainers
+        remote = ray.remote(_TrainerActor).options(num_cpus=1, num_gpus=1 if use_gpus else 0, max_concurrency=4,
+                                                   max_restarts=0)
+        self._actors = [remote.remote(self.spec, rank, self.trainers, self.cache) for rank in range(self.trainers)]
 
     def start(self, timeout: float = 120.0) -> None:
-        """Wait until every actor is ready, then start training."""
+        """Wait until every actor is connected (and in the data-parallel group), then start training.
+
+        Raises:
+            ServiceUnavailable: an actor failed to start or did not start in time.
+        """
         if not self._actors:
             self.launch()
         try:
-            urls = ray.get([a.metrics_url.remote() for a in self._actors], timeout=timeout)
+            master = ray.get(self._actors[0].rendezvous.remote(), timeout=timeout) if self.trainers > 1 else None
+            urls = ray.get([a.prepare.remote(master) for a in self._actors], timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise ServiceUnavailable(f"the trainers did not start within {timeout:g} s") from None
         except ray.exceptions.RayError as exc:
@@ -249,12 +187,16 @@ class LocalTrainers:
         self._runs = [a.run.remote() for a in self._actors]
 
     def progress(self) -> TrainerProgress:
-        """The leader's progress (the last known one if it cannot answer right now)."""
-        if self._actors:
-            try:
-                self._last = ray.get(self._actors[0].progress.remote(), timeout=5.0)
-            except (ray.exceptions.RayError, TimeoutError):
-                pass
+        """Rank 0's progress (the last known one if it cannot answer right now), ``done`` once all ended."""
+        if not self._actors:
+            return self._last
+        try:
+            p = ray.get(self._actors[0].progress.remote(), timeout=5.0)
+        except (ray.exceptions.RayError, TimeoutError):
+            return self._last
+        done = bool(self._runs) and len(ray.wait(self._runs, num_returns=len(self._runs), timeout=0)[0]) == \
+            len(self._runs)
+        self._last = TrainerProgress(p.epoch, p.epoch_fraction, p.steps, p.subgraphs, p.loss, p.val_score, done)
         return self._last
 
     def failure(self) -> str | None:
@@ -271,17 +213,28 @@ class LocalTrainers:
         return None
 
     def finish(self) -> None:
-        """Ask the trainers to end training now (they still score the best weights)."""
-        for actor in self._actors:
-            actor.finish.remote()
+        """End training a step or two from now on every rank (they still score the best weights)."""
+        steps = [ray.get(a.progress.remote(), timeout=10.0).steps for a in self._actors]
+        target = max(steps) + (2 if self.trainers > 1 else 1)  # ranks differ by at most one step (lockstep)
+        ray.get([a.finish_at.remote(target) for a in self._actors], timeout=10.0)
 
-    def wait(self) -> list[TrainerResult]:
+    def wait(self) -> list:
+        """Every rank's TrainResult, once all have ended.
+
+        Raises:
+            ServiceUnavailable: a trainer failed (the message is its error's last line).
+        """
         if self._results is None:
-            self._results = ray.get(self._runs)
+            try:
+                self._results = ray.get(self._runs)
+            except ray.exceptions.RayError as exc:
+                raise ServiceUnavailable(f"a trainer failed: {_last_line(exc)}") from None
         return self._results
 
-    def result(self) -> TrainerResult | None:
-        """The leader's result once training has ended, else None."""
+    def result(self):
+        """The merged TrainResult (rank 0's scores, times summed over ranks) once training ended, else None."""
+        from trainer.actor import merge_results
+
         if self._results is None and self._runs:
             done, _ = ray.wait(self._runs, num_returns=len(self._runs), timeout=0)
             if len(done) == len(self._runs):
@@ -289,7 +242,7 @@ class LocalTrainers:
                     self._results = ray.get(self._runs, timeout=0)
                 except ray.exceptions.RayError:
                     return None
-        return self._results[0] if self._results else None
+        return merge_results(self._results) if self._results else None
 
     def stop(self) -> None:
         for actor in self._actors:
@@ -298,5 +251,3 @@ class LocalTrainers:
             except ray.exceptions.RayError:
                 pass
         self._actors = []
-
-
