@@ -13,6 +13,7 @@ BENCHMARKS: tuple[str, ...] = (
     "services.sampler.bench",
     "services.pool.bench",
     "trainer.bench",
+    "services.sampler_service.bench",
 )
 
 

@@ -1,4 +1,4 @@
-"""``saintpipe bench pool``: put+get+ack throughput of the pool against plain Redis SET+GET of the same bytes."""
+"""``saintpipe bench pool``: put+get+ack throughput of the pool vs plain Redis SET+GET of the same bytes."""
 
 from __future__ import annotations
 
@@ -9,14 +9,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.cli.report import add_json_flag
 
     parser = sub.add_parser(
-        "pool", help="subgraph pool throughput vs plain Redis SET+GET",
-        description="Times put+get+ack of encoded subgraphs through the pool (encode and decode included) and, "
-                    "in the same run, plain Redis SET+GET of the same message bytes as the baseline. Starts a "
-                    "private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.")
+        "pool",
+        help="subgraph pool throughput vs plain Redis SET+GET",
+        description="Times put+get+ack of subgraphs through the pool (encode and decode included) and, "
+        "in the same run, plain Redis SET+GET of the same message bytes as the baseline. Starts a "
+        "private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.",
+    )
     parser.add_argument("--nodes", type=int, default=8000, help="nodes per subgraph (default 8000)")
-    parser.add_argument("--edges", type=int, default=60000, help="about this many CSR entries (default 60000)")
-    parser.add_argument("--count", type=int, default=200,
-                        help="timed cycles of each path, interleaved so machine noise hits both alike (default 200)")
+    parser.add_argument(
+        "--edges", type=int, default=60000, help="about this many CSR entries (default 60000)"
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=200,
+        help="timed cycles of each path, interleaved so machine noise hits both alike (default 200)",
+    )
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of a private one")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
@@ -65,7 +73,12 @@ def _bench(args: argparse.Namespace) -> int:
         def codec_cycle() -> None:
             decode_subgraph(encode_subgraph(sg))
 
-        cycles = {"pool": pool_cycle, "baseline": baseline_cycle, "default": default_cycle, "codec": codec_cycle}
+        cycles = {
+            "pool": pool_cycle,
+            "baseline": baseline_cycle,
+            "default": default_cycle,
+            "codec": codec_cycle,
+        }
         seconds: dict[str, list[float]] = {name: [] for name in cycles}
         try:
             for i in range(warmup + args.count):  # interleaved: one cycle of each path per round
@@ -85,19 +98,36 @@ def _bench(args: argparse.Namespace) -> int:
         raise RuntimeError(f"pool lost or kept entries during the benchmark: {stats}")
 
     mb = len(data) / 1e6
-    labels = {"pool": "pool put+get+ack (with encode+decode)", "baseline": "redis SET+GET (same bytes, same client)",
-              "default": "redis SET+GET (default redis-py client)", "codec": "encode+decode only (no Redis)"}
+    labels = {
+        "pool": "pool put+get+ack (with encode+decode)",
+        "baseline": "redis SET+GET (same bytes, same client)",
+        "default": "redis SET+GET (default redis-py client)",
+        "codec": "encode+decode only (no Redis)",
+    }
     rows = []
     for name, label in labels.items():
         median = statistics.median(seconds[name])
-        rows.append({"path": label, "subgraphs_per_s": 1 / median, "MB_per_s": mb / median,
-                     "median_ms": median * 1e3, "mean_ms": statistics.fmean(seconds[name]) * 1e3})
+        rows.append(
+            {
+                "path": label,
+                "subgraphs_per_s": 1 / median,
+                "MB_per_s": mb / median,
+                "median_ms": median * 1e3,
+                "mean_ms": statistics.fmean(seconds[name]) * 1e3,
+            }
+        )
     ratio = rows[0]["subgraphs_per_s"] / rows[1]["subgraphs_per_s"]
     emit_report(
         "pool",
         rows,
-        params={"nodes": sg.num_nodes, "edges": sg.num_edges, "message_bytes": len(data), "count": args.count,
-                "redis": "external" if server.external else "private", "redis_version": redis_version},
+        params={
+            "nodes": sg.num_nodes,
+            "edges": sg.num_edges,
+            "message_bytes": len(data),
+            "count": args.count,
+            "redis": "external" if server.external else "private",
+            "redis_version": redis_version,
+        },
         summary={"ratio_pool_to_baseline": ratio, "target_ratio": 0.7, "meets_target": ratio >= 0.7},
         as_json=args.json,
     )

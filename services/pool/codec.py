@@ -44,8 +44,14 @@ ARRAYS: dict[str, tuple[int, np.dtype]] = {
     "loss_weights": (11, np.dtype("<f4")),
 }
 # Scalar fields: number -> (name, wire type).
-_SCALARS = {1: ("format_version", wire.VARINT), 2: ("job_id", wire.LEN), 3: ("worker", wire.VARINT),
-            4: ("sequence", wire.VARINT), 5: ("seed", wire.VARINT), 12: ("checksum", wire.I64)}
+_SCALARS = {
+    1: ("format_version", wire.VARINT),
+    2: ("job_id", wire.LEN),
+    3: ("worker", wire.VARINT),
+    4: ("sequence", wire.VARINT),
+    5: ("seed", wire.VARINT),
+    12: ("checksum", wire.I64),
+}
 _BY_NUMBER = {num: name for name, (num, _) in ARRAYS.items()}
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT64 = (0, 2**64 - 1)
@@ -53,6 +59,17 @@ _UINT64 = (0, 2**64 - 1)
 
 def encode_subgraph(sg: Subgraph, *, validate: bool = True) -> bytes:
     """Serialize a subgraph into the bytes of a ``saintpipe.protos.Subgraph`` message.
+
+    See :func:`encode_subgraph_parts` for the arguments and errors.
+    """
+    return b"".join(encode_subgraph_parts(sg, validate=validate))
+
+
+def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes | memoryview]:
+    """The encoded message as a list of pieces whose concatenation is ``encode_subgraph(sg)``.
+
+    The array pieces are memoryviews of the subgraph's own arrays (no copy), so
+    a writer can send them straight to a socket; keep ``sg`` unchanged until then.
 
     Arrays whose dtype casts safely to the wire dtype (e.g. int32 node ids) are
     converted; anything else is refused rather than silently rounded.
@@ -63,14 +80,17 @@ def encode_subgraph(sg: Subgraph, *, validate: bool = True) -> bytes:
             subgraph fails at its producer rather than at every trainer.
 
     Returns:
-        The encoded message.
+        The pieces of the encoded message.
 
     Raises:
         InvalidArgument: naming the field that is malformed, out of range or of the wrong dtype.
     """
     arrays = {name: _wire_array(name, getattr(sg, name)) for name in ARRAYS}
-    for name, value, (lo, hi) in (("worker", sg.worker, _INT64), ("sequence", sg.sequence, _INT64),
-                                  ("seed", sg.seed, _UINT64)):
+    for name, value, (lo, hi) in (
+        ("worker", sg.worker, _INT64),
+        ("sequence", sg.sequence, _INT64),
+        ("seed", sg.seed, _UINT64),
+    ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
             raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
     if not isinstance(sg.job_id, str):
@@ -102,7 +122,7 @@ def encode_subgraph(sg: Subgraph, *, validate: bool = True) -> bytes:
     checksum = _checksum(FORMAT_VERSION, meta, arrays)
     if checksum:
         parts += [wire.tag(12, wire.I64), struct.pack("<Q", checksum)]
-    return b"".join(parts)
+    return parts
 
 
 def _frame_array(number: int, arr: np.ndarray, pos: int) -> list:
@@ -113,7 +133,9 @@ def _frame_array(number: int, arr: np.ndarray, pos: int) -> list:
     """
     dtype = arr.dtype.str.encode()
     shape = wire.varint(arr.size)
-    header = b"".join((_DTYPE_KEY, wire.varint(len(dtype)), dtype, _SHAPE_KEY, wire.varint(len(shape)), shape))
+    header = b"".join(
+        (_DTYPE_KEY, wire.varint(len(dtype)), dtype, _SHAPE_KEY, wire.varint(len(shape)), shape)
+    )
     outer_key = _FIELD_KEYS[number]
     if arr.nbytes == 0:  # proto3 omits an empty bytes field; nothing to align
         return [outer_key + wire.varint(len(header)) + header]
@@ -169,15 +191,21 @@ def decode_subgraph(data: bytes | bytearray | memoryview) -> Subgraph:
     if "job_id" in scalars:
         offset, length = scalars["job_id"]
         try:
-            job_id = buf[offset:offset + length].decode("utf-8")
+            job_id = buf[offset : offset + length].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DecodeError(f"subgraph job_id: not valid UTF-8 ({exc})") from None
-    meta = (job_id, wire.signed(scalars.get("worker", 0)), wire.signed(scalars.get("sequence", 0)),
-            scalars.get("seed", 0))
+    meta = (
+        job_id,
+        wire.signed(scalars.get("worker", 0)),
+        wire.signed(scalars.get("sequence", 0)),
+        scalars.get("seed", 0),
+    )
     expected = _checksum(version, meta, arrays)
     if scalars.get("checksum", 0) != expected:
-        raise DecodeError(f"subgraph checksum: message says {scalars.get('checksum', 0):#018x}, its contents hash to "
-                          f"{expected:#018x} (the message was corrupted)")
+        raise DecodeError(
+            f"subgraph checksum: message says {scalars.get('checksum', 0):#018x}, its contents hash to "
+            f"{expected:#018x} (the message was corrupted)"
+        )
     check_subgraph_arrays(arrays)
     return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
 
@@ -208,7 +236,7 @@ def _read_array(buf: bytes, name: str, start: int, length: int) -> np.ndarray:
                 raise DecodeError(f"subgraph {name}.{field}: appears more than once")
             seen.add(number)
         if number == 1:
-            dtype = buf[value:value + size]
+            dtype = buf[value : value + size]
         elif number == 2:
             pos, end = value, value + size
             while pos < end:
@@ -223,8 +251,10 @@ def _read_array(buf: bytes, name: str, start: int, length: int) -> np.ndarray:
         raise DecodeError(f"subgraph {name}.shape: expected one non-negative length, got {shape}")
     offset, nbytes = data
     if nbytes != shape[0] * want.itemsize:
-        raise DecodeError(f"subgraph {name}.data: shape {shape} of {want.str} needs {shape[0] * want.itemsize} "
-                          f"bytes, got {nbytes}")
+        raise DecodeError(
+            f"subgraph {name}.data: shape {shape} of {want.str} needs {shape[0] * want.itemsize} "
+            f"bytes, got {nbytes}"
+        )
     arr = np.frombuffer(buf, dtype=want, count=shape[0], offset=offset)
     if not arr.flags.aligned:  # not padded by this encoder: copy once rather than hand out an unaligned view
         arr = arr.copy()
@@ -239,7 +269,9 @@ def _wire_array(name: str, value: object) -> np.ndarray:
     if arr.ndim != 1:
         raise InvalidArgument(f"subgraph {name}: expected a 1-D array, got shape {arr.shape}")
     if not np.can_cast(arr.dtype, target, casting="safe"):
-        raise InvalidArgument(f"subgraph {name}: dtype {arr.dtype} does not convert losslessly to {target.str}")
+        raise InvalidArgument(
+            f"subgraph {name}: dtype {arr.dtype} does not convert losslessly to {target.str}"
+        )
     return np.ascontiguousarray(arr, dtype=target)
 
 

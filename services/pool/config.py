@@ -15,26 +15,47 @@ class PoolConfig(StrictModel):
     url: str | None = pydantic.Field(
         default=None,
         description="Redis URL, redis://:PASSWORD@HOST:PORT/DB. None: SAINTPIPE_REDIS_URL, else a private "
-                    "redis-server started by the local run.")
+        "redis-server started by the local run.",
+    )
     job_id: str = pydantic.Field(
-        default="default", pattern=JOB_ID_PATTERN,
-        description="Training job; one Redis stream per job. Letters, digits and _ . : - (at most 128).")
+        default="default",
+        pattern=JOB_ID_PATTERN,
+        description="Training job; one Redis stream per job. Letters, digits and _ . : - (at most 128).",
+    )
     capacity: int = pydantic.Field(
-        default=256, ge=1, le=1_000_000,
-        description="Most unacknowledged subgraphs the pool holds; producers wait beyond it (never dropped).")
+        default=256,
+        ge=1,
+        le=1_000_000,
+        description="Most unacknowledged subgraphs the pool holds; producers wait beyond it (never dropped).",
+    )
     visibility_timeout: float = pydantic.Field(
-        default=30.0, gt=0, le=86_400,
+        default=30.0,
+        gt=0,
+        le=86_400,
         description="Seconds a delivered, unacknowledged subgraph stays with its trainer before another "
-                    "trainer may take it (the first trainer is presumed dead).")
+        "trainer may take it (the first trainer is presumed dead).",
+    )
     put_timeout: float | None = pydantic.Field(
-        default=None, ge=0,
-        description="Seconds a producer waits for room in a full pool before SaintpipeTimeout; None waits forever.")
+        default=None,
+        ge=0,
+        description="Seconds a producer waits for room in a full pool before SaintpipeTimeout; "
+        "None waits forever.",
+    )
     reconnect_initial_backoff: float = pydantic.Field(
-        default=0.05, gt=0, le=60, description="Seconds to wait after the first failed attempt to reach Redis.")
+        default=0.05,
+        gt=0,
+        le=60,
+        description="Seconds to wait after the first failed attempt to reach Redis.",
+    )
     reconnect_max_backoff: float = pydantic.Field(
-        default=2.0, gt=0, le=300, description="The wait between attempts doubles up to this many seconds.")
+        default=2.0, gt=0, le=300, description="The wait between attempts doubles up to this many seconds."
+    )
     reconnect_timeout: float = pydantic.Field(
-        default=30.0, ge=0, le=3600,
-        description="Seconds of continuous failure to reach Redis before ServiceUnavailable.")
+        default=30.0,
+        ge=0,
+        le=3600,
+        description="Seconds of continuous failure to reach Redis before ServiceUnavailable.",
+    )
     socket_timeout: float = pydantic.Field(
-        default=10.0, gt=0, le=600, description="Seconds one Redis call may take before it counts as failed.")
+        default=10.0, gt=0, le=600, description="Seconds one Redis call may take before it counts as failed."
+    )

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, TypeVar
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -66,7 +67,9 @@ def redact_url(url: str) -> str:
 SOCKET_READ_SIZE = 1 << 20
 
 
-def make_client(url: str, *, socket_timeout: float | None = 10.0, connect_timeout: float = 5.0) -> redis.Redis:
+def make_client(
+    url: str, *, socket_timeout: float | None = 10.0, connect_timeout: float = 5.0
+) -> redis.Redis:
     """A redis-py client for ``url`` with driver retries off (the caller retries with a policy).
 
     Every saintpipe connection to Redis is made here, with the same settings
@@ -79,9 +82,14 @@ def make_client(url: str, *, socket_timeout: float | None = 10.0, connect_timeou
     if scheme not in ("redis", "rediss", "unix"):
         raise ConfigError(f"Redis URL {redact_url(url)!r}: scheme must be redis://, rediss:// or unix://")
     try:
-        return redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=connect_timeout,
-                                    retry=Retry(NoBackoff(), 0), health_check_interval=0,
-                                    socket_read_size=SOCKET_READ_SIZE)
+        return redis.Redis.from_url(
+            url,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=connect_timeout,
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=0,
+            socket_read_size=SOCKET_READ_SIZE,
+        )
     except ValueError as exc:
         raise ConfigError(f"Redis URL {redact_url(url)!r}: {exc}") from None
 
@@ -116,12 +124,19 @@ def call_with_reconnect(fn: Callable[[], T], *, url: str, policy: ReconnectPolic
             elapsed = time.monotonic() - start
             if elapsed + delay > policy.give_up_after:
                 raise ServiceUnavailable(
-                    f"Redis at {redact_url(url)} unreachable while trying to {what}: gave up after {elapsed:.1f} s "
-                    f"and {attempt} attempts (last error: {exc}). Is the server running? Point saintpipe at one "
+                    f"Redis at {redact_url(url)} unreachable while trying to {what}: gave up after "
+                    f"{elapsed:.1f} s and {attempt} attempts (last error: {exc}). Is the server running? "
+                    "Point saintpipe at one "
                     "with --redis-url or SAINTPIPE_REDIS_URL."
                 ) from None
-            log.warning("Redis at %s unreachable (%s: %s); retry %d in %.2f s", redact_url(url),
-                        type(exc).__name__, exc, attempt, delay)
+            log.warning(
+                "Redis at %s unreachable (%s: %s); retry %d in %.2f s",
+                redact_url(url),
+                type(exc).__name__,
+                exc,
+                attempt,
+                delay,
+            )
             time.sleep(delay)
             delay = min(delay * 2, policy.max_backoff)
             continue

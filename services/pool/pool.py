@@ -24,19 +24,22 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Self
 
 import redis
 
 from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeTimeout
 from services.pool import scripts
-from services.pool.codec import decode_subgraph, encode_subgraph
+from services.pool.codec import decode_subgraph, encode_subgraph_parts
 from services.pool.config import JOB_ID_PATTERN, PoolConfig
 from services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client, redact_url
+from services.pool.resp import pack, roundtrip
 from services.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,17 @@ class PoolStats:
         return self.depth + self.pending
 
 
+class _Script:
+    """A Lua script called by its SHA, loaded again when a restarted Redis has forgotten it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.sha = hashlib.sha1(text.encode()).hexdigest()
+
+    def command(self, keys: list, args: list) -> list:
+        return pack("EVALSHA", self.sha, len(keys), *keys, *args)
+
+
 class SubgraphPool:
     """The pool of one training job on one Redis server.
 
@@ -112,11 +126,20 @@ class SubgraphPool:
         AuthenticationFailed: Redis refused the URL's password.
     """
 
-    def __init__(self, url: str, job_id: str, *, capacity: int = 256, visibility_timeout: float = 30.0,
-                 reconnect: ReconnectPolicy | None = None, socket_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        job_id: str,
+        *,
+        capacity: int = 256,
+        visibility_timeout: float = 30.0,
+        reconnect: ReconnectPolicy | None = None,
+        socket_timeout: float = 10.0,
+    ) -> None:
         if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
-            raise InvalidArgument(f"job_id {job_id!r}: use 1-128 letters, digits and _ . : - (starting with a "
-                                  "letter or digit)")
+            raise InvalidArgument(
+                f"job_id {job_id!r}: use 1-128 letters, digits and _ . : - (starting with a letter or digit)"
+            )
         if not isinstance(capacity, int) or capacity < 1:
             raise InvalidArgument(f"capacity {capacity!r}: must be an integer >= 1")
         if not visibility_timeout > 0:
@@ -130,34 +153,40 @@ class SubgraphPool:
         self.counters_key = f"{KEY_PREFIX}{{{job_id}}}:counters"
         self._keys = [self.stream_key, self.counters_key]
         self._upload_prefix = f"{KEY_PREFIX}{{{job_id}}}:sg:"
-        self._upload_ttl_ms = _UPLOAD_TTL_MS
-        self._put_args = [GROUP, self.capacity, self._upload_ttl_ms]
+        self._put_args = [GROUP, self.capacity, _UPLOAD_TTL_MS]
+        self._min_idle_ms = max(1, int(self.visibility_timeout * 1000))
         # A blocking read must end before the socket times out.
         self._block_slice = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 2, socket_timeout / 2)
         self._client = make_client(url, socket_timeout=socket_timeout)
-        self._put = self._client.register_script(scripts.PUT)
-        self._get = self._client.register_script(scripts.GET)
-        self._ack = self._client.register_script(scripts.ACK)
-        self._touch = self._client.register_script(scripts.TOUCH)
-        self._stats = self._client.register_script(scripts.STATS)
+        self._scripts = {
+            name: _Script(getattr(scripts, name)) for name in ("PUT", "GET", "ACK", "TOUCH", "STATS")
+        }
         self._call(self._client.ping, "connect")
 
     @classmethod
-    def from_config(cls, config: PoolConfig, url: str | None = None) -> "SubgraphPool":
+    def from_config(cls, config: PoolConfig, url: str | None = None) -> SubgraphPool:
         """Build a pool from a :class:`PoolConfig` (``url`` overrides ``config.url``)."""
         url = url or config.url
         if url is None:
             raise InvalidArgument("pool config has no url: start a RedisServer and pass its url")
-        return cls(url, config.job_id, capacity=config.capacity, visibility_timeout=config.visibility_timeout,
-                   reconnect=ReconnectPolicy(config.reconnect_initial_backoff, config.reconnect_max_backoff,
-                                             config.reconnect_timeout),
-                   socket_timeout=config.socket_timeout)
+        return cls(
+            url,
+            config.job_id,
+            capacity=config.capacity,
+            visibility_timeout=config.visibility_timeout,
+            reconnect=ReconnectPolicy(
+                config.reconnect_initial_backoff, config.reconnect_max_backoff, config.reconnect_timeout
+            ),
+            socket_timeout=config.socket_timeout,
+        )
+
+    # -- producing ---------------------------------------------------------------------------------------
 
     def put(self, sg: Subgraph, timeout: float | None = None) -> str:
         """Encode ``sg`` and append it, waiting while the pool is full.
 
         Args:
-            sg: the subgraph.
+            sg: the subgraph (leave its arrays unchanged until ``put`` returns: they are sent in place).
             timeout: seconds to wait for room; ``None`` waits forever, ``0`` does not wait.
 
         Returns:
@@ -167,46 +196,43 @@ class SubgraphPool:
             SaintpipeTimeout: the pool stayed full for ``timeout`` seconds.
             InvalidArgument: the subgraph is malformed.
         """
-        return self.put_encoded(encode_subgraph(sg), timeout=timeout)
+        return self._put_parts(encode_subgraph_parts(sg), timeout)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
+        return self._put_parts([data], timeout)
+
+    def _put_parts(self, parts: list, timeout: float | None) -> str:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         upload = f"{self._upload_prefix}{secrets.token_hex(12)}"
         added = False
         try:
-            result = self._call(lambda: self._upload_and_put(upload, data), "put a subgraph")
+            # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT.
+            upload_and_put = [
+                pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
+                self._scripts["PUT"].command([*self._keys, upload], self._put_args),
+            ]
+            result = self._run(upload_and_put, "put a subgraph")[1]
             poll = _POLL_MIN
             while True:
                 if isinstance(result, bytes):
                     added = True
                     return result.decode()
                 if result == -1:  # the upload vanished (a restart, or it expired): send it again
-                    result = self._call(lambda: self._upload_and_put(upload, data), "put a subgraph")
+                    result = self._run(upload_and_put, "put a subgraph")[1]
                     continue
                 if deadline is not None and time.monotonic() >= deadline:
                     raise SaintpipeTimeout(
                         f"subgraph pool of job {self.job_id!r} stayed full for {timeout:g} s: {result} "
                         f"unacknowledged entries held, capacity {self.capacity}. Are trainers consuming and "
-                        "acknowledging?")
+                        "acknowledging?"
+                    )
                 time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic())))
                 poll = min(poll * 2, _POLL_MAX)
-                result = self._call(lambda: self._put([*self._keys, upload], self._put_args),
-                                    "put a subgraph")
+                result = self._eval("PUT", [*self._keys, upload], self._put_args, "put a subgraph")
         finally:
             if not added:
                 self._discard(upload)
-
-    def _upload_and_put(self, upload: str, data: bytes):
-        """SET the bytes and run the PUT script in one round trip."""
-        pipe = self._client.pipeline(transaction=False)
-        pipe.set(upload, data, px=self._upload_ttl_ms)
-        pipe.evalsha(self._put.sha, 3, *self._keys, upload, *self._put_args)
-        try:
-            return pipe.execute()[1]
-        except redis.exceptions.NoScriptError:  # a restarted Redis forgot the script
-            self._put.sha = self._client.script_load(self._put.script)
-            return self._upload_and_put(upload, data)
 
     def _discard(self, upload: str) -> None:
         """Best effort: remove an upload that never made it into the stream (its expiry covers failures)."""
@@ -214,6 +240,8 @@ class SubgraphPool:
             self._client.unlink(upload)
         except redis.RedisError:
             pass
+
+    # -- consuming ---------------------------------------------------------------------------------------
 
     def get(self, consumer: str, timeout: float | None = None) -> PoolEntry | None:
         """Take one entry for ``consumer``: an abandoned one first, else the oldest undelivered.
@@ -223,7 +251,8 @@ class SubgraphPool:
             timeout: seconds to wait for an entry; ``None`` waits forever, ``0`` does not wait.
 
         Returns:
-            The entry, or ``None`` when none arrived in time.
+            The entry, or ``None`` when none arrived in time. Acknowledge it with
+            ``ack`` after training on it.
 
         Raises:
             DecodeError: the entry was malformed; it has been removed (counted as malformed).
@@ -231,40 +260,27 @@ class SubgraphPool:
         if not consumer:
             raise InvalidArgument("consumer name must be non-empty")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
-        min_idle_ms = max(1, int(self.visibility_timeout * 1000))
-        inbox = f"{self._upload_prefix}inbox:{consumer}"
         while True:
-            found = self._call(lambda: self._try_get(consumer, inbox, min_idle_ms), "get a subgraph")
-            if not found:
+            found = self._eval("GET", self._keys, [GROUP, consumer, self._min_idle_ms], "get a subgraph")
+            if found:
+                payload = self._run([pack("GET", found[1])], "fetch a subgraph")[0]
+                entry = self._entry(found[0].decode(), int(found[2]), payload)
+            else:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 block = self._block_slice if remaining is None else min(self._block_slice, remaining)
-                found = self._call(lambda: self._blocking_read(consumer, block), "wait for a subgraph")
-            if found:
-                entry = self._entry(*found)
-                if entry is not None:
-                    return entry
-
-    def _try_get(self, consumer: str, inbox: str, min_idle_ms: int) -> tuple[str, int, bytes | None] | None:
-        """One round trip: the GET script, then GETDEL of the inbox it filled; (id, deliveries, bytes) or None."""
-        pipe = self._client.pipeline(transaction=False)
-        pipe.evalsha(self._get.sha, 3, *self._keys, inbox, GROUP, consumer, min_idle_ms)
-        pipe.getdel(inbox)
-        try:
-            found, payload = pipe.execute()
-        except redis.exceptions.NoScriptError:  # a restarted Redis forgot the script
-            self._get.sha = self._client.script_load(self._get.script)
-            return self._try_get(consumer, inbox, min_idle_ms)
-        if not found:
-            return None
-        return found[0].decode(), int(found[1]), payload
+                read = self._call(lambda b=block: self._blocking_read(consumer, b), "wait for a subgraph")
+                entry = self._entry(*read) if read else None
+            if entry is not None:
+                return entry
 
     def _blocking_read(self, consumer: str, seconds: float) -> tuple[str, int, bytes | None] | None:
         """Wait up to ``seconds`` for a new entry; returns (id, deliveries, bytes) or None."""
         try:
-            reply = self._client.xreadgroup(GROUP, consumer, {self.stream_key: ">"}, count=1,
-                                            block=max(1, int(seconds * 1000)))
+            reply = self._client.xreadgroup(
+                GROUP, consumer, {self.stream_key: ">"}, count=1, block=max(1, int(seconds * 1000))
+            )
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
@@ -281,12 +297,13 @@ class SubgraphPool:
                 raise DecodeError("its bytes are missing from Redis")
             return PoolEntry(entry_id=eid, subgraph=decode_subgraph(payload), deliveries=deliveries)
         except DecodeError as exc:
-            removed = self._call(lambda: self._ack(self._keys, [GROUP, eid, "malformed"]), "drop a malformed entry")
+            removed = self._eval("ACK", self._keys, [GROUP, eid, "malformed"], "drop a malformed entry")
             if payload is None and not removed:
                 return None  # taken over and acknowledged by another consumer between our two calls
             log.error("pool job %s: removed malformed entry %s: %s", self.job_id, eid, exc)
-            raise DecodeError(f"pool job {self.job_id!r} entry {eid} was malformed and has been removed: {exc}") \
-                from None
+            raise DecodeError(
+                f"pool job {self.job_id!r} entry {eid} was malformed and has been removed: {exc}"
+            ) from None
 
     def ack(self, entry_id: str) -> bool:
         """Acknowledge an entry after training on it; it is deleted from Redis.
@@ -295,7 +312,7 @@ class SubgraphPool:
             True, or False when it was no longer pending (another consumer that
             took it over acknowledged it first, or a Redis restart lost it).
         """
-        done = self._call(lambda: self._ack(self._keys, [GROUP, entry_id, "acknowledged"]), "acknowledge a subgraph")
+        done = self._eval("ACK", self._keys, [GROUP, entry_id, "acknowledged"], "acknowledge a subgraph")
         if not done:
             log.debug("pool job %s: entry %s was not pending when acknowledged", self.job_id, entry_id)
         return bool(done)
@@ -306,18 +323,27 @@ class SubgraphPool:
         Returns:
             False when the consumer no longer holds the entry (it was taken over).
         """
-        held = self._call(lambda: self._touch(self._keys, [GROUP, consumer, entry_id]), "extend a lease")
-        return bool(held)
+        return bool(self._eval("TOUCH", self._keys, [GROUP, consumer, entry_id], "extend a lease"))
+
+    # -- inspecting and cleaning up ----------------------------------------------------------------------
 
     def stats(self) -> PoolStats:
         """A consistent snapshot of the job's counters and sizes."""
         held, pending, produced, acked, redelivered, malformed = (
-            int(v or 0) for v in self._call(lambda: self._stats(self._keys, [GROUP]), "read pool stats"))
-        return PoolStats(depth=held - pending, pending=pending, produced=produced, acknowledged=acked,
-                         redelivered=redelivered, malformed=malformed, capacity=self.capacity)
+            int(v or 0) for v in self._eval("STATS", self._keys, [GROUP], "read pool stats")
+        )
+        return PoolStats(
+            depth=held - pending,
+            pending=pending,
+            produced=produced,
+            acknowledged=acked,
+            redelivered=redelivered,
+            malformed=malformed,
+            capacity=self.capacity,
+        )
 
     def delete_job(self) -> int:
-        """Remove everything this job stored in Redis (entries, group, counters).
+        """Remove everything this job stored in Redis (entries, their bytes, group, counters).
 
         Call it once the job's producers and consumers have stopped: a later
         ``put`` or ``get`` starts the job afresh.
@@ -325,6 +351,7 @@ class SubgraphPool:
         Returns:
             The number of Redis keys removed.
         """
+
         def delete() -> int:
             removed = self._client.delete(*self._keys)
             batch: list[bytes] = []
@@ -339,14 +366,34 @@ class SubgraphPool:
 
         return int(self._call(delete, "delete the job"))
 
+    # -- plumbing ----------------------------------------------------------------------------------------
+
+    def _run(self, commands: list[list], what: str) -> list:
+        """One round trip of packed commands, with reconnects and scripts reloaded after a restart."""
+
+        def attempt() -> list:
+            try:
+                return roundtrip(self._client, commands)
+            except redis.exceptions.NoScriptError:
+                for script in self._scripts.values():
+                    self._client.script_load(script.text)
+                return roundtrip(self._client, commands)
+
+        return self._call(attempt, what)
+
+    def _eval(self, name: str, keys: list, args: list, what: str):
+        return self._run([self._scripts[name].command(keys, args)], what)[0]
+
     def _call(self, fn, what: str):
-        return call_with_reconnect(fn, url=self.url, policy=self.reconnect, what=f"{what} (job {self.job_id!r})")
+        return call_with_reconnect(
+            fn, url=self.url, policy=self.reconnect, what=f"{what} (job {self.job_id!r})"
+        )
 
     def close(self) -> None:
         """Close the connections (entries stay in Redis)."""
         self._client.close()
 
-    def __enter__(self) -> "SubgraphPool":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

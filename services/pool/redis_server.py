@@ -30,6 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Self
 
 import redis
 
@@ -98,8 +99,14 @@ class RedisServer:
         external: True when connected to a server this object did not start.
     """
 
-    def __init__(self, url: str | None = None, *, use_env: bool = True, port: int | None = None,
-                 startup_timeout: float = 15.0) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        use_env: bool = True,
+        port: int | None = None,
+        startup_timeout: float = 15.0,
+    ) -> None:
         if url is None and use_env:
             url = os.environ.get(ENV_URL) or None
         self.external = url is not None
@@ -114,14 +121,16 @@ class RedisServer:
     @property
     def url(self) -> str:
         if self._url is None:
-            raise InvalidArgument("RedisServer has not been started (use it as a context manager or call start())")
+            raise InvalidArgument(
+                "RedisServer has not been started (use it as a context manager or call start())"
+            )
         return self._url
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         """Start the private server (or check the external one answers); returns self.
 
         Raises:
@@ -142,7 +151,9 @@ class RedisServer:
                 break
             except _PortTaken:
                 if self.port is not None or attempt == 4:
-                    raise ServiceUnavailable(f"redis-server could not bind 127.0.0.1:{port}: port in use") from None
+                    raise ServiceUnavailable(
+                        f"redis-server could not bind 127.0.0.1:{port}: port in use"
+                    ) from None
         atexit.register(self.stop)
         log.info("started private redis-server pid %d on 127.0.0.1:%d", self._proc.pid, self.port)
         return self
@@ -151,17 +162,33 @@ class RedisServer:
         assert self._dir is not None and self._binary is not None
         conf = self._dir / "redis.conf"
         # The password goes in a private config file, not on the command line where ps shows it.
-        conf.write_text("\n".join([
-            f"port {port}", "bind 127.0.0.1", f"requirepass {self.password}", 'save ""', "appendonly no",
-            f"dir {self._dir}", "daemonize no", "loglevel warning", "logfile \"\"", "",
-        ]))
+        conf.write_text(
+            "\n".join(
+                [
+                    f"port {port}",
+                    "bind 127.0.0.1",
+                    f"requirepass {self.password}",
+                    'save ""',
+                    "appendonly no",
+                    f"dir {self._dir}",
+                    "daemonize no",
+                    "loglevel warning",
+                    'logfile ""',
+                    "",
+                ]
+            )
+        )
         conf.chmod(0o600)
         log_path = self._dir / "redis.log"
         parent = os.getpid()
         with open(log_path, "ab") as log_file:
             self._proc = subprocess.Popen(
-                [self._binary, str(conf)], stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(parent), close_fds=True,
+                [self._binary, str(conf)],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=lambda: _die_with_parent(parent),  # noqa: PLW1509 - only async-signal-safe calls
+                close_fds=True,
             )
         self.port = port
         self._url = f"redis://:{self.password}@127.0.0.1:{port}/0"
@@ -181,9 +208,13 @@ class RedisServer:
         try:
             while time.monotonic() < deadline:
                 if self._proc is not None and self._proc.poll() is not None:
-                    tail = log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
+                    tail = (
+                        log_path.read_text(errors="replace")[-2000:] if log_path and log_path.exists() else ""
+                    )
                     raise ServiceUnavailable(
-                        f"redis-server ({self._binary}) exited with status {self._proc.returncode} on start: {tail}")
+                        f"redis-server ({self._binary}) exited with status {self._proc.returncode} "
+                        f"on start: {tail}"
+                    )
                 try:
                     client.ping()
                     return
@@ -198,8 +229,10 @@ class RedisServer:
                     time.sleep(0.02)
         finally:
             client.close()
-        raise ServiceUnavailable(f"Redis at {redact_url(self.url)} did not answer within {self.startup_timeout:.0f} s"
-                                 f" (last error: {last})")
+        raise ServiceUnavailable(
+            f"Redis at {redact_url(self.url)} did not answer within {self.startup_timeout:.0f} s"
+            f" (last error: {last})"
+        )
 
     def stop(self) -> None:
         """Stop the private server (SIGTERM, then SIGKILL after 5 s) and remove its directory. Idempotent."""
@@ -239,7 +272,9 @@ class RedisServer:
                 return
             except _PortTaken:
                 if time.monotonic() > deadline:
-                    raise ServiceUnavailable(f"redis-server could not bind 127.0.0.1:{self.port} again") from None
+                    raise ServiceUnavailable(
+                        f"redis-server could not bind 127.0.0.1:{self.port} again"
+                    ) from None
                 time.sleep(0.1)
 
     def kill(self) -> None:
@@ -250,7 +285,7 @@ class RedisServer:
         """A plain redis-py client for this server."""
         return redis.Redis.from_url(self.url, **kwargs)
 
-    def __enter__(self) -> "RedisServer":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -7,9 +7,7 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   ``ARGV[1]``.
 * ``saintpipe:pool:{JOB}:counters`` (``KEYS[2]``): a hash of produced,
   acknowledged, redelivered and malformed.
-* ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string;
-  ``saintpipe:pool:{JOB}:sg:inbox:<consumer>`` a transient copy on its way to
-  a consumer.
+* ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string.
   The bytes live in a string rather than in the stream entry because Redis
   stores a string argument as is, while appending it to a stream copies it
   into the stream's node (a large share of the cost for ~1 MB subgraphs).
@@ -47,22 +45,15 @@ return id
 
 # One non-blocking attempt to get an entry: first reclaim one that a consumer
 # has held unacknowledged for longer than the visibility timeout (counted as a
-# redelivery), else read one never delivered. Its bytes are COPYed to the
-# consumer's inbox KEYS[3], which the caller GETDELs in the same pipeline: one
-# round trip, and one server-side copy instead of the two a script returning
-# ~1 MB through Lua makes. Returns {id, deliveries} or false (the inbox is
-# then empty). ARGV: group, consumer, visibility timeout in ms.
+# redelivery), else read one never delivered. Returns {id, key of its bytes,
+# deliveries} or false. The caller GETs the bytes in a second round trip:
+# returning ~1 MB through Lua, or COPYing it to a key the caller could fetch in
+# the same pipeline, costs more than that round trip (both copy it inside
+# Redis). ARGV: group, consumer, visibility timeout in ms.
 GET = """
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
   return false
-end
-local function deliver(entry, deliveries)
-  local key = entry[2][2]
-  if redis.call('COPY', key, KEYS[3], 'REPLACE') == 0 then
-    redis.call('DEL', KEYS[3])  -- its bytes are missing: the caller reports the entry as malformed
-  end
-  return {entry[1], deliveries}
 end
 local start = '0-0'
 for _ = 1, 16 do
@@ -72,7 +63,7 @@ for _ = 1, 16 do
   if entry[2] then
     local info = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
     redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
-    return deliver(entry, info[1][4])
+    return {entry[1], entry[2][2], info[1][4]}
   end
   -- A pending id whose entry was deleted by hand: drop it from the pending list.
   redis.call('XACK', KEYS[1], ARGV[1], entry[1])
@@ -81,7 +72,8 @@ for _ = 1, 16 do
 end
 local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
 if read then
-  return deliver(read[1][2][1], 1)
+  local entry = read[1][2][1]
+  return {entry[1], entry[2][2], 1}
 end
 return false
 """

@@ -42,11 +42,22 @@ def check_subgraph_arrays(a: dict[str, np.ndarray]) -> None:
         DecodeError: naming the field, and the first position at fault.
     """
     n, e = a["node_ids"].size, a["indices"].size
-    for name, size, like in (("indptr", n + 1, "node_ids + 1"), ("edge_weights", e, "indices"),
-                             ("edge_weights_t", e, "indices"), ("loss_weights", n, "node_ids")):
+    for name, size, like in (
+        ("indptr", n + 1, "node_ids + 1"),
+        ("edge_weights", e, "indices"),
+        ("edge_weights_t", e, "indices"),
+        ("loss_weights", n, "node_ids"),
+    ):
         if a[name].size != size:
             raise DecodeError(f"subgraph {name}: length {a[name].size}, expected {size} (as {like})")
-    arrays = (a["node_ids"], a["indptr"], a["indices"], a["edge_weights"], a["edge_weights_t"], a["loss_weights"])
+    arrays = (
+        a["node_ids"],
+        a["indptr"],
+        a["indices"],
+        a["edge_weights"],
+        a["edge_weights_t"],
+        a["loss_weights"],
+    )
     # Weights are tested through their bits (exponent all ones = inf or nan), which vectorizes.
     if _is_valid(*arrays[:3], *(w.view(np.uint32) for w in arrays[3:])):
         return

@@ -9,7 +9,7 @@ classes serialize, and that what it reads agrees with what they parse.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from saintpipe.errors import DecodeError
 
@@ -93,7 +93,7 @@ def iter_fields(buf: bytes, start: int, end: int, where: str) -> Iterator[tuple[
             size = 8 if wire_type == I64 else 4
             if pos + size > end:
                 raise DecodeError(f"{where}: field {field} truncated at byte {pos}")
-            yield field, wire_type, int.from_bytes(buf[pos:pos + size], "little"), 0
+            yield field, wire_type, int.from_bytes(buf[pos : pos + size], "little"), 0
             pos += size
         elif wire_type == LEN:
             size, pos = read_varint(buf, pos, end, where)

@@ -62,6 +62,7 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
     import signal
     import threading
+    import time
 
     from saintpipe.config import load_config
     from services.pool.connection import redact_url
@@ -85,9 +86,12 @@ def _serve(args: argparse.Namespace) -> int:
             signal.signal(sig, lambda *_: stop.set())
         print(f"sampler service running: {len(service.worker_info())} workers, job {config.job!r}, "
               f"redis {redact_url(service.redis_url)}, metrics {service.metrics_url or 'off'}", flush=True)
-        while not stop.wait(10.0):
-            stats = service.stats()
-            log.info("subgraphs produced %d, restarts %d, pool %s", stats.subgraphs, stats.restarts, stats.pool)
+        last_log = time.monotonic()
+        while not stop.wait(1.0):
+            service.raise_if_failed()
+            if time.monotonic() - last_log >= 10.0:
+                stats, last_log = service.stats(), time.monotonic()
+                log.info("subgraphs produced %d, restarts %d, pool %s", stats.subgraphs, stats.restarts, stats.pool)
     finally:
         service.stop()
     print("sampler service stopped", flush=True)

@@ -37,6 +37,8 @@ class SamplerServiceConfig(StrictModel):
     num_cpus_per_worker: float = Field(1.0, gt=0, description="Ray CPUs reserved per worker (one core each)")
     max_restarts: int = Field(3, ge=0, description="Ray restarts of one worker actor before the supervisor "
                                                    "replaces it with a new actor")
+    max_consecutive_failures: int = Field(5, ge=1, description="failed runs of one worker, with no subgraph pushed "
+                                          "in between, after which the service gives up and reports the error")
     health_interval_s: float = Field(0.5, gt=0, le=60, description="how often the supervisor polls the workers")
     stop_timeout_s: float = Field(10.0, gt=0, description="how long stop() waits for a worker's last push")
 

@@ -1,36 +1,28 @@
 """The sampler host's one Prometheus endpoint (names from docs/metrics.md).
 
-Workers live in other processes, so this is a custom collector: at each
-scrape it asks the supervisor for its latest per-worker totals and the pool's
-stats and renders them. Nothing is double counted and a restarted worker's
-earlier counts are kept (the supervisor adds them up).
+Workers live in other processes, so the sampler metrics come from a custom
+collector: at each scrape it asks the supervisor for its latest per-worker
+totals and renders them (a restarted worker's earlier counts included). The
+pool gauges are the pool package's own :class:`~services.pool.metrics.PoolMetrics`
+on the same registry, updated by the supervisor from ``pool.stats()``.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
+from services.pool.metrics import PoolMetrics
 from services.sampler_service.counters import WorkerCounters
 
-# pool.stats() field -> metric name (all gauges labelled by job).
-POOL_GAUGES: dict[str, str] = {
-    "depth": "saintpipe_pool_depth",
-    "pending": "saintpipe_pool_pending",
-    "produced": "saintpipe_pool_produced_total",
-    "acknowledged": "saintpipe_pool_acknowledged_total",
-    "redelivered": "saintpipe_pool_redelivered_total",
-}
 
+class MetricsSnapshot(NamedTuple):
+    """Per-worker totals and restarts at one instant."""
 
-class MetricsSnapshot:
-    """What one scrape shows: per-worker totals and restarts, and the pool's stats."""
-
-    def __init__(self, workers: Mapping[int, WorkerCounters], restarts: Mapping[int, int], job: str,
-                 pool: Mapping[str, float] | None) -> None:
-        self.workers, self.restarts, self.job, self.pool = workers, restarts, job, pool
+    workers: Mapping[int, WorkerCounters]
+    restarts: Mapping[int, int]
 
 
 class SamplerCollector:
@@ -41,46 +33,35 @@ class SamplerCollector:
 
     def collect(self) -> Iterator[Metric]:
         snap = self._snapshot()
-        # Counter families are named without _total; prometheus_client appends it.
-        families = {
-            "subgraphs": CounterMetricFamily("saintpipe_sampler_subgraphs", "Subgraphs pushed to the pool",
-                                             labels=["worker"]),
-            "nodes": CounterMetricFamily("saintpipe_sampler_nodes", "Nodes in the pushed subgraphs",
-                                         labels=["worker"]),
-            "edges": CounterMetricFamily("saintpipe_sampler_edges", "Edges in the pushed subgraphs",
-                                         labels=["worker"]),
-            "pool_wait": CounterMetricFamily("saintpipe_sampler_pool_wait_seconds",
-                                             "Seconds blocked on a full pool", labels=["worker"]),
-        }
-        restarts = CounterMetricFamily("saintpipe_sampler_restarts", "Times a worker was restarted",
-                                       labels=["worker"])
+
+        def counter(name: str, doc: str) -> CounterMetricFamily:
+            return CounterMetricFamily(name, doc, labels=["worker"])  # the client appends _total
+
+        subgraphs = counter("saintpipe_sampler_subgraphs", "Subgraphs pushed to the pool")
+        nodes = counter("saintpipe_sampler_nodes", "Nodes in the pushed subgraphs")
+        edges = counter("saintpipe_sampler_edges", "Edges in the pushed subgraphs")
+        waited = counter("saintpipe_sampler_pool_wait_seconds", "Seconds blocked on a full pool")
+        restarts = counter("saintpipe_sampler_restarts", "Times a worker was restarted")
         hist = HistogramMetricFamily("saintpipe_sampler_sample_seconds", "Seconds to draw and induce one subgraph",
                                      labels=["worker"])
         for worker, c in sorted(snap.workers.items()):
             label = [str(worker)]
-            families["subgraphs"].add_metric(label, c.subgraphs)
-            families["nodes"].add_metric(label, c.nodes)
-            families["edges"].add_metric(label, c.edges)
-            families["pool_wait"].add_metric(label, c.pool_wait_seconds)
+            subgraphs.add_metric(label, c.subgraphs)
+            nodes.add_metric(label, c.nodes)
+            edges.add_metric(label, c.edges)
+            waited.add_metric(label, c.pool_wait_seconds)
             restarts.add_metric(label, snap.restarts.get(worker, 0))
             hist.add_metric(label, c.cumulative_buckets(), c.sample_seconds_sum)
-        yield from families.values()
-        yield restarts
-        yield hist
-        if snap.pool is not None:
-            for field, name in POOL_GAUGES.items():
-                if field in snap.pool:
-                    gauge = GaugeMetricFamily(name, f"Pool {field} (from the pool's stats)", labels=["job"])
-                    gauge.add_metric([snap.job], float(snap.pool[field]))
-                    yield gauge
+        yield from (subgraphs, nodes, edges, waited, restarts, hist)
 
 
 class MetricsServer:
-    """Serves a :class:`SamplerCollector` over HTTP on its own registry."""
+    """Serves the sampler collector and the pool gauges over HTTP, on a registry of its own."""
 
     def __init__(self, snapshot: Callable[[], MetricsSnapshot], host: str = "127.0.0.1", port: int = 0) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SamplerCollector(snapshot))
+        self.pool = PoolMetrics(self.registry)
         self._httpd, self._thread = start_http_server(port, addr=host, registry=self.registry)
         self.host = host
         self.port = int(self._httpd.server_port)

@@ -20,7 +20,7 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
-from saintpipe.errors import DatasetError
+from saintpipe.errors import DatasetError, SaintpipeError, WorkerFailed
 from services.sampler.config import SamplerConfigModel, config_key
 from services.sampler.normalization import (PRESAMPLE_STREAM, Normalization, _train_digest,
                                             coefficients_from_counts, load_normalization, norm_dir,
@@ -90,7 +90,12 @@ def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers
     with tqdm(total=num_subgraphs, desc=f"pre-sampling {config.kind} on {len(shares)} workers", leave=False) as bar:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            nodes, edges = ray.get(done[0])
+            try:
+                nodes, edges = ray.get(done[0])
+            except ray.exceptions.RayTaskError as exc:  # the worker's own error, as one clear line
+                cause = getattr(exc, "cause", None)
+                raise cause if isinstance(cause, SaintpipeError) else WorkerFailed(
+                    f"pre-sampling for the normalization failed in a worker: {cause or exc}") from None
             node_counts += nodes
             edge_counts += edges
             bar.update(refs[done[0]])

@@ -3,9 +3,10 @@
 Callers use :class:`SamplerWorker`, a thin facade; the actor class itself is
 private (the pattern of ``ray.util.queue``). The actor memory-maps the
 dataset's topology (so N workers on a host share one copy in the page cache),
-builds its sampler once, then loops: reserve a sequence number, draw the
-subgraph with that number's seed, stamp it with (job, worker, sequence, seed),
-push it to the pool (waiting while the pool is full), count.
+builds its sampler once, then produces (:mod:`production`): reserve a sequence
+number, draw the subgraph with that number's seed, stamp it with (job,
+worker, sequence, seed), push it to the pool (waiting while the pool is
+full), count.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import logging
 import os
 import socket
 import threading
-import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -75,10 +75,7 @@ class _SamplerWorkerActor:
         self._core, self._shared = pin_to_core(index)
         self._limit_numba_threads()
         self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._counters = WorkerCounters()
-        self._waiting_since: float | None = None
-        self._sampler = None
+        self._producer = None
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
         self._dataset = open_dataset(spec.data)  # memory maps: workers on a host share the page cache
@@ -114,11 +111,8 @@ class _SamplerWorkerActor:
         )
 
     def counters(self) -> tuple[int, WorkerCounters]:
-        with self._lock:
-            snapshot = WorkerCounters.from_dict(self._counters.to_dict())
-            if self._waiting_since is not None:  # show a wait in progress, not only finished ones
-                snapshot.pool_wait_seconds += time.perf_counter() - self._waiting_since
-            return os.getpid(), snapshot
+        producer = self._producer
+        return os.getpid(), producer.snapshot() if producer is not None else WorkerCounters()
 
     def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
@@ -128,59 +122,18 @@ class _SamplerWorkerActor:
 
     def run(self, normalization=None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call."""
-        from services.pool.codec import encode_subgraph
-        from services.sampler.parallel import subgraph_seed
+        from services.sampler_service.production import Producer
 
         # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
         self._connect()
-        if self._sampler is None:  # once per incarnation (alias tables etc. are built here)
-            self._sampler = build_sampler(self._config, self._dataset, normalization)
-        sampler = self._sampler
-        spec, job_id, pushed = self._spec, self._pool_config.job_id, 0
+        if self._producer is None:  # once per incarnation (the sampler's tables are built here)
+            sampler = build_sampler(self._config, self._dataset, normalization)
+            self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
+                                      worker=self._index, job_seed=self._spec.job_seed,
+                                      push_poll_s=self._spec.push_poll_s)
         log.info("sampler worker %d (pid %d) producing on core %d from sequence %d", self._index, os.getpid(),
                  self._core, self._cursor.peek())
-        while not self._stop.is_set():
-            # Reserve before drawing: a crash after this leaves a gap, never a repeated sequence number.
-            sequence = self._cursor.reserve()
-            seed = subgraph_seed(spec.job_seed, self._index, sequence)
-            t0 = time.perf_counter()
-            subgraph = sampler.sample(seed)
-            sample_s = time.perf_counter() - t0
-            subgraph = replace(subgraph, job_id=job_id, worker=self._index, sequence=sequence, seed=seed)
-            waited = self._push(encode_subgraph(subgraph))
-            with self._lock:  # one step: the wait in progress becomes a finished one (counts never dip)
-                if waited is not None:
-                    self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
-                elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
-                    self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
-                self._waiting_since = None
-            if waited is None:
-                break
-            pushed += 1
-        return pushed
-
-    def _push(self, data: bytes) -> float | None:
-        """Push, waiting while the pool is full; the seconds waited, or None when stopped first.
-
-        The caller clears ``_waiting_since`` (with the lock held, together with counting the push).
-        """
-        from saintpipe.errors import SaintpipeTimeout
-
-        try:
-            self._pool.put_encoded(data, timeout=0)
-            return 0.0
-        except SaintpipeTimeout:
-            pass
-        t0 = time.perf_counter()
-        with self._lock:
-            self._waiting_since = t0
-        while not self._stop.is_set():
-            try:
-                self._pool.put_encoded(data, timeout=self._spec.push_poll_s)
-                return time.perf_counter() - t0
-            except SaintpipeTimeout:
-                continue
-        return None
+        return self._producer.run(self._stop)
 
     def stop(self) -> None:
         self._stop.set()

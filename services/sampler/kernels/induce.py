@@ -67,16 +67,25 @@ def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
     tmp_idx = np.empty(bound, dtype=np.int32)
     tmp_eid = np.empty(bound if want_eids else 0, dtype=np.int64)
     e = np.int64(0)
-    for i in range(n):
-        v = node_ids[i]
-        for k in range(indptr[v], indptr[v + 1]):
-            u = indices[k]
-            if (bits[u >> 3] >> (u & 7)) & 1:
-                tmp_idx[e] = g2l[u]
-                if want_eids:
+    if want_eids:
+        for i in range(n):
+            v = node_ids[i]
+            for k in range(indptr[v], indptr[v + 1]):
+                u = indices[k]
+                if (bits[u >> 3] >> (u & 7)) & 1:
+                    tmp_idx[e] = g2l[u]
                     tmp_eid[e] = k
-                e += 1
-        sub_indptr[i + 1] = e
+                    e += 1
+            sub_indptr[i + 1] = e
+    else:
+        for i in range(n):
+            v = node_ids[i]
+            for k in range(indptr[v], indptr[v + 1]):
+                u = indices[k]
+                if (bits[u >> 3] >> (u & 7)) & 1:
+                    tmp_idx[e] = g2l[u]
+                    e += 1
+            sub_indptr[i + 1] = e
     for i in range(n):
         bits[node_ids[i] >> 3] = 0
     return sub_indptr, tmp_idx[:e].copy(), tmp_eid[:e].copy() if want_eids else tmp_eid

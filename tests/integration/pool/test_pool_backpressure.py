@@ -59,8 +59,11 @@ def test_put_timeout_on_a_full_pool_is_a_clear_error_and_leaves_nothing_behind(r
     pool = SubgraphPool(redis_server.url, "full", capacity=2)
     pool.put(sg(0))
     pool.put(sg(1))
-    with pytest.raises(SaintpipeTimeout, match=r"job 'full' stayed full for 0.2 s: 2 unacknowledged entries held, "
-                                               r"capacity 2"):
+    with pytest.raises(
+        SaintpipeTimeout,
+        match=r"job 'full' stayed full for 0.2 s: 2 unacknowledged entries held, "
+        r"capacity 2",
+    ):
         pool.put(sg(2), timeout=0.2)
     with pytest.raises(SaintpipeTimeout):
         pool.put(sg(2), timeout=0)

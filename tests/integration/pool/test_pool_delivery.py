@@ -37,7 +37,9 @@ def produce(url: str, job: str, worker: int, count: int) -> None:
             pool.put(subgraph_for(job, worker, seq), timeout=120)
 
 
-def consume(url: str, job: str, name: str, log: str, visibility: float, hang_after: int | None = None) -> None:
+def consume(
+    url: str, job: str, name: str, log: str, visibility: float, hang_after: int | None = None
+) -> None:
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     trained = 0
     with SubgraphPool(url, job, capacity=16, visibility_timeout=visibility) as pool:
@@ -46,8 +48,12 @@ def consume(url: str, job: str, name: str, log: str, visibility: float, hang_aft
             if entry is None:
                 continue
             sg = entry.subgraph
-            record = {"worker": sg.worker, "seq": sg.sequence, "deliveries": entry.deliveries,
-                      "intact": sg.equals(subgraph_for(job, sg.worker, sg.sequence))}
+            record = {
+                "worker": sg.worker,
+                "seq": sg.sequence,
+                "deliveries": entry.deliveries,
+                "intact": sg.equals(subgraph_for(job, sg.worker, sg.sequence)),
+            }
             if hang_after is not None and trained >= hang_after and entry.deliveries == 1:
                 os.write(fd, (json.dumps({**record, "event": "held"}) + "\n").encode())
                 time.sleep(600)  # a trainer stuck mid-step: the test kills it here
@@ -67,13 +73,28 @@ def wait_for(predicate, seconds: float = 90.0, what: str = "condition") -> None:
         time.sleep(0.05)
 
 
-def run_job(url: str, job: str, tmp_path: Path, producers: int, per_producer: int, consumers: int,
-            visibility: float, hang_after: int | None = None):
+def run_job(
+    url: str,
+    job: str,
+    tmp_path: Path,
+    producers: int,
+    per_producer: int,
+    consumers: int,
+    visibility: float,
+    hang_after: int | None = None,
+):
     logs = [tmp_path / f"consumer-{i}.log" for i in range(consumers)]
-    cons = [FORK.Process(target=consume, args=(url, job, f"trainer-{i}", str(logs[i]), visibility,
-                                               hang_after if i == 0 else None), daemon=True)
-            for i in range(consumers)]
-    prods = [FORK.Process(target=produce, args=(url, job, w, per_producer), daemon=True) for w in range(producers)]
+    cons = [
+        FORK.Process(
+            target=consume,
+            args=(url, job, f"trainer-{i}", str(logs[i]), visibility, hang_after if i == 0 else None),
+            daemon=True,
+        )
+        for i in range(consumers)
+    ]
+    prods = [
+        FORK.Process(target=produce, args=(url, job, w, per_producer), daemon=True) for w in range(producers)
+    ]
     for p in cons + prods:
         p.start()
     return cons, prods, logs
@@ -105,18 +126,27 @@ def test_every_entry_is_consumed_exactly_once(redis_server, tmp_path):
     assert all(r["intact"] and r["deliveries"] == 1 for r in records)
     assert len({r["worker"] for r in records}) == producers
     stats = pool.stats()
-    assert (stats.produced, stats.acknowledged, stats.redelivered, stats.depth, stats.pending) == (total, total, 0, 0, 0)
+    assert (stats.produced, stats.acknowledged, stats.redelivered, stats.depth, stats.pending) == (
+        total,
+        total,
+        0,
+        0,
+        0,
+    )
     pool.close()
 
 
 def test_entries_of_a_killed_consumer_are_redelivered(redis_server, tmp_path):
     job, producers, per_producer, consumers = "killed-consumer", 2, 20, 3
     total = producers * per_producer
-    cons, prods, logs = run_job(redis_server.url, job, tmp_path, producers, per_producer, consumers,
-                                visibility=2.0, hang_after=2)
+    cons, prods, logs = run_job(
+        redis_server.url, job, tmp_path, producers, per_producer, consumers, visibility=2.0, hang_after=2
+    )
     pool = SubgraphPool(redis_server.url, job)
     try:
-        wait_for(lambda: any(r["event"] == "held" for r in read_logs(logs[:1])), what="the victim to hold an entry")
+        wait_for(
+            lambda: any(r["event"] == "held" for r in read_logs(logs[:1])), what="the victim to hold an entry"
+        )
         os.kill(cons[0].pid, signal.SIGKILL)  # dies mid-step, never acknowledging
         cons[0].join(10)
         for p in prods:
@@ -130,7 +160,9 @@ def test_entries_of_a_killed_consumer_are_redelivered(redis_server, tmp_path):
     assert len(held) == 1
     victim_entry = (held[0]["worker"], held[0]["seq"])
     trained = [r for r in records if r["event"] == "trained"]
-    assert {(r["worker"], r["seq"]) for r in trained} == {(w, s) for w in range(producers) for s in range(per_producer)}
+    assert {(r["worker"], r["seq"]) for r in trained} == {
+        (w, s) for w in range(producers) for s in range(per_producer)
+    }
     again = [r for r in trained if (r["worker"], r["seq"]) == victim_entry]
     assert again and again[0]["deliveries"] >= 2, "the held entry was not redelivered"
     assert all(r["intact"] for r in records)

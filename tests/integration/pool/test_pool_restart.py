@@ -1,4 +1,4 @@
-"""Producers and consumers survive a restart of a non-persistent Redis; a Redis that stays down is reported."""
+"""Producers and consumers survive a restart of a non-persistent Redis; one that stays down is reported."""
 
 from __future__ import annotations
 
@@ -88,8 +88,10 @@ def consume_forever(url: str) -> None:
 
 
 def test_producer_and_consumer_processes_survive_two_restarts(redis_server):
-    workers = [FORK.Process(target=f, args=(redis_server.url,), daemon=True) for f in (produce_forever,
-                                                                                          consume_forever)]
+    workers = [
+        FORK.Process(target=f, args=(redis_server.url,), daemon=True)
+        for f in (produce_forever, consume_forever)
+    ]
     for w in workers:
         w.start()
     pool = SubgraphPool(redis_server.url, "flow")
@@ -117,7 +119,9 @@ def test_redis_that_stays_down_is_service_unavailable(redis_server):
     pool = SubgraphPool(redis_server.url, "down", reconnect=ReconnectPolicy(0.05, 0.2, give_up_after=1.0))
     pool.put(sg(0))
     redis_server.kill()
-    with pytest.raises(ServiceUnavailable, match=r"unreachable while trying to read pool stats .*gave up after") as info:
+    with pytest.raises(
+        ServiceUnavailable, match=r"unreachable while trying to read pool stats .*gave up after"
+    ) as info:
         pool.stats()
     assert redis_server.password not in str(info.value) and "***" in str(info.value)
     with pytest.raises(ServiceUnavailable):

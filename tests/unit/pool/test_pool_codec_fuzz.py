@@ -18,8 +18,10 @@ from saintpipe.protos import subgraph_pb2
 from services.pool.codec import ARRAYS, decode_subgraph, encode_subgraph
 from services.pool.synthetic import random_subgraph
 
-ORIGINALS = [random_subgraph(n, e, seed=s, job_id=f"job{s}", worker=s, sequence=10 * s)
-             for s, (n, e) in enumerate([(0, 0), (2, 1), (7, 12), (40, 200)])]
+ORIGINALS = [
+    random_subgraph(n, e, seed=s, job_id=f"job{s}", worker=s, sequence=10 * s)
+    for s, (n, e) in enumerate([(0, 0), (2, 1), (7, 12), (40, 200)])
+]
 MESSAGES = [encode_subgraph(sg) for sg in ORIGINALS]
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -31,7 +33,12 @@ def check(data: bytes, original) -> None:
         return
     assert back.equals(original), "decoded a subgraph other than the one encoded"
     msg = subgraph_pb2.Subgraph.FromString(data)  # the reference parser accepts it too ...
-    assert (msg.job_id, msg.worker, msg.sequence, msg.seed) == (back.job_id, back.worker, back.sequence, back.seed)
+    assert (msg.job_id, msg.worker, msg.sequence, msg.seed) == (
+        back.job_id,
+        back.worker,
+        back.sequence,
+        back.seed,
+    )
     for name in ARRAYS:  # ... and reads the same arrays
         assert getattr(msg, name).data == getattr(back, name).tobytes()
 
@@ -70,7 +77,7 @@ def test_inserted_and_deleted_spans(which, data):
     start = data.draw(st.integers(0, len(msg)))
     removed = data.draw(st.integers(0, 16))
     inserted = data.draw(st.binary(max_size=16))
-    check(msg[:start] + inserted + msg[start + removed:], ORIGINALS[which])
+    check(msg[:start] + inserted + msg[start + removed :], ORIGINALS[which])
 
 
 @FUZZ

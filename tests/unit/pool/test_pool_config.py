@@ -12,18 +12,28 @@ from services.pool.pool import SubgraphPool
 
 
 def test_defaults_and_environment_overrides():
-    cfg = load_config(PoolConfig, environ={"SAINTPIPE_POOL__CAPACITY": "64", "SAINTPIPE_POOL__JOB_ID": "cora-gcn",
-                                           "SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "2.5"}, section="pool")
+    cfg = load_config(
+        PoolConfig,
+        environ={
+            "SAINTPIPE_POOL__CAPACITY": "64",
+            "SAINTPIPE_POOL__JOB_ID": "cora-gcn",
+            "SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "2.5",
+        },
+        section="pool",
+    )
     assert (cfg.capacity, cfg.job_id, cfg.visibility_timeout) == (64, "cora-gcn", 2.5)
     assert PoolConfig().capacity == 256 and PoolConfig().url is None
 
 
-@pytest.mark.parametrize("env, field", [
-    ({"SAINTPIPE_POOL__CAPACITY": "0"}, "capacity"),
-    ({"SAINTPIPE_POOL__JOB_ID": "bad job{x}"}, "job_id"),
-    ({"SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "-1"}, "visibility_timeout"),
-    ({"SAINTPIPE_POOL__CAPACTY": "3"}, "capacty"),
-])
+@pytest.mark.parametrize(
+    "env, field",
+    [
+        ({"SAINTPIPE_POOL__CAPACITY": "0"}, "capacity"),
+        ({"SAINTPIPE_POOL__JOB_ID": "bad job{x}"}, "job_id"),
+        ({"SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "-1"}, "visibility_timeout"),
+        ({"SAINTPIPE_POOL__CAPACTY": "3"}, "capacty"),
+    ],
+)
 def test_bad_values_name_the_field(env, field):
     with pytest.raises(ConfigError, match=field):
         load_config(PoolConfig, environ=env, section="pool")
@@ -40,12 +50,15 @@ def test_bad_url_scheme_is_a_config_error():
         make_client("http://127.0.0.1:6379/0")
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"job_id": "has space"}, "job_id"),
-    ({"job_id": "{tag}"}, "job_id"),
-    ({"job_id": "ok", "capacity": 0}, "capacity"),
-    ({"job_id": "ok", "visibility_timeout": 0}, "visibility_timeout"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"job_id": "has space"}, "job_id"),
+        ({"job_id": "{tag}"}, "job_id"),
+        ({"job_id": "ok", "capacity": 0}, "capacity"),
+        ({"job_id": "ok", "visibility_timeout": 0}, "visibility_timeout"),
+    ],
+)
 def test_pool_arguments_are_checked_before_connecting(kwargs, message):
     with pytest.raises(InvalidArgument, match=message):
         SubgraphPool("redis://127.0.0.1:1/0", **kwargs)

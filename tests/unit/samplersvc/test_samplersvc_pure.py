@@ -43,8 +43,7 @@ def test_counters_buckets_and_sum():
 def test_collector_renders_contract_names_and_parses():
     c = WorkerCounters()
     c.observe(100, 400, 0.003, 0.25)
-    snap = MetricsSnapshot({0: c, 1: WorkerCounters()}, {0: 2}, "jobA", {"depth": 5, "pending": 1, "produced": 9,
-                                                                           "acknowledged": 3, "redelivered": 0})
+    snap = MetricsSnapshot({0: c, 1: WorkerCounters()}, {0: 2})
 
     class _Registry:
         def collect(self):
@@ -61,8 +60,6 @@ def test_collector_renders_contract_names_and_parses():
     assert samples[("saintpipe_sampler_sample_seconds_count", (("worker", "0"),))] == 1
     assert samples[("saintpipe_sampler_sample_seconds_bucket", (("le", "0.005"), ("worker", "0")))] == 1
     assert samples[("saintpipe_sampler_sample_seconds_bucket", (("le", "0.0025"), ("worker", "0")))] == 0
-    assert samples[("saintpipe_pool_depth", (("job", "jobA"),))] == 5
-    assert samples[("saintpipe_pool_produced_total", (("job", "jobA"),))] == 9
 
 
 def test_cli_sampler_flags_kind_replaces_file_params(tmp_path):

@@ -1,0 +1,38 @@
+"""``saintpipe bench pool`` runs end to end and prints its figures as one JSON object."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bench_pool_prints_figures_and_the_ratio(cli, redis_server):
+    proc = cli(
+        "bench",
+        "pool",
+        "--nodes",
+        "300",
+        "--edges",
+        "2000",
+        "--count",
+        "5",
+        "--json",
+        "--redis-url",
+        redis_server.url,
+        timeout=120,
+    )
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "pool"
+    assert report["params"]["nodes"] == 300 and report["params"]["redis"] == "external"
+    paths = [row["path"] for row in report["rows"]]
+    assert paths[0].startswith("pool put+get+ack") and paths[1].startswith("redis SET+GET")
+    assert all(row["subgraphs_per_s"] > 0 and row["MB_per_s"] > 0 for row in report["rows"])
+    ratio = report["summary"]["ratio_pool_to_baseline"]
+    assert ratio == report["rows"][0]["subgraphs_per_s"] / report["rows"][1]["subgraphs_per_s"]
+    assert report["summary"]["meets_target"] == (ratio >= 0.7)
+    assert not redis_server.client().keys("saintpipe:*")  # the benchmark cleaned up after itself
+
+
+def test_bench_pool_rejects_bad_arguments_in_one_line(cli):
+    proc = cli("bench", "pool", "--count", "0", check=False)
+    assert proc.returncode != 0
+    assert "--count must be >= 1" in proc.stderr and "Traceback" not in proc.stderr
