@@ -97,7 +97,8 @@ def merge_results(results: list[TrainResult]) -> TrainResult:
 
 def train(job: str, dataset_dir: str, pool_url: str, feature_addresses, config: TrainerConfig | None = None, *,
           trainers: int = 1, pool: PoolConfig | None = None, metrics_port: int | None = None,
-          cpus_per_trainer: float = 1.0, ray_address: str | None = None) -> TrainResult:
+          metrics_host: str = "127.0.0.1", cpus_per_trainer: float = 1.0,
+          ray_address: str | None = None) -> TrainResult:
     """Train ``job`` with ``trainers`` Ray actors fed by the pool and the feature service.
 
     Starts a local Ray (``ray.init()``) when none is running and ``ray_address``
@@ -112,6 +113,7 @@ def train(job: str, dataset_dir: str, pool_url: str, feature_addresses, config: 
         trainers: data-parallel trainers (gradients averaged every step).
         pool: the job's pool settings (its ``job_id`` is replaced by ``job``).
         metrics_port: trainer r serves /metrics on ``metrics_port + r`` (0: free ports; None: none).
+        metrics_host: address the metrics endpoints bind.
         cpus_per_trainer: CPUs reserved per actor.
         ray_address: an existing Ray cluster to join (``ray.init(address=...)``).
 
@@ -121,7 +123,8 @@ def train(job: str, dataset_dir: str, pool_url: str, feature_addresses, config: 
     import ray
 
     spec = TrainerSpec(job=job, dataset_dir=str(dataset_dir), pool_url=pool_url, feature_addresses=feature_addresses,
-                       config=config or TrainerConfig(), pool=pool or PoolConfig(), metrics_port=metrics_port)
+                       config=config or TrainerConfig(), pool=pool or PoolConfig(), metrics_port=metrics_port,
+                       metrics_host=metrics_host)
     started = False
     if not ray.is_initialized():
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)

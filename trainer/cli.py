@@ -24,6 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--job", help="training job id (the pool stream)")
     parser.add_argument("--trainers", type=int, default=1, help="data-parallel trainers (default 1)")
     parser.add_argument("--metrics-port", type=int, help="trainer r serves /metrics on PORT+r (0: free ports)")
+    parser.add_argument("--metrics-host", default="127.0.0.1",
+                        help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)")
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.add_argument("--epochs", type=int, help="epoch budget")
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
@@ -56,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.trainers < 1:
         raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
     result = train(args.job, str(args.data), url, args.features, config, trainers=args.trainers, pool=pool,
-                   metrics_port=args.metrics_port, ray_address=args.ray_address)
+                   metrics_port=args.metrics_port, metrics_host=args.metrics_host, ray_address=args.ray_address)
     summary = result.summary()
     if args.json:
         print(json.dumps(summary, default=float))

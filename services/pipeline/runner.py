@@ -179,6 +179,7 @@ class LocalPipeline:
         service = SamplerService(cfg)
         self.supervisor.on_stop("sampler service", service.stop)
         service.start()
+        self.supervisor.watch("sampler service", lambda: service.failure)
         self._sampler_service = service
         if service.metrics_url:
             self.endpoints.metrics["samplers"] = service.metrics_url

