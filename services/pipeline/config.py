@@ -148,8 +148,14 @@ class PipelineConfig(StrictModel):
             return self.feature_cache
         return CacheConfig(static_rows=num_nodes // 10, lru_rows=num_nodes // 5)
 
-    def ray_cpus(self) -> int:
+    def cores(self) -> int:
+        """The cores the run sizes itself to: ``[run] ray_num_cpus``, else this machine's."""
         return self.run.ray_num_cpus or os.cpu_count() or 1
+
+    def ray_cpus(self) -> int:
+        """Logical CPUs of the local Ray: the cores, or more when the actors need more (they then share)."""
+        cores = self.cores()
+        return max(cores, self.sampler_workers(cores) + self.run.trainers)
 
 
 def load_pipeline_config(path: Path | None = None, data: Path | None = None,

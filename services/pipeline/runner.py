@@ -174,7 +174,7 @@ class LocalPipeline:
     def _start_samplers(self, dataset) -> None:
         from services.sampler_service.service import SamplerService
 
-        cfg = self.config.sampler_service_config(Path(self.config.run.data), self.redis_url, self.config.ray_cpus(),
+        cfg = self.config.sampler_service_config(Path(self.config.run.data), self.redis_url, self.config.cores(),
                                                  num_train=int(dataset.splits["train"].size))
         service = SamplerService(cfg)
         self.supervisor.on_stop("sampler service", service.stop)

@@ -117,7 +117,9 @@ class LocalCompose:
     # --- localization -------------------------------------------------------------------------------------
     def _assign_ports(self) -> None:
         """Every container port a service listens on gets a free local port."""
-        text = {name: " ".join(self._strings(svc.spec)) for name, svc in self.services.items()}
+        # Not the image names ("redis:7.4-alpine" is no address).
+        text = {name: " ".join(self._strings({k: v for k, v in svc.spec.items() if k not in ("image", "build")}))
+                for name, svc in self.services.items()}
         for name, svc in self.services.items():
             listened: set[int] = set(IMAGE_DEFAULT_PORTS.get(name, []))
             for other in text.values():  # <name>:<port> anywhere in the file
