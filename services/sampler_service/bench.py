@@ -65,26 +65,38 @@ def _dataset(args: argparse.Namespace) -> Path:
     return path
 
 
-def plain_loop(sampler, seconds: float, job_seed: int) -> tuple[int, float]:
-    """Sample back to back on one pinned core for ``seconds``; ``(subgraphs, elapsed)``."""
+def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
+    """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
     from services.sampler.parallel import subgraph_seed
 
     saved = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
     try:
         sampler.sample(subgraph_seed(job_seed, 0, 2**32))  # warm-up: compiled code, touched pages
-        count, start = 0, time.perf_counter()
+        count, start, cpu = 0, time.perf_counter(), time.thread_time()
         while True:
             sampler.sample(subgraph_seed(job_seed, 0, count))
             count += 1
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
-                return count, elapsed
+                break
+        cpu = time.thread_time() - cpu
     finally:
         os.sched_setaffinity(0, saved)
+    return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
+            "sample_ms": 1000 * elapsed / count, "cpu_ms": 1000 * cpu / count, "pool_wait_s": 0.0}
 
 
-def service_run(config, workers: int, seconds: float, max_subgraphs: int) -> dict:
+def _redis_cpu(pid: int | None) -> float:
+    import psutil
+
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def service_run(config, workers: int, seconds: float, max_subgraphs: int, redis_pid: int | None) -> dict:
     """Run the service with ``workers`` workers; the fill rate over the measurement window."""
     from services.pool.pool import SubgraphPool
     from services.sampler_service.service import SamplerService
@@ -94,10 +106,11 @@ def service_run(config, workers: int, seconds: float, max_subgraphs: int) -> dic
         service.start()
         deadline = time.monotonic() + 300
         while not all(w.counters.subgraphs for w in service.stats().workers):  # warm-up: all have pushed
+            service.raise_if_failed()
             if time.monotonic() > deadline:
                 raise RuntimeError("the workers did not start pushing within 300 s")
             time.sleep(0.05)
-        first = service.stats()
+        first, redis0 = service.stats(), _redis_cpu(redis_pid)
         t0 = time.perf_counter()
         while True:
             time.sleep(0.05)
@@ -105,16 +118,20 @@ def service_run(config, workers: int, seconds: float, max_subgraphs: int) -> dic
             elapsed = time.perf_counter() - t0
             if elapsed >= seconds or last.subgraphs - first.subgraphs >= max_subgraphs:
                 break
+        redis_s = _redis_cpu(redis_pid) - redis0
     finally:
         service.stop()
         SubgraphPool(service.redis_url, config.job).delete_job()
+
+    def delta(field: str) -> float:
+        return sum(getattr(w.counters, field) for w in last.workers) - sum(
+            getattr(w.counters, field) for w in first.workers)
+
     count = last.subgraphs - first.subgraphs
-    sample_s = sum(w.counters.sample_seconds_sum for w in last.workers) - sum(
-        w.counters.sample_seconds_sum for w in first.workers)
-    waited = sum(w.counters.pool_wait_seconds for w in last.workers) - sum(
-        w.counters.pool_wait_seconds for w in first.workers)
     return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
-            "sample_ms": 1000 * sample_s / max(count, 1), "pool_wait_s": waited}
+            "sample_ms": 1000 * delta("sample_seconds_sum") / max(count, 1),
+            "cpu_ms": 1000 * delta("cpu_seconds") / max(count, 1), "redis_cpu_ms": 1000 * redis_s / max(count, 1),
+            "pool_wait_s": delta("pool_wait_seconds")}
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -125,16 +142,16 @@ def _bench(args: argparse.Namespace) -> int:
     from services.dataset.store import open_dataset
     from services.pool.codec import encode_subgraph
     from services.pool.redis_server import RedisServer
+    from services.sampler.normalization import load_or_estimate
     from services.sampler.parallel import available_cores
     from services.sampler_service.cli import sampler_flags
     from services.sampler_service.config import SamplerServiceConfig
-    from services.sampler_service.normalization import load_stored
     from services.sampler_service.worker import build_sampler
 
     cores = len(available_cores())
     workers = args.workers or cores
-    if workers < 1 or args.seconds <= 0 or args.pool_memory_mb <= 0:
-        raise InvalidArgument("--workers, --seconds and --pool-memory-mb must be > 0")
+    if workers < 1 or args.seconds <= 0 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
+        raise InvalidArgument("--workers, --seconds, --pool-memory-mb and --norm-subgraphs must be > 0")
     args.sampler_config = None
     data = _dataset(args)
     dataset = open_dataset(data)
@@ -142,37 +159,45 @@ def _bench(args: argparse.Namespace) -> int:
         config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
                                       norm_subgraphs=args.norm_subgraphs,
                                       pool={"url": redis_server.url, "job_id": "bench-samplers"})
-        probe = build_sampler(config.sampler, dataset)
-        sg_bytes = len(encode_subgraph(probe.sample(1)))
+        # The sampler package's own estimate, stored where the service looks: the service reuses it.
+        norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
+        sampler = build_sampler(config.sampler, dataset, norm)
+        sg_bytes = len(encode_subgraph(sampler.sample(1)))
         max_subgraphs = max(16, int(args.pool_memory_mb * 2**20 / sg_bytes))
         # Sized so the window ends before the pool fills: nobody consumes during the benchmark.
         config = config.model_copy(update={"pool": config.pool.model_copy(
             update={"capacity": max_subgraphs + 4 * workers})})
         ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
         try:
-            rows = []
-            one = service_run(config, 1, args.seconds, max_subgraphs)
-            norm = load_stored(dataset, config.sampler, args.norm_subgraphs, config.norm_seed)
-            count, elapsed = plain_loop(build_sampler(config.sampler, dataset, norm), args.seconds, args.seed)
-            plain = {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
-                     "sample_ms": 1000 * elapsed / count, "pool_wait_s": 0.0}
-            rows.append({"run": "plain loop (kernel only)", "workers": 1, **plain})
-            rows.append({"run": "service", "workers": 1, **one})
-            many = service_run(config, workers, args.seconds, max_subgraphs) if workers > 1 else one
-            if workers > 1:
-                rows.append({"run": "service", "workers": workers, **many})
+            # Plain loops before and after the 1-worker run, so a change in machine load shows.
+            plain_a = plain_loop(sampler, args.seconds, args.seed)
+            one = service_run(config, 1, args.seconds, max_subgraphs, redis_server.pid)
+            plain_b = plain_loop(sampler, args.seconds, args.seed)
+            many = service_run(config, workers, args.seconds, max_subgraphs, redis_server.pid) \
+                if workers > 1 else one
         finally:
             ray.shutdown()
+    plain_rate = (plain_a["subgraphs"] + plain_b["subgraphs"]) / (plain_a["seconds"] + plain_b["seconds"])
+    plain_cpu = (plain_a["cpu_ms"] * plain_a["subgraphs"] + plain_b["cpu_ms"] * plain_b["subgraphs"]) / (
+        plain_a["subgraphs"] + plain_b["subgraphs"])
+    rows = [{"run": "plain loop (kernel only)", "workers": 1, **plain_a},
+            {"run": "service", "workers": 1, **one},
+            {"run": "plain loop (again)", "workers": 1, **plain_b}]
+    if workers > 1:
+        rows.append({"run": "service", "workers": workers, **many})
     scaling = many["subgraphs_per_s"] / one["subgraphs_per_s"]
     summary = {
-        "service(1) / plain loop": one["subgraphs_per_s"] / plain["subgraphs_per_s"],
-        f"scaling service({workers}) / service(1)": scaling,
+        "service(1) / plain loop, subgraphs/s": one["subgraphs_per_s"] / plain_rate,
+        "service(1) / plain loop, by CPU per subgraph": plain_cpu / one["cpu_ms"],
+        f"scaling service({workers}) / service(1), subgraphs/s": scaling,
         "scaling / workers": scaling / workers,
+        f"CPU per subgraph, 1 worker / {workers} workers": one["cpu_ms"] / many["cpu_ms"],
         "subgraph size (MB encoded)": sg_bytes / 2**20,
     }
     params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
               "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
               "seconds": args.seconds, "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
     emit_report("samplers", rows, params=params, summary=summary, as_json=args.json,
-                columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "pool_wait_s"])
+                columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",
+                         "redis_cpu_ms", "pool_wait_s"])
     return 0

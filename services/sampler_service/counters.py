@@ -32,6 +32,8 @@ class WorkerCounters:
     # Non-cumulative counts per bucket; the last is (+Inf): observations above the top bound.
     sample_seconds_buckets: list[int] = field(default_factory=_zeros)
     pool_wait_seconds: float = 0.0
+    # CPU seconds of the worker process while producing (all its threads); for benchmarks, not exported.
+    cpu_seconds: float = 0.0
 
     def observe(self, nodes: int, edges: int, sample_seconds: float, pool_wait_seconds: float) -> None:
         """Count one subgraph pushed to the pool."""
@@ -51,6 +53,7 @@ class WorkerCounters:
             sample_seconds_sum=self.sample_seconds_sum + other.sample_seconds_sum,
             sample_seconds_buckets=[a + b for a, b in zip(self.sample_seconds_buckets, other.sample_seconds_buckets)],
             pool_wait_seconds=self.pool_wait_seconds + other.pool_wait_seconds,
+            cpu_seconds=self.cpu_seconds + other.cpu_seconds,
         )
 
     def cumulative_buckets(self) -> list[tuple[str, int]]:

@@ -7,9 +7,9 @@ drawing of subgraph k+1 (a hand-off of depth one: at most one subgraph waits
 for the pusher). When the pool is full the pusher waits, the hand-off fills,
 and drawing stops too: nothing is ever dropped to make room.
 
-Sequence numbers are reserved before drawing, so a crash or a stop leaves
-gaps (at most the subgraph being drawn and the one being pushed), never a
-repeated (worker, sequence) pair.
+Sequence numbers are reserved before drawing (:mod:`sequence`), so a crash or
+a stop leaves gaps (the rest of the reserved block, the subgraph being drawn
+and the one being pushed), never a repeated (worker, sequence) pair.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ class Producer:
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
         self._error: BaseException | None = None
+        self._cpu_start = time.process_time()
 
     def snapshot(self) -> WorkerCounters:
         """The counts so far, a wait on a full pool in progress included (so counters never dip)."""
@@ -55,7 +56,8 @@ class Producer:
             snap = WorkerCounters.from_dict(self._counters.to_dict())
             if self._waiting_since is not None:
                 snap.pool_wait_seconds += time.perf_counter() - self._waiting_since
-            return snap
+        snap.cpu_seconds = time.process_time() - self._cpu_start
+        return snap
 
     def run(self, stop: threading.Event) -> int:
         """Produce until ``stop`` is set; return how many subgraphs were pushed.

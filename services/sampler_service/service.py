@@ -180,7 +180,7 @@ class SamplerService:
                 index = next(i for i in range(len(self._slots) + k + 1) if i not in self._slots)
                 slot = self._removed.pop(index, None) or WorkerSlot(index)  # counts are kept per index
                 slot.worker = self._new_worker(index)
-                slot.consecutive_failures = slot.deaths_on_actor = 0
+                slot.consecutive_failures, slot.restarting = 0, False
                 slot.run_ref = slot.worker.run_async(self._norm_ref)
                 self._slots[index] = slot
                 added.append(index)
@@ -297,28 +297,31 @@ class SamplerService:
                     slot.run_ref = slot.worker.run_async(self._norm_ref)
 
     def _record_failure(self, slot: WorkerSlot, ref) -> None:
-        died = False
+        kind = "exception"
         try:
             ray.get(ref)
             reason = "run() returned without being stopped"
         except ray.exceptions.RayTaskError as exc:  # an exception inside run(): the process lives on
             reason = f"run() raised {exc.cause!r}" if getattr(exc, "cause", None) else f"run() raised: {exc}"
+        except ray.exceptions.ActorDiedError as exc:
+            kind, reason = "died", f"its actor is dead for good ({exc.__class__.__name__}; Ray's restarts used up)"
         except ray.exceptions.RayError as exc:
-            died, reason = True, f"its process died ({type(exc).__name__})"
+            kind, reason = "unavailable", f"its process died ({type(exc).__name__})"
         with self._lock:
             if self._stopping.is_set() or self._slots.get(slot.index) is not slot:
                 return  # stopped or removed meanwhile: not a failure
-            slot.record_failure(reason, died=died, now=time.monotonic())
+            if not slot.record_failure(reason, kind, time.monotonic()):
+                return
             log.warning("sampler worker %d failed (restart %d): %s", slot.index, slot.restarts, reason)
             if slot.consecutive_failures >= self.config.max_consecutive_failures:
                 self._failure = (f"sampler worker {slot.index} failed {slot.consecutive_failures} times in a row "
                                  f"without pushing a subgraph; last error: {reason}")
                 log.error("%s; not restarting it", self._failure)
                 slot.retry_at = float("inf")
-            elif died and slot.deaths_on_actor > self.config.max_restarts:
-                # Ray has given up on this actor: a new one takes the index and continues its sequence.
+            elif kind == "died":
+                # A new actor takes the index and continues its sequence from Redis.
                 slot.worker.kill()
-                slot.worker, slot.deaths_on_actor = self._new_worker(slot.index), 0
+                slot.worker = self._new_worker(slot.index)
 
     def _poll(self, slots: list[WorkerSlot] | None = None) -> None:
         """Fetch every worker's counters and the pool's stats."""

@@ -34,6 +34,9 @@ def test_workers_fill_the_pool_with_valid_distinct_redrawable_subgraphs(make_ser
     assert pool.stats().produced == 16  # producers wait at capacity: nothing beyond it was added
 
     subgraphs = drain_pool(pool, 48)  # draining lets the workers go on
+    # A worker whose process started late (a loaded machine) shows up a little later.
+    wait(lambda: {sg.worker for sg in subgraphs} == {0, 1} or subgraphs.extend(drain_pool(pool, 4)), 60,
+         "both workers' subgraphs")
     dataset = open_dataset(svc_dataset)
     adjacency = sp.csr_matrix((np.ones(dataset.num_edges), dataset.indices, dataset.indptr))
     pairs = [(sg.worker, sg.sequence) for sg in subgraphs]
