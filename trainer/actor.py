@@ -87,8 +87,15 @@ class TrainerGroup:
 
 
 def merge_results(results: list[TrainResult]) -> TrainResult:
-    """One summary for the group: rank 0's scores and counters, times and subgraphs summed over ranks."""
+    """One summary for the group: rank 0's scores and counters, times and subgraphs summed over ranks.
+
+    Raises:
+        RuntimeError: the trainers ended with different weights (the gradient averaging broke).
+    """
     lead = results[0]
+    digests = {r.model_digest for r in results}
+    if len(digests) > 1:
+        raise RuntimeError(f"data-parallel trainers ended with different weights: {sorted(digests)}")
     times = TimeBreakdown(**{k: sum(getattr(r.times, k) for r in results) for k in vars(lead.times)})
     times.total = max(r.times.total for r in results)
     return replace(lead, subgraphs=sum(r.subgraphs for r in results), times=times,
