@@ -37,7 +37,9 @@ class _TrainerActor:
 
         from trainer.distributed import free_port
 
-        host = ray.util.get_node_ip_address()  # the address Ray itself uses to reach this node
+        # One node: loopback. Several: the address Ray itself uses to reach this node.
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
     def run(self, master: str | None) -> TrainResult:

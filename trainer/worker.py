@@ -111,6 +111,8 @@ def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: s
         loop = TrainLoop(state, graph, cfg, name=name, metrics=metrics,
                          sync=group.sync if group else None, decide=group.decide if group else None,
                          is_leader=rank == 0, checkpointer=checkpointer)
+        if group is not None:
+            group.check_same_start(state.steps)
         feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
         result = loop.run(feed)
         log.info("%s: done: %s", name, result.summary())
