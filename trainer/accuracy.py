@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from saintpipe.errors import DatasetError
 from trainer.config import ModelConfig, TrainerConfig
@@ -26,7 +27,7 @@ from trainer.step import EarlyStopping, TrainState
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL = ModelConfig(arch="gcn", hidden=[128, 128], dropout=0.5, lr=0.01, weight_decay=5e-4)
+DEFAULT_MODEL = ModelConfig(arch="gcn", hidden=[64, 64], dropout=0.5, lr=0.01, weight_decay=5e-4)
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,7 @@ def compare(datasets: dict[str, Path], seeds: list[int], epochs: int, model: Mod
     for name, path in datasets.items():
         graph = load_planetoid(path)
         runs: dict[str, list[float]] = {"full-batch": [], "rw+norm": [], "rw (no norm)": []}
-        for seed in seeds:
+        for seed in tqdm(seeds, desc=f"accuracy {name}", unit="seed"):
             runs["full-batch"].append(train_full_batch(graph, model, epochs, seed)["test"])
             runs["rw+norm"].append(train_subgraphs(graph, model, epochs, seed, True, sampling)["test"])
             runs["rw (no norm)"].append(train_subgraphs(graph, model, epochs, seed, False, sampling)["test"])

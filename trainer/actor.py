@@ -37,7 +37,9 @@ class _TrainerActor:
 
         from trainer.distributed import free_port
 
-        host = ray.util.get_node_ip_address()  # the address Ray itself uses to reach this node
+        # One node: loopback. Several: the address Ray itself uses to reach this node.
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
     def run(self, master: str | None) -> TrainResult:
@@ -87,8 +89,15 @@ class TrainerGroup:
 
 
 def merge_results(results: list[TrainResult]) -> TrainResult:
-    """One summary for the group: rank 0's scores and counters, times and subgraphs summed over ranks."""
+    """One summary for the group: rank 0's scores and counters, times and subgraphs summed over ranks.
+
+    Raises:
+        RuntimeError: the trainers ended with different weights (the gradient averaging broke).
+    """
     lead = results[0]
+    digests = {r.model_digest for r in results}
+    if len(digests) > 1:
+        raise RuntimeError(f"data-parallel trainers ended with different weights: {sorted(digests)}")
     times = TimeBreakdown(**{k: sum(getattr(r.times, k) for r in results) for k in vars(lead.times)})
     times.total = max(r.times.total for r in results)
     return replace(lead, subgraphs=sum(r.subgraphs for r in results), times=times,

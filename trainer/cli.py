@@ -42,7 +42,6 @@ def _serve(args: argparse.Namespace) -> int:
     from saintpipe.config import load_config
     from saintpipe.errors import ConfigError
     from services.pool.config import PoolConfig
-    from trainer.actor import train
     from trainer.config import TrainerConfig
 
     flags = {"epochs": args.epochs, "max_steps": args.max_steps, "checkpoint_dir": args.checkpoint_dir}
@@ -57,6 +56,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
     if args.trainers < 1:
         raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
+    from trainer.actor import train  # torch and Ray load only once the arguments are known to be good
+
     result = train(args.job, str(args.data), url, args.features, config, trainers=args.trainers, pool=pool,
                    metrics_port=args.metrics_port, metrics_host=args.metrics_host, ray_address=args.ray_address)
     summary = result.summary()

@@ -57,6 +57,20 @@ class DataParallel:
             offset += g.numel()
         return total
 
+    def check_same_start(self, steps: int) -> None:
+        """Raise unless every trainer starts from the same step (they resumed from the same checkpoint).
+
+        Raises:
+            ConfigError: the trainers hold different checkpoints (``checkpoint_dir`` not shared).
+        """
+        from saintpipe.errors import ConfigError
+
+        buf = torch.tensor([float(steps), -float(steps)], dtype=torch.float64, device=self.device)
+        dist.all_reduce(buf, op=dist.ReduceOp.MAX)
+        if buf[0] != -buf[1]:
+            raise ConfigError(f"data-parallel trainers start from different steps ({int(-buf[1])}..{int(buf[0])}): "
+                              "their checkpoint_dir must be one shared directory")
+
     def decide(self, values: list[float]) -> list[float]:
         """Rank 0's ``values`` on every rank."""
         buf = torch.tensor(values, dtype=torch.float64, device=self.device)

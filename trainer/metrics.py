@@ -37,7 +37,11 @@ class TrainerMetrics:
         self.val.set(score)
 
 
-def serve_metrics(port: int, host: str = "127.0.0.1") -> int:
-    """Start the /metrics endpoint on ``port`` (0: a free one); returns the port."""
+def serve_metrics(port: int, host: str = "127.0.0.1"):
+    """Start the /metrics endpoint on ``port`` (0: a free one) on a daemon thread.
+
+    Returns:
+        The HTTP server; its port is ``server.server_address[1]``; ``server.shutdown()`` stops it.
+    """
     server, _thread = start_http_server(port, addr=host)
-    return int(server.server_address[1])
+    return server

@@ -89,9 +89,10 @@ def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: s
         torch.set_num_threads(cfg.threads)
     device = pick_device(cfg.device)
     metrics = TrainerMetrics(name)
+    http = None
     if spec.metrics_port is not None:
-        port = serve_metrics(spec.metrics_port + rank if spec.metrics_port else 0, spec.metrics_host)
-        log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, port)
+        http = serve_metrics(spec.metrics_port + rank if spec.metrics_port else 0, spec.metrics_host)
+        log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, http.server_address[1])
     dataset = open_dataset(Path(spec.dataset_dir))
     client = FeatureClient(spec.feature_addresses, name=name)
     pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
@@ -110,6 +111,8 @@ def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: s
         loop = TrainLoop(state, graph, cfg, name=name, metrics=metrics,
                          sync=group.sync if group else None, decide=group.decide if group else None,
                          is_leader=rank == 0, checkpointer=checkpointer)
+        if group is not None:
+            group.check_same_start(state.steps)
         feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
         result = loop.run(feed)
         log.info("%s: done: %s", name, result.summary())
@@ -121,3 +124,6 @@ def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: s
             group.close()
         pool.close()
         client.close()
+        if http is not None:
+            http.shutdown()
+            http.server_close()

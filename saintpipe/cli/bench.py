@@ -10,6 +10,7 @@ from saintpipe.cli.registry import register_all
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
     "services.feature_shard.bench",
+    "trainer.bench_accuracy",
     "services.sampler.bench",
     "services.pool.bench",
     "trainer.bench",

@@ -60,7 +60,9 @@ class _TrainerActor:
         """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
         from trainer.distributed import free_port
 
-        host = ray.util.get_node_ip_address()
+        # One node: loopback. Several: the address Ray itself uses to reach this node (as trainer.actor does).
+        alive = [n for n in ray.nodes() if n.get("Alive")]
+        host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
     def prepare(self, master: str | None) -> str | None:
