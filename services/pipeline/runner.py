@@ -95,9 +95,11 @@ class LocalPipeline:
                 sup.request_stop()
                 raise
             finally:
-                self._collect(summary)
-                sup.close()
-                summary.times.wall = time.monotonic() - self._t0
+                try:
+                    self._collect(summary)
+                finally:  # whatever the summary hit, every component is stopped
+                    sup.close()
+                    summary.times.wall = time.monotonic() - self._t0
         finally:
             sup.restore_signal_handlers()
         sup.raise_if_failed()

@@ -21,7 +21,7 @@ from typing import Any
 
 import ray
 
-from saintpipe.errors import ServiceUnavailable
+from saintpipe.errors import SaintpipeError, ServiceUnavailable
 from services.pipeline.progress import TrainerProgress
 
 log = logging.getLogger(__name__)
@@ -244,7 +244,12 @@ class LocalTrainers:
                     self._results = ray.get(self._runs, timeout=0)
                 except ray.exceptions.RayError:
                     return None
-        return merge_results(self._results) if self._results else None
+        if not self._results:
+            return None
+        try:
+            return merge_results(self._results)
+        except RuntimeError as exc:  # the ranks' weights differ: the averaging broke
+            raise SaintpipeError(str(exc)) from None
 
     def stop(self) -> None:
         for actor in self._actors:
