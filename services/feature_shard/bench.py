@@ -85,7 +85,7 @@ def _bench(args: argparse.Namespace) -> int:
         params=params,
         summary=summary,
         as_json=args.json,
-        columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "wire_MB", "ratio"],
+        columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "cpu_ms", "wire_MB", "ratio"],
     )
     return 0
 
@@ -107,7 +107,9 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
     dataset = open_dataset(directory)
     id_sets = [rng.choice(args.nodes, size=args.rows, replace=False) for _ in range(args.repeats + 3)]
 
-    with _servers(directory, args.shards, args.in_process) as addresses:
+    servers = _servers(directory, args.shards, args.in_process)
+    with servers as addresses:
+        meter = _Meter(servers.pids)
         clients = {"service": FeatureClient(addresses, deadline=60.0)}
         if not args.no_fp16:
             clients["service fp16"] = FeatureClient(addresses, deadline=60.0, transfer_dtype="float16")
@@ -120,23 +122,32 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
                 )
                 if not np.array_equal(got, expected):
                     raise SaintpipeError(f"benchmark self-check failed: {name} rows differ from the dataset")
-            times = {"numpy mmap (baseline)": [], **{name: [] for name in clients}}
-            wire = {name: [] for name in clients}
-            for i, ids in enumerate(tqdm(id_sets, desc=f"dim {dim}", leave=False, disable=args.json)):
+            paths = ["numpy mmap (baseline)", *clients]
+            wall: dict[str, list[float]] = {name: [] for name in paths}
+            cpu: dict[str, list[float]] = {name: [] for name in paths}
+            wire: dict[str, list[int]] = {name: [] for name in clients}
+            for ids in tqdm(id_sets, desc=f"dim {dim}", leave=False, disable=args.json):
                 # Interleaved, so that machine noise hits every path alike; the first rounds warm up.
-                times["numpy mmap (baseline)"].append(_timed(lambda: dataset.gather_features(ids)))
-                for name, client in clients.items():
-                    before = client.stats()["bytes_received"]
-                    times[name].append(_timed(lambda: client.gather(ids)))
-                    wire[name].append(client.stats()["bytes_received"] - before)
+                for name in paths:
+                    client = clients.get(name)
+                    before = client.stats()["bytes_received"] if client else 0
+                    took, spent = meter.measure(
+                        (lambda: dataset.gather_features(ids))
+                        if client is None
+                        else (lambda: client.gather(ids))
+                    )
+                    wall[name].append(took)
+                    cpu[name].append(spent)
+                    if client is not None:
+                        wire[name].append(client.stats()["bytes_received"] - before)
         finally:
             for client in clients.values():
                 client.close()
 
     mb = args.rows * dim * 4 / 1e6  # float32 rows delivered per gather
     out = []
-    for name, samples in times.items():
-        t = np.array(samples[3:])
+    for name in paths:
+        t = np.array(wall[name][3:])
         median = float(np.median(t))
         out.append(
             {
@@ -146,6 +157,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
                 "MB_per_s": mb / median,
                 "p50_ms": median * 1e3,
                 "p99_ms": float(np.percentile(t, 99)) * 1e3,
+                "cpu_ms": float(np.mean(cpu[name][3:])) * 1e3,
                 "wire_MB": float(np.median(wire[name][3:])) / 1e6 if name in wire else mb,
             }
         )
@@ -155,12 +167,30 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
     return out
 
 
-def _timed(fn) -> float:
-    import time
+class _Meter:
+    """Wall time and CPU time of one call; CPU summed over this process and the server processes.
 
-    began = time.perf_counter()
-    fn()
-    return time.perf_counter() - began
+    Other processes' CPU times tick at 10 ms; per-call deltas are unbiased, so their mean is fair.
+    """
+
+    def __init__(self, pids: list[int]) -> None:
+        import psutil
+
+        self._procs = [psutil.Process(pid) for pid in pids]
+
+    def _cpu(self) -> float:
+        import time
+
+        return time.process_time() + sum(sum(p.cpu_times()[:2]) for p in self._procs)
+
+    def measure(self, fn) -> tuple[float, float]:
+        import time
+
+        cpu0 = self._cpu()
+        began = time.perf_counter()
+        fn()
+        took = time.perf_counter() - began
+        return took, self._cpu() - cpu0
 
 
 class _servers:
@@ -168,6 +198,7 @@ class _servers:
 
     def __init__(self, directory, num_shards: int, in_process: bool) -> None:
         self._directory, self._num_shards, self._in_process = directory, num_shards, in_process
+        self.pids: list[int] = []  # server processes (none when in-process)
 
     def __enter__(self) -> list[list[str]]:
         if self._in_process:
@@ -178,6 +209,7 @@ class _servers:
         from services.feature_shard.launch import LocalShards
 
         self._local = LocalShards(self._directory, self._num_shards)
+        self.pids = [p.process.pid for replicas in self._local.processes for p in replicas]
         return self._local.addresses
 
     def __exit__(self, *exc) -> None:

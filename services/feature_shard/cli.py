@@ -61,6 +61,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
     }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
+    if cfg.tune_malloc:
+        from services.feature_shard.malloc import tune_malloc
+
+        tune_malloc()
     stop = threading.Event()
     received: list[int] = []
 

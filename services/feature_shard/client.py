@@ -48,7 +48,7 @@ _CHANNEL_OPTIONS = [
 ]
 
 
-@dataclass
+@dataclass(eq=False)
 class _Replica:
     address: str
     channel: grpc.Channel
@@ -56,7 +56,7 @@ class _Replica:
     info: Callable
 
 
-@dataclass
+@dataclass(eq=False)
 class _Shard:
     index: int
     replicas: list[_Replica]
@@ -347,10 +347,16 @@ class FeatureClient:
                         f"feature shard {shard.index} at {replica.address}: chunk of shape "
                         f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
                     )
-                if contiguous:
-                    out[base + offset : base + offset + rows.shape[0]] = rows
+                end = offset + rows.shape[0]
+                if rows.dtype == np.float16:  # numpy's float16 -> float32 cast is slow: a Numba kernel
+                    from services.feature_shard.half import scatter_float16_rows  # loaded on first use
+
+                    where = np.arange(base + offset, base + end) if contiguous else positions[offset:end]
+                    scatter_float16_rows(rows, where, out)
+                elif contiguous:
+                    out[base + offset : base + end] = rows
                 else:
-                    out[positions[offset : offset + rows.shape[0]]] = rows
+                    out[positions[offset:end]] = rows
                 received += rows.shape[0]
                 nbytes += rows.nbytes
             if received != ids.size:

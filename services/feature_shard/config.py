@@ -56,3 +56,8 @@ class FeatureShardConfig(StrictModel):
     grace_seconds: float = pydantic.Field(
         5.0, ge=0, description="on SIGTERM/SIGINT, time in-flight calls get to finish"
     )
+    tune_malloc: bool = pydantic.Field(
+        True,
+        description="keep large freed buffers in the heap (glibc mallopt) so gathers do not page-fault "
+        "their buffers in again; see services/feature_shard/malloc.py",
+    )

@@ -27,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class ShardProcess:
-    """One ``saintpipe serve feature-shard`` subprocess."""
+    """One ``saintpipe serve feature-shard`` subprocess.
+
+    With ``wait=False`` the constructor returns at once; call :meth:`wait_ready`
+    (several servers then start in parallel).
+    """
 
     def __init__(
         self,
@@ -60,38 +64,40 @@ class ShardProcess:
             "0",
             *extra_args,
         ]
-        # Dies with its parent (PR_SET_PDEATHSIG): a crashed or killed parent leaves no shard behind.
+        # Dies with its parent (PR_SET_PDEATHSIG): a crashed or killed parent leaves no shard behind. In its own
+        # process group, a Ctrl-C at the terminal reaches only a supervisor that stops it in order.
         self.process = procutil.spawn(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
                                       own_process_group=own_process_group)
         self.output: list[str] = []  # every stdout line, as it arrives
         self.metrics_url: str | None = None  # when started with --metrics-port
+        self.address: str | None = None  # "host:port" once ready
         self._host, self._start_timeout = host, start_timeout
-        self.address: str | None = None
+        # A thread reads stdout, so a wedged server cannot block us past the
+        # timeout and later output never fills the pipe.
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._pump = threading.Thread(target=self._read_stdout, name=f"shard{shard}-stdout", daemon=True)
+        self._pump.start()
         if wait:
             self.wait_ready()
 
+    def _read_stdout(self) -> None:
+        for line in self.process.stdout:
+            self.output.append(line.rstrip("\n"))
+            self._lines.put(line)
+        self._lines.put(None)
+
     def wait_ready(self) -> str:
-        """Wait for the "listening on" line (started with ``wait=False``); returns the address."""
-        if self.address is None:
-            self.address = self._await_address(self._host, self._start_timeout)
-        return self.address
+        """Wait for the "listening on" line; returns the address.
 
-    def _await_address(self, host: str, timeout: float) -> str:
-        # A thread reads stdout (so a wedged server cannot block us past the
-        # timeout, and later output never fills the pipe).
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def pump() -> None:
-            for line in self.process.stdout:
-                self.output.append(line.rstrip("\n"))
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=pump, name=f"shard{self.shard}-stdout", daemon=True).start()
-        deadline = time.monotonic() + timeout
+        Raises:
+            ServiceUnavailable: the server exited or stayed silent past the start timeout (with its stderr).
+        """
+        if self.address is not None:
+            return self.address
+        deadline = time.monotonic() + self._start_timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                line = lines.get(timeout=remaining)
+                line = self._lines.get(timeout=remaining)
             except queue.Empty:
                 break
             if line is None:
@@ -99,7 +105,8 @@ class ShardProcess:
             if line.startswith("metrics on "):
                 self.metrics_url = line.split(" ", 2)[2].strip()
             if line.startswith("listening on "):
-                return f"{host}:{line.strip().rsplit(':', 1)[1]}"
+                self.address = f"{self._host}:{line.strip().rsplit(':', 1)[1]}"
+                return self.address
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -119,6 +126,7 @@ class ShardProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._pump.join(5.0)  # the last lines ("stopped") are in self.output once it returns
         if not self._log.closed:
             self._log.close()
         return self.process.returncode
@@ -144,7 +152,7 @@ class LocalShards:
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
         try:
-            for k in range(num_shards):
+            for k in range(num_shards):  # all start at once, then we wait for each
                 self.processes.append(
                     [
                         ShardProcess(
@@ -153,9 +161,9 @@ class LocalShards:
                         for _ in range(replicas)
                     ]
                 )
-            for group in self.processes:  # all start at once; then wait for each
-                for p in group:
-                    p.wait_ready()
+            for replicas_of_shard in self.processes:
+                for process in replicas_of_shard:
+                    process.wait_ready()
         except BaseException:
             self.stop()
             raise

@@ -95,7 +95,7 @@ class FeatureShardServicer:
         for lo in range(0, ids.size, rows_per_chunk):
             rows = np.take(self._rows, ids[lo : lo + rows_per_chunk] - self.start, axis=0)
             if rows.dtype != send_dtype:
-                rows = rows.astype(send_dtype)
+                rows = _convert(rows, send_dtype)
             message = encode_chunk(lo, rows)
             self._count(message, rows.shape[0])
             yield message
@@ -128,6 +128,14 @@ class FeatureShardServicer:
 
     def error_hook(self, method: str, code: grpc.StatusCode) -> None:
         metrics.ERRORS.labels(self._label, code.name).inc()
+
+
+def _convert(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if rows.dtype == np.float32 and dtype == np.float16:
+        from services.feature_shard.half import float32_to_float16  # Numba: loaded on first use
+
+        return float32_to_float16(rows)
+    return rows.astype(dtype)
 
 
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
