@@ -52,7 +52,7 @@ class _TrainerActor:
     def __init__(self, spec, rank: int, world_size: int, cache: dict[str, int] | None) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self.spec, self.rank, self.world_size, self.cache = spec, rank, world_size, cache
-        self.loop = self.feed = self.group = self.pool = self.client = None
+        self.loop = self.feed = self.group = self.pool = self.client = self.http = None
         self.metrics = None
         self._lock = threading.Lock()
 
@@ -89,8 +89,8 @@ class _TrainerActor:
         self.metrics = _observed_metrics(name)
         url = None
         if spec.metrics_port is not None:
-            port = serve_metrics(spec.metrics_port + self.rank if spec.metrics_port else 0, spec.metrics_host)
-            url = f"http://{spec.metrics_host}:{port}/metrics"
+            self.http = serve_metrics(spec.metrics_port + self.rank if spec.metrics_port else 0, spec.metrics_host)
+            url = f"http://{spec.metrics_host}:{self.http.server_address[1]}/metrics"
         dataset = open_dataset(spec.dataset_dir)
         degrees = dataset.degrees()
         cache = CacheConfig.model_validate(self.cache) if self.cache else None
@@ -110,6 +110,8 @@ class _TrainerActor:
                               sync=self.group.sync if self.group else None,
                               decide=self.group.decide if self.group else None,
                               is_leader=self.rank == 0, checkpointer=checkpointer)
+        if self.group is not None:
+            self.group.check_same_start(state.steps)
         self.feed = PoolFeed(self.pool, name, self.client.gather, prefetch=cfg.prefetch)
         return url
 
@@ -123,6 +125,9 @@ class _TrainerActor:
                 self.group.close()
             self.pool.close()
             self.client.close()
+            if self.http is not None:
+                self.http.shutdown()
+                self.http.server_close()
 
     def progress(self) -> TrainerProgress:
         loop = self.loop
