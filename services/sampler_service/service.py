@@ -272,6 +272,14 @@ class SamplerService:
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=self.config.stop_timeout_s)
         self._poll(live)
+        released = []
+        for slot in live:
+            try:
+                released.append(slot.worker.release_core_async())
+            except ray.exceptions.RayError:
+                pass
+        if released:
+            ray.wait(released, num_returns=len(released), timeout=5.0)
         for slot in live:
             slot.worker.kill()
 

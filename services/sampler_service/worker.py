@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +73,8 @@ class _SamplerWorkerActor:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self._index = index
         self._spec = spec
-        self._core, self._shared = pin_to_core(index)
+        self._claim = pin_to_core(index)  # held (a flock) for this process's life
+        self._core, self._shared = self._claim.core, self._claim.shared
         self._limit_numba_threads()
         self._stop = threading.Event()
         self._producer = None
@@ -138,6 +140,10 @@ class _SamplerWorkerActor:
     def stop(self) -> None:
         self._stop.set()
 
+    def release_core(self) -> None:
+        """Give up the core claim now (before a kill), so a worker started next can take the core at once."""
+        self._claim.release()
+
 
 class SamplerWorker:
     """Facade over one sampler worker actor.
@@ -160,9 +166,20 @@ class SamplerWorker:
             num_cpus=num_cpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=4,
         ).remote(index, spec)
 
-    def info(self, timeout: float | None = 60.0) -> WorkerInfo:
-        """Where the worker runs (waits for it to start)."""
-        return ray.get(self._actor.info.remote(), timeout=timeout)
+    def info(self, timeout: float = 60.0) -> WorkerInfo:
+        """Where the worker runs; waits for it to start, or to come back while Ray restarts it.
+
+        Raises:
+            GetTimeoutError: it did not answer within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return ray.get(self._actor.info.remote(), timeout=max(0.0, deadline - time.monotonic()))
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
 
     def counters(self, timeout: float | None = 10.0) -> tuple[int, WorkerCounters]:
         """``(pid, counts)`` of the current incarnation (counts start at zero in each new process)."""
@@ -188,6 +205,10 @@ class SamplerWorker:
     def stop_async(self) -> ray.ObjectRef:
         """Ask the worker to finish its current subgraph and return from run."""
         return self._actor.stop.remote()
+
+    def release_core_async(self) -> ray.ObjectRef:
+        """Ask the worker to release its core claim (call after it stopped, before :meth:`kill`)."""
+        return self._actor.release_core.remote()
 
     def kill(self) -> None:
         """End the actor for good (no restart)."""

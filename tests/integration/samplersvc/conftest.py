@@ -9,17 +9,32 @@ from typing import Callable
 import pytest
 
 
+HERE = Path(__file__).resolve().parent
+_OWN_RAY = []  # set while this directory's fixture holds a Ray it started
+
+
 @pytest.fixture(scope="session")
 def ray_local():
-    """A real local Ray with 2 CPUs (two one-core workers), shared by the session."""
+    """A real local Ray with 2 CPUs (two one-core workers), shared by this directory's tests only.
+
+    It is shut down after the last test of this directory (see pytest_runtest_teardown), so test
+    directories that start their own Ray later in the session are not disturbed.
+    """
     import ray
 
-    if ray.is_initialized():
-        yield
-        return
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        _OWN_RAY.append(True)
     yield
-    ray.shutdown()
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures (services on this Ray) are torn down
+def pytest_runtest_teardown(item, nextitem):
+    if _OWN_RAY and (nextitem is None or HERE not in Path(str(nextitem.path)).resolve().parents):
+        import ray
+
+        ray.shutdown()
+        _OWN_RAY.clear()
 
 
 @pytest.fixture(scope="session")

@@ -73,3 +73,17 @@ def test_cli_sampler_flags_kind_replaces_file_params(tmp_path):
     assert sampler_flags(args) == {"kind": "node", "budget": 50}
     args = argparse.Namespace(sampler_config=None, sampler_kind=None, param=[])
     assert sampler_flags(args) is None
+
+
+def test_claim_core_takes_free_cores_first_then_shares(tmp_path):
+    from services.sampler_service.pinning import claim_core
+
+    first = claim_core(0, [4, 5], tmp_path)
+    other_index_same_slot = claim_core(2, [4, 5], tmp_path)  # 2 mod 2 = 0 is taken: moves on to core 5
+    third = claim_core(1, [4, 5], tmp_path)
+    assert (first.core, first.shared) == (4, False)
+    assert (other_index_same_slot.core, other_index_same_slot.shared) == (5, False)
+    assert (third.core, third.shared) == (5, True)
+    first.release()  # a dead worker's core (the kernel drops its flock) is free again
+    again = claim_core(3, [4, 5], tmp_path)
+    assert (again.core, again.shared) == (4, False)
