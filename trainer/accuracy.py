@@ -40,17 +40,28 @@ class SamplingSetup:
 
 
 def load_planetoid(path: Path | str) -> EvalGraph:
-    """A Planetoid ``.npz`` (indptr, indices, features, labels, train/val/test masks) as an :class:`EvalGraph`."""
+    """A Planetoid ``.npz`` (indptr, indices, features, labels, train/val/test masks) as an EvalGraph."""
     path = Path(path)
     try:
         data = np.load(path, allow_pickle=False)
-        arrays = {k: data[k] for k in ("indptr", "indices", "features", "labels", "train_mask", "val_mask",
-                                       "test_mask")}
+        arrays = {
+            k: data[k]
+            for k in ("indptr", "indices", "features", "labels", "train_mask", "val_mask", "test_mask")
+        }
     except (OSError, ValueError, KeyError) as exc:
-        raise DatasetError(f"{path}: not a Planetoid npz with indptr/indices/features/labels/masks ({exc})") from None
-    splits = {name: np.flatnonzero(arrays[f"{name}_mask"]).astype(np.int64) for name in ("train", "val", "test")}
-    return EvalGraph.from_arrays(arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int32),
-                                 arrays["features"].astype(np.float32), arrays["labels"].astype(np.int64), splits)
+        raise DatasetError(
+            f"{path}: not a Planetoid npz with indptr/indices/features/labels/masks ({exc})"
+        ) from None
+    splits = {
+        name: np.flatnonzero(arrays[f"{name}_mask"]).astype(np.int64) for name in ("train", "val", "test")
+    }
+    return EvalGraph.from_arrays(
+        arrays["indptr"].astype(np.int64),
+        arrays["indices"].astype(np.int32),
+        arrays["features"].astype(np.float32),
+        arrays["labels"].astype(np.int64),
+        splits,
+    )
 
 
 def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, patience: int = 0) -> dict:
@@ -69,8 +80,15 @@ def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: in
     return {"val": scores["val"], "test": scores["test"], "epochs": epoch + 1, "steps": state.steps}
 
 
-def train_subgraphs(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, normalize: bool,
-                    sampling: SamplingSetup = SamplingSetup(), patience: int = 0) -> dict:
+def train_subgraphs(
+    graph: EvalGraph,
+    model: ModelConfig,
+    epochs: int,
+    seed: int,
+    normalize: bool,
+    sampling: SamplingSetup = SamplingSetup(),
+    patience: int = 0,
+) -> dict:
     """Training on random-walk subgraphs (GraphSAINT normalization optional) with the trainer's loop."""
     from services.sampler.config import RandomWalkConfig
     from services.sampler.normalization import estimate_normalization
@@ -81,19 +99,36 @@ def train_subgraphs(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int
     train = graph.splits["train"]
     norm = None
     if normalize:
-        norm = estimate_normalization(graph.indptr, graph.indices, cfg, num_subgraphs=sampling.norm_subgraphs,
-                                      train_nodes=train, seed=seed, processes=1)
+        norm = estimate_normalization(
+            graph.indptr,
+            graph.indices,
+            cfg,
+            num_subgraphs=sampling.norm_subgraphs,
+            train_nodes=train,
+            seed=seed,
+            processes=1,
+        )
     sampler = make_sampler(cfg, graph.indptr, graph.indices, normalization=norm, train_nodes=train)
     seeds = (subgraph_seed(seed, 0, i) for i in range(1 << 62))
     state = TrainState(model, graph.feature_dim, graph.num_classes, graph.multilabel, seed=seed)
     loop = TrainLoop(state, graph, TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed))
     result = loop.run(SamplerFeed(sampler, graph.gather, seeds))
-    return {"val": result.val_score, "test": result.test_score, "epochs": result.epochs, "steps": result.steps}
+    return {
+        "val": result.val_score,
+        "test": result.test_score,
+        "epochs": result.epochs,
+        "steps": result.steps,
+    }
 
 
-def compare(datasets: dict[str, Path], seeds: list[int], epochs: int, model: ModelConfig = DEFAULT_MODEL,
-            sampling: SamplingSetup = SamplingSetup()) -> list[dict]:
-    """Mean ± std test accuracy per dataset for full-batch and subgraph training with/without normalization."""
+def compare(
+    datasets: dict[str, Path],
+    seeds: list[int],
+    epochs: int,
+    model: ModelConfig = DEFAULT_MODEL,
+    sampling: SamplingSetup = SamplingSetup(),
+) -> list[dict]:
+    """Mean ± std test accuracy per dataset: full-batch, and subgraphs with and without normalization."""
     rows = []
     for name, path in datasets.items():
         graph = load_planetoid(path)
@@ -104,7 +139,16 @@ def compare(datasets: dict[str, Path], seeds: list[int], epochs: int, model: Mod
             runs["rw (no norm)"].append(train_subgraphs(graph, model, epochs, seed, False, sampling)["test"])
             log.info("%s seed %d: %s", name, seed, {k: v[-1] for k, v in runs.items()})
         for method, scores in runs.items():
-            rows.append({"dataset": name, "training": method, "test_mean": statistics.fmean(scores),
-                         "test_std": statistics.pstdev(scores), "seeds": len(scores),
-                         "min": min(scores), "max": max(scores)})
+            rows.append(
+                {
+                    "dataset": name,
+                    "training": method,
+                    "test_mean": statistics.fmean(scores),
+                    "test_std": statistics.pstdev(scores),
+                    "seeds": len(scores),
+                    "min": min(scores),
+                    "max": max(scores),
+                    "scores": [round(x, 4) for x in scores],
+                }
+            )
     return rows

@@ -61,8 +61,14 @@ class TrainerGroup:
         InvalidArgument: ``trainers < 1``.
     """
 
-    def __init__(self, spec: TrainerSpec, trainers: int = 1, *, cpus_per_trainer: float = 1.0,
-                 use_gpus: bool | None = None) -> None:
+    def __init__(
+        self,
+        spec: TrainerSpec,
+        trainers: int = 1,
+        *,
+        cpus_per_trainer: float = 1.0,
+        use_gpus: bool | None = None,
+    ) -> None:
         import ray
 
         if trainers < 1:
@@ -72,7 +78,9 @@ class TrainerGroup:
         remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(_TrainerActor)
         self.spec, self.trainers, self.use_gpus = spec, trainers, use_gpus
         self.actors = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
-        log.info("started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU")
+        log.info(
+            "started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU"
+        )
 
     def run(self) -> list[TrainResult]:
         """Train to the end; returns every trainer's result (rank 0's carries the scores)."""
@@ -100,14 +108,28 @@ def merge_results(results: list[TrainResult]) -> TrainResult:
         raise RuntimeError(f"data-parallel trainers ended with different weights: {sorted(digests)}")
     times = TimeBreakdown(**{k: sum(getattr(r.times, k) for r in results) for k in vars(lead.times)})
     times.total = max(r.times.total for r in results)
-    return replace(lead, subgraphs=sum(r.subgraphs for r in results), times=times,
-                   redelivered=sum(r.redelivered for r in results))
+    return replace(
+        lead,
+        subgraphs=sum(r.subgraphs for r in results),
+        times=times,
+        redelivered=sum(r.redelivered for r in results),
+    )
 
 
-def train(job: str, dataset_dir: str, pool_url: str, feature_addresses, config: TrainerConfig | None = None, *,
-          trainers: int = 1, pool: PoolConfig | None = None, metrics_port: int | None = None,
-          metrics_host: str = "127.0.0.1", cpus_per_trainer: float = 1.0,
-          ray_address: str | None = None) -> TrainResult:
+def train(
+    job: str,
+    dataset_dir: str,
+    pool_url: str,
+    feature_addresses,
+    config: TrainerConfig | None = None,
+    *,
+    trainers: int = 1,
+    pool: PoolConfig | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
+    cpus_per_trainer: float = 1.0,
+    ray_address: str | None = None,
+) -> TrainResult:
     """Train ``job`` with ``trainers`` Ray actors fed by the pool and the feature service.
 
     Starts a local Ray (``ray.init()``) when none is running and ``ray_address``
@@ -131,9 +153,16 @@ def train(job: str, dataset_dir: str, pool_url: str, feature_addresses, config: 
     """
     import ray
 
-    spec = TrainerSpec(job=job, dataset_dir=str(dataset_dir), pool_url=pool_url, feature_addresses=feature_addresses,
-                       config=config or TrainerConfig(), pool=pool or PoolConfig(), metrics_port=metrics_port,
-                       metrics_host=metrics_host)
+    spec = TrainerSpec(
+        job=job,
+        dataset_dir=str(dataset_dir),
+        pool_url=pool_url,
+        feature_addresses=feature_addresses,
+        config=config or TrainerConfig(),
+        pool=pool or PoolConfig(),
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+    )
     started = False
     if not ray.is_initialized():
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)

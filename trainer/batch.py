@@ -84,8 +84,14 @@ def _labels_tensor(labels: np.ndarray) -> torch.Tensor:
     return as_tensor(labels, np.float32 if labels.ndim == 2 else np.int64)
 
 
-def batch_from_subgraph(sub: Subgraph, features: np.ndarray, labels: np.ndarray, train_mask: np.ndarray,
-                        degrees: np.ndarray, device: torch.device | str = "cpu") -> GraphBatch:
+def batch_from_subgraph(
+    sub: Subgraph,
+    features: np.ndarray,
+    labels: np.ndarray,
+    train_mask: np.ndarray,
+    degrees: np.ndarray,
+    device: torch.device | str = "cpu",
+) -> GraphBatch:
     """A training batch from a sampled subgraph.
 
     Args:
@@ -97,8 +103,10 @@ def batch_from_subgraph(sub: Subgraph, features: np.ndarray, labels: np.ndarray,
     """
     ids = np.asarray(sub.node_ids, dtype=np.int64)
     if features.shape[0] != ids.size:
-        raise ValueError(f"subgraph {sub.job_id}/{sub.worker}/{sub.sequence}: {features.shape[0]} feature rows "
-                         f"for {ids.size} nodes")
+        raise ValueError(
+            f"subgraph {sub.job_id}/{sub.worker}/{sub.sequence}: {features.shape[0]} feature rows "
+            f"for {ids.size} nodes"
+        )
     lw = np.asarray(sub.loss_weights, dtype=np.float32) * np.asarray(train_mask[ids], dtype=np.float32)
     adj = SparseOperand.from_csr(sub.indptr, sub.indices, sub.edge_weights, sub.edge_weights_t, device=device)
     return GraphBatch(
@@ -111,8 +119,14 @@ def batch_from_subgraph(sub: Subgraph, features: np.ndarray, labels: np.ndarray,
     )
 
 
-def full_graph_batch(indptr: np.ndarray, indices: np.ndarray, features: np.ndarray, labels: np.ndarray,
-                     train_mask: np.ndarray | None = None, device: torch.device | str = "cpu") -> GraphBatch:
+def full_graph_batch(
+    indptr: np.ndarray,
+    indices: np.ndarray,
+    features: np.ndarray,
+    labels: np.ndarray,
+    train_mask: np.ndarray | None = None,
+    device: torch.device | str = "cpu",
+) -> GraphBatch:
     """The whole graph as one batch: Ã = D⁻¹A, every training node weighted equally."""
     n = indptr.size - 1
     w, w_t = mean_aggregation_weights(indptr, indices)

@@ -17,8 +17,11 @@ import argparse
 def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.cli.report import add_json_flag
 
-    parser = sub.add_parser("train", help="time one training iteration: scheduled vs fixed matmul orders",
-                            description=__doc__.split("\n\n")[1] if __doc__ else None)
+    parser = sub.add_parser(
+        "train",
+        help="time one training iteration: scheduled vs fixed matmul orders",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
     parser.add_argument("--nodes", type=int, default=8000, help="subgraph nodes (default 8000)")
     parser.add_argument("--degree", type=float, default=15.0, help="mean degree (default 15)")
     parser.add_argument("--classes", type=int, default=121, help="labels, multi-label (default 121)")
@@ -26,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--sage-hidden", type=int, default=512)
     parser.add_argument("--gcn-features", type=int, default=500)
     parser.add_argument("--gcn-hidden", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=5, help="timed iterations per setting (median reported)")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="timed iterations per setting (median reported)"
+    )
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
@@ -45,7 +50,9 @@ def _bench(args: argparse.Namespace) -> int:
     if args.degree <= 0:
         raise InvalidArgument(f"--degree must be > 0, got {args.degree}")
     if args.sage_hidden % 2:
-        raise InvalidArgument(f"--sage-hidden must be even (self and neighbour halves), got {args.sage_hidden}")
+        raise InvalidArgument(
+            f"--sage-hidden must be even (self and neighbour halves), got {args.sage_hidden}"
+        )
     rows, params, summary = run_benchmark(args)
     emit_report("train", rows, params=params, summary=summary, as_json=args.json)
     return 0

@@ -20,8 +20,9 @@ from trainer.synthetic import random_subgraph
 ORDERS = ("auto", "ax_first", "xw_first")
 
 
-def _iteration_seconds(config: ModelConfig, batch, classes: int, repeats: int, warmup: int,
-                       seed: int) -> tuple[float, int]:
+def _iteration_seconds(
+    config: ModelConfig, batch, classes: int, repeats: int, warmup: int, seed: int
+) -> tuple[float, int]:
     torch.manual_seed(seed)
     model = build_model(config, batch.x.shape[1], classes, multilabel=True).train()
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -81,13 +82,26 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
         auto_s, auto_macs = timing["auto"]
         for order in ORDERS:
             seconds, macs = timing[order]
-            rows.append({"model": f"{arch} {features}->{'/'.join(map(str, hidden))}", "order": order,
-                         "ms_per_iter": seconds * 1e3, "gmacs": macs / 1e9,
-                         "time_vs_auto": seconds / auto_s, "macs_vs_auto": macs / auto_macs})
+            rows.append(
+                {
+                    "model": f"{arch} {features}->{'/'.join(map(str, hidden))}",
+                    "order": order,
+                    "ms_per_iter": seconds * 1e3,
+                    "gmacs": macs / 1e9,
+                    "time_vs_auto": seconds / auto_s,
+                    "macs_vs_auto": macs / auto_macs,
+                }
+            )
         summary[f"{arch}_plan"] = _plans(arch, args.nodes, nnz, [features, *hidden])
         summary[f"{arch}_ax_first_over_auto"] = timing["ax_first"][0] / auto_s
         summary[f"{arch}_xw_first_over_auto"] = timing["xw_first"][0] / auto_s
-    params = {"nodes": args.nodes, "edges": int(sub.num_edges), "mean_degree": round(sub.num_edges / args.nodes, 2),
-              "classes": args.classes, "repeats": args.repeats, "threads": torch.get_num_threads(),
-              "torch": torch.__version__}
+    params = {
+        "nodes": args.nodes,
+        "edges": int(sub.num_edges),
+        "mean_degree": round(sub.num_edges / args.nodes, 2),
+        "classes": args.classes,
+        "repeats": args.repeats,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
     return rows, params, summary

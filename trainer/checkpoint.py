@@ -54,7 +54,7 @@ class Checkpointer:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
-        for old in sorted(self.directory.glob("step-*.pt"))[:-self.keep or None]:
+        for old in sorted(self.directory.glob("step-*.pt"))[: -self.keep or None]:
             old.unlink(missing_ok=True)
         log.debug("checkpoint at step %d: %s", step, self.latest)
         return self.latest
@@ -69,5 +69,7 @@ class Checkpointer:
             return None
         try:
             return torch.load(self.latest, map_location=map_location, weights_only=False)
-        except Exception as exc:  # a torn or foreign file: say which
-            raise DatasetError(f"{self.latest}: unreadable checkpoint ({exc}); move it away to start afresh") from None
+        except Exception as exc:  # noqa: BLE001 - any unreadable file (torn, foreign, old): say which
+            raise DatasetError(
+                f"{self.latest}: unreadable checkpoint ({exc}); move it away to start afresh"
+            ) from None

@@ -1,4 +1,4 @@
-"""Configuration of the trainer: the model (:class:`ModelConfig`) and the training loop (:class:`TrainerConfig`).
+"""Configuration of the trainer: the model (:class:`ModelConfig`) and the loop (:class:`TrainerConfig`).
 
 Both sit on :class:`saintpipe.config.StrictModel`: unknown keys are errors and
 :func:`saintpipe.config.load_config` names the file and field at fault. In a
@@ -39,7 +39,9 @@ class ModelConfig(StrictModel):
     """Attention heads per gat layer."""
     negative_slope: float = pydantic.Field(0.2, ge=0.0, lt=1.0)
     """LeakyReLU slope of the gat attention scores (eq. 7)."""
-    mixhop_powers: list[pydantic.NonNegativeInt] = pydantic.Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    mixhop_powers: list[pydantic.NonNegativeInt] = pydantic.Field(
+        default_factory=lambda: [0, 1, 2], min_length=1
+    )
     """Adjacency powers k of a mixhop layer (eq. 5), e.g. [0, 1, 2]."""
     bias: bool = True
     """Add a bias to every weight transformation."""
@@ -57,7 +59,7 @@ class ModelConfig(StrictModel):
         return sorted(value)
 
     @pydantic.model_validator(mode="after")
-    def _widths_divide(self) -> "ModelConfig":
+    def _widths_divide(self) -> ModelConfig:
         parts = {"sage": 2, "gat": self.heads, "mixhop": len(self.mixhop_powers)}.get(self.arch, 1)
         for i, width in enumerate(self.hidden):
             if width % parts:

@@ -36,24 +36,32 @@ class DataParallel:
         timeout_s: how long a collective may wait for the slowest trainer.
     """
 
-    def __init__(self, rank: int, world_size: int, master: str, device: torch.device,
-                 timeout_s: float = 300.0) -> None:
+    def __init__(
+        self, rank: int, world_size: int, master: str, device: torch.device, timeout_s: float = 300.0
+    ) -> None:
         self.rank, self.world_size, self.device = rank, world_size, device
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend, init_method=f"tcp://{master}", rank=rank, world_size=world_size,
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://{master}",
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=timeout_s),
+        )
         log.info("trainer %d/%d joined the %s group at %s", rank, world_size, backend, master)
 
     def sync(self, grads: list[torch.Tensor], labelled: float) -> float:
         """Average ``grads`` in place across trainers; returns ``labelled`` summed across trainers."""
-        flat = torch.cat([g.reshape(-1) for g in grads] + [torch.tensor([labelled], device=grads[0].device,
-                                                                          dtype=grads[0].dtype)])
+        flat = torch.cat(
+            [g.reshape(-1) for g in grads]
+            + [torch.tensor([labelled], device=grads[0].device, dtype=grads[0].dtype)]
+        )
         dist.all_reduce(flat, op=dist.ReduceOp.SUM)
         total = float(flat[-1])
         flat = flat[:-1] / self.world_size
         offset = 0
         for g in grads:
-            g.copy_(flat[offset:offset + g.numel()].view_as(g))
+            g.copy_(flat[offset : offset + g.numel()].view_as(g))
             offset += g.numel()
         return total
 
@@ -68,8 +76,10 @@ class DataParallel:
         buf = torch.tensor([float(steps), -float(steps)], dtype=torch.float64, device=self.device)
         dist.all_reduce(buf, op=dist.ReduceOp.MAX)
         if buf[0] != -buf[1]:
-            raise ConfigError(f"data-parallel trainers start from different steps ({int(-buf[1])}..{int(buf[0])}): "
-                              "their checkpoint_dir must be one shared directory")
+            raise ConfigError(
+                f"data-parallel trainers start from different steps ({int(-buf[1])}..{int(buf[0])}): "
+                "their checkpoint_dir must be one shared directory"
+            )
 
     def decide(self, values: list[float]) -> list[float]:
         """Rank 0's ``values`` on every rank."""

@@ -12,8 +12,8 @@ the stored outputs. The same layer code runs in both modes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -77,23 +77,46 @@ class EvalGraph:
         return mask
 
     @classmethod
-    def from_arrays(cls, indptr: np.ndarray, indices: np.ndarray, features: np.ndarray, labels: np.ndarray,
-                    splits: dict[str, np.ndarray]) -> "EvalGraph":
-        return cls(indptr=indptr, indices=indices, labels=labels, gather=lambda ids: features[ids],
-                   feature_dim=int(features.shape[1]), splits=splits)
+    def from_arrays(
+        cls,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        features: np.ndarray,
+        labels: np.ndarray,
+        splits: dict[str, np.ndarray],
+    ) -> EvalGraph:
+        return cls(
+            indptr=indptr,
+            indices=indices,
+            labels=labels,
+            gather=lambda ids: features[ids],
+            feature_dim=int(features.shape[1]),
+            splits=splits,
+        )
 
     @classmethod
-    def from_dataset(cls, dataset) -> "EvalGraph":
+    def from_dataset(cls, dataset) -> EvalGraph:
         """From an opened :class:`services.dataset.store.Dataset` (features read from its shards)."""
-        return cls(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
-                   gather=dataset.gather_features, feature_dim=dataset.manifest.feature_dim,
-                   splits=dict(dataset.splits))
+        return cls(
+            indptr=dataset.indptr,
+            indices=dataset.indices,
+            labels=dataset.labels,
+            gather=dataset.gather_features,
+            feature_dim=dataset.manifest.feature_dim,
+            splits=dict(dataset.splits),
+        )
 
     def full_batch(self, device: torch.device | str = "cpu") -> GraphBatch:
         if self._full is None:
             feats = self.gather(np.arange(self.num_nodes, dtype=np.int64))
-            self._full = full_graph_batch(np.asarray(self.indptr), np.asarray(self.indices), feats,
-                                          np.asarray(self.labels), self.train_mask(), device=device)
+            self._full = full_graph_batch(
+                np.asarray(self.indptr),
+                np.asarray(self.indices),
+                feats,
+                np.asarray(self.labels),
+                self.train_mask(),
+                device=device,
+            )
         return self._full
 
 
@@ -125,8 +148,15 @@ def score(logits: torch.Tensor, labels: np.ndarray, multilabel: bool) -> float:
 
 
 @torch.no_grad()
-def predict(model: GNN, graph: EvalGraph, *, max_full_bytes: int = 2 << 30, batch_nodes: int = 65_536,
-            device: torch.device | str = "cpu", progress: bool = False) -> torch.Tensor:
+def predict(
+    model: GNN,
+    graph: EvalGraph,
+    *,
+    max_full_bytes: int = 2 << 30,
+    batch_nodes: int = 65_536,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+) -> torch.Tensor:
     """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer."""
     was_training = model.training
     model.eval()
@@ -148,7 +178,9 @@ def _block(graph: EvalGraph, nodes: np.ndarray, scratch: np.ndarray, device) -> 
     return SparseOperand.from_csr(sub_indptr, sub_indices, w, w_t, device=device)
 
 
-def _predict_layerwise(model: GNN, graph: EvalGraph, batch_nodes: int, device, progress: bool) -> torch.Tensor:
+def _predict_layerwise(
+    model: GNN, graph: EvalGraph, batch_nodes: int, device, progress: bool
+) -> torch.Tensor:
     n = graph.num_nodes
     indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
     scratch = np.full(n, -1, dtype=np.int32)
@@ -161,21 +193,28 @@ def _predict_layerwise(model: GNN, graph: EvalGraph, batch_nodes: int, device, p
             out_nodes = np.arange(start, min(n, start + batch_nodes), dtype=np.int64)
             nodes = k_hop_nodes(indptr, indices, out_nodes, reach, scratch)
             x = graph.gather(nodes) if h_prev is None else h_prev[nodes]
-            batch = GraphBatch(adj=_block(graph, nodes, scratch, device),
-                               x=as_tensor(x, np.float32).to(device),
-                               labels=torch.zeros(0), loss_weights=torch.zeros(0),
-                               degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device))
+            batch = GraphBatch(
+                adj=_block(graph, nodes, scratch, device),
+                x=as_tensor(x, np.float32).to(device),
+                labels=torch.zeros(0),
+                loss_weights=torch.zeros(0),
+                degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device),
+            )
             rows = torch.from_numpy(np.searchsorted(nodes, out_nodes)).to(device)
             h = model.act(layer(batch.x, batch, model.scheduler))[rows]
-            h_next[start:start + out_nodes.size] = h.cpu().numpy()
+            h_next[start : start + out_nodes.size] = h.cpu().numpy()
         h_prev = h_next
         log.debug("layer-wise evaluation: %s done", layer.name)
-    logits = [model.classify(torch.from_numpy(h_prev[s:s + batch_nodes]).to(device)).cpu()
-              for s in range(0, n, batch_nodes)]
+    logits = [
+        model.classify(torch.from_numpy(h_prev[s : s + batch_nodes]).to(device)).cpu()
+        for s in range(0, n, batch_nodes)
+    ]
     return torch.cat(logits)
 
 
-def evaluate(model: GNN, graph: EvalGraph, splits: tuple[str, ...] = ("val", "test"), **kwargs) -> dict[str, float]:
+def evaluate(
+    model: GNN, graph: EvalGraph, splits: tuple[str, ...] = ("val", "test"), **kwargs
+) -> dict[str, float]:
     """Scores of ``model`` on each named split (accuracy, or F1-micro for multi-label data).
 
     Keyword arguments go to :func:`predict`.

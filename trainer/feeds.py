@@ -20,8 +20,9 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -86,8 +87,15 @@ class PoolFeed:
         get_timeout: seconds one pool read may block before the thread checks for shutdown.
     """
 
-    def __init__(self, pool, consumer: str, gather: Callable[[np.ndarray], np.ndarray], *, prefetch: bool = True,
-                 get_timeout: float = 1.0) -> None:
+    def __init__(
+        self,
+        pool,
+        consumer: str,
+        gather: Callable[[np.ndarray], np.ndarray],
+        *,
+        prefetch: bool = True,
+        get_timeout: float = 1.0,
+    ) -> None:
         self.pool, self.consumer, self.gather = pool, consumer, gather
         self.prefetch, self.get_timeout = prefetch, get_timeout
         self._queue: queue.Queue = queue.Queue(maxsize=1)
@@ -101,7 +109,9 @@ class PoolFeed:
         start = time.perf_counter()
         entry = None
         while entry is None and not self._stop.is_set():
-            slice_s = self.get_timeout if deadline is None else min(self.get_timeout, deadline - time.monotonic())
+            slice_s = (
+                self.get_timeout if deadline is None else min(self.get_timeout, deadline - time.monotonic())
+            )
             if slice_s <= 0:
                 return None
             entry = self.pool.get(self.consumer, timeout=slice_s)
@@ -110,14 +120,20 @@ class PoolFeed:
         got = time.perf_counter()
         feats = self.gather(entry.subgraph.node_ids)
         entry_id = entry.entry_id
-        return Item(entry.subgraph, feats, got - start, time.perf_counter() - got,
-                    ack=lambda: self.pool.ack(entry_id), deliveries=entry.deliveries)
+        return Item(
+            entry.subgraph,
+            feats,
+            got - start,
+            time.perf_counter() - got,
+            ack=lambda: self.pool.ack(entry_id),
+            deliveries=entry.deliveries,
+        )
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 item: Item | BaseException | None = self._fetch_one(None)
-            except BaseException as exc:  # handed to the training thread, which raises it
+            except BaseException as exc:  # noqa: BLE001 - handed to the training thread, which raises it
                 item = exc
             if item is None:
                 continue
@@ -139,8 +155,10 @@ class PoolFeed:
             except queue.Empty:
                 item = None
         if item is None:
-            raise SaintpipeTimeout(f"trainer {self.consumer}: no subgraph from pool job {self.pool.job_id!r} "
-                                   f"within {timeout:g} s (are the samplers running?)")
+            raise SaintpipeTimeout(
+                f"trainer {self.consumer}: no subgraph from pool job {self.pool.job_id!r} "
+                f"within {timeout:g} s (are the samplers running?)"
+            )
         if isinstance(item, BaseException):
             raise item
         return item

@@ -11,8 +11,9 @@ from numba import njit
 
 
 @njit(cache=True)
-def k_hop_nodes(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, hops: int,
-                scratch: np.ndarray) -> np.ndarray:
+def k_hop_nodes(
+    indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, hops: int, scratch: np.ndarray
+) -> np.ndarray:
     """Sorted ids of ``seeds`` and every node within ``hops`` hops of them.
 
     ``scratch`` (int32 [N], all -1) is used as a visited mark and restored before returning.
@@ -47,8 +48,9 @@ def k_hop_nodes(indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, hops
 
 
 @njit(cache=True)
-def induce(indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray,
-           scratch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def induce(
+    indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray, scratch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """CSR of the subgraph induced on sorted ``nodes`` (local ids, rows sorted).
 
     ``scratch`` (int32 [N], all -1) maps global to local ids during the call and is restored.

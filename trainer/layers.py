@@ -25,8 +25,15 @@ def _glorot(rows: int, cols: int) -> nn.Parameter:
 
 def _shape(op: SparseOperand, x: torch.Tensor, f_out: int, values_grad: bool = False) -> ChainShape:
     backward = torch.is_grad_enabled()
-    return ChainShape(n=op.n, nnz=op.nnz, f_in=x.shape[1], f_out=f_out, x_grad=backward and x.requires_grad,
-                      values_grad=backward and values_grad, backward=backward)
+    return ChainShape(
+        n=op.n,
+        nnz=op.nnz,
+        f_in=x.shape[1],
+        f_out=f_out,
+        x_grad=backward and x.requires_grad,
+        values_grad=backward and values_grad,
+        backward=backward,
+    )
 
 
 class GraphLayer(nn.Module):
@@ -83,8 +90,9 @@ class GATLayer(GraphLayer):
     MACs per head, so the scheduler stays free to pick (A_att X) W or A_att (X W).
     """
 
-    def __init__(self, name: str, f_in: int, f_out: int, heads: int, negative_slope: float = 0.2,
-                 bias: bool = True) -> None:
+    def __init__(
+        self, name: str, f_in: int, f_out: int, heads: int, negative_slope: float = 0.2, bias: bool = True
+    ) -> None:
         super().__init__(name, f_in, f_out, bias)
         self.heads, self.head_dim = heads, f_out // heads
         self.weight = _glorot(f_in, f_out)
@@ -95,10 +103,11 @@ class GATLayer(GraphLayer):
     def attention(self, x: torch.Tensor, op: SparseOperand) -> tuple[torch.Tensor, torch.Tensor]:
         """Attention weights [e, heads] on ``op``'s pattern and on its diagonal [n, heads]."""
         w = self.weight.view(self.f_in, self.heads, self.head_dim)
-        proj = torch.cat([torch.einsum("fhd,hd->fh", w, self.att_src),
-                          torch.einsum("fhd,hd->fh", w, self.att_dst)], dim=1)
+        proj = torch.cat(
+            [torch.einsum("fhd,hd->fh", w, self.att_src), torch.einsum("fhd,hd->fh", w, self.att_dst)], dim=1
+        )
         scores = dense(x, proj)
-        src, dst = scores[:, : self.heads], scores[:, self.heads:]
+        src, dst = scores[:, : self.heads], scores[:, self.heads :]
         rows, cols = op.rows, op.col.long()
         leaky = nn.functional.leaky_relu
         e = leaky(dst[rows] + src[cols], self.negative_slope)
@@ -117,9 +126,12 @@ class GATLayer(GraphLayer):
         plan = scheduler.chain(self.name, _shape(op, x, self.head_dim, values_grad=True))
         outs = []
         for h in range(self.heads):
-            w_h = self.weight[:, h * self.head_dim:(h + 1) * self.head_dim]
-            outs.append(sparse_chain(op, x, w_h, plan, values=att[:, h].contiguous(),
-                                     diag=att_self[:, h].contiguous()))
+            w_h = self.weight[:, h * self.head_dim : (h + 1) * self.head_dim]
+            outs.append(
+                sparse_chain(
+                    op, x, w_h, plan, values=att[:, h].contiguous(), diag=att_self[:, h].contiguous()
+                )
+            )
         return self._add_bias(torch.cat(outs, dim=1))
 
 
@@ -135,8 +147,15 @@ class MixHopLayer(GraphLayer):
     def forward(self, x, batch, scheduler):
         op = batch.adj_hat
         backward = torch.is_grad_enabled()
-        shape = MixHopShape(n=op.n, nnz=op.nnz, f_in=self.f_in, f_out=self.part, powers=self.powers,
-                            x_grad=backward and x.requires_grad, backward=backward)
+        shape = MixHopShape(
+            n=op.n,
+            nnz=op.nnz,
+            f_in=self.f_in,
+            f_out=self.part,
+            powers=self.powers,
+            x_grad=backward and x.requires_grad,
+            backward=backward,
+        )
         if scheduler.mixhop(self.name, shape) == AX_FIRST:
             outs = self._sparse_first(x, op)
         else:
@@ -164,5 +183,5 @@ class MixHopLayer(GraphLayer):
                 outs.append(cur[:, : self.part])
                 first += 1
                 if first < len(self.powers):
-                    cur = cur[:, self.part:]
+                    cur = cur[:, self.part :]
         return outs

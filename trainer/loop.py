@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -116,10 +116,19 @@ class TrainLoop:
         checkpointer: where checkpoints go, or None.
     """
 
-    def __init__(self, state: TrainState, graph: EvalGraph, config: TrainerConfig, *, name: str = "trainer-0",
-                 metrics: TrainerMetrics | None = None, sync: GradSync | None = None,
-                 decide: Callable[[list[float]], list[float]] | None = None, is_leader: bool = True,
-                 checkpointer: Checkpointer | None = None) -> None:
+    def __init__(
+        self,
+        state: TrainState,
+        graph: EvalGraph,
+        config: TrainerConfig,
+        *,
+        name: str = "trainer-0",
+        metrics: TrainerMetrics | None = None,
+        sync: GradSync | None = None,
+        decide: Callable[[list[float]], list[float]] | None = None,
+        is_leader: bool = True,
+        checkpointer: Checkpointer | None = None,
+    ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
         self.metrics, self.sync, self.decide, self.is_leader = metrics, sync, decide, is_leader
         self.checkpointer = checkpointer
@@ -144,22 +153,36 @@ class TrainLoop:
         self.stopper.load_state_dict(saved["early_stopping"])
         self.progress = LoopProgress(**saved["progress"])
         self.resumed_from = self.state.steps
-        log.info("%s: resumed from step %d (epoch %d, best val %.4f)", self.name, self.state.steps,
-                 self.progress.epoch, self.stopper.best)
+        log.info(
+            "%s: resumed from step %d (epoch %d, best val %.4f)",
+            self.name,
+            self.state.steps,
+            self.progress.epoch,
+            self.stopper.best,
+        )
 
     def _checkpoint(self) -> None:
         if self.checkpointer is None or not self.is_leader:
             return
-        self.checkpointer.save({"train_state": self.state.state_dict(), "early_stopping": self.stopper.state_dict(),
-                                "progress": asdict(self.progress), "config": self.config.model_dump(mode="json")},
-                               step=self.state.steps)
+        self.checkpointer.save(
+            {
+                "train_state": self.state.state_dict(),
+                "early_stopping": self.stopper.state_dict(),
+                "progress": asdict(self.progress),
+                "config": self.config.model_dump(mode="json"),
+            },
+            step=self.state.steps,
+        )
 
     # -- the loop ------------------------------------------------------------------------------------------
 
     def _done(self) -> bool:
         cfg = self.config
-        return (self.progress.stopped or self.progress.epoch >= cfg.epochs
-                or (cfg.max_steps and self.state.steps >= cfg.max_steps))
+        return (
+            self.progress.stopped
+            or self.progress.epoch >= cfg.epochs
+            or (cfg.max_steps and self.state.steps >= cfg.max_steps)
+        )
 
     def run(self, feed: Feed) -> TrainResult:
         """Train until the epoch budget, ``max_steps`` or early stopping; returns the summary."""
@@ -170,8 +193,14 @@ class TrainLoop:
             item = feed.next(self.config.pool_timeout_s)
             data_wait = time.perf_counter() - waited
             compute_start = time.perf_counter()
-            batch = batch_from_subgraph(item.subgraph, item.features, self.labels, self.train_mask,
-                                        self.degrees, device=self.state.device)
+            batch = batch_from_subgraph(
+                item.subgraph,
+                item.features,
+                self.labels,
+                self.train_mask,
+                self.degrees,
+                device=self.state.device,
+            )
             labelled = float(batch.num_labelled)
             last_loss, labelled_all = self.state.step(batch, self.sync, labelled)
             if self.state.device.type == "cuda":
@@ -215,8 +244,15 @@ class TrainLoop:
             stop = self.stopper.update(val, self.state.steps, self.state.model)
             self.times.evaluation += time.perf_counter() - t0
             decision = [float(stop), val]
-            log.info("%s: epoch %d step %d val %.4f (best %.4f at step %d)", self.name, self.progress.epoch,
-                     self.state.steps, val, self.stopper.best, self.stopper.best_step)
+            log.info(
+                "%s: epoch %d step %d val %.4f (best %.4f at step %d)",
+                self.name,
+                self.progress.epoch,
+                self.state.steps,
+                val,
+                self.stopper.best,
+                self.stopper.best_step,
+            )
         if self.decide is not None:
             decision = self.decide(decision)
         if self.metrics is not None:
@@ -227,8 +263,14 @@ class TrainLoop:
 
     def _scores(self, splits: tuple[str, ...]) -> dict[str, float]:
         cfg = self.config
-        return evaluate(self.state.model, self.graph, splits, max_full_bytes=cfg.eval_full_graph_max_bytes,
-                        batch_nodes=cfg.eval_batch_nodes, device=self.state.device)
+        return evaluate(
+            self.state.model,
+            self.graph,
+            splits,
+            max_full_bytes=cfg.eval_full_graph_max_bytes,
+            batch_nodes=cfg.eval_batch_nodes,
+            device=self.state.device,
+        )
 
     def _finish(self, last_loss: float) -> TrainResult:
         val = test = float("nan")
@@ -243,11 +285,20 @@ class TrainLoop:
             val, test = scores["val"], scores["test"]
             self.times.evaluation += time.perf_counter() - t0
         self._checkpoint()
-        return TrainResult(test_score=test, val_score=val, epochs=self.progress.epoch, steps=self.state.steps,
-                           subgraphs=self.progress.subgraphs, stopped_early=self.progress.stopped_early,
-                           resumed_from_step=self.resumed_from, times=self.times,
-                           history=list(self.stopper.history), redelivered=self.redelivered, last_loss=last_loss,
-                           model_digest=model_digest(self.state.model))
+        return TrainResult(
+            test_score=test,
+            val_score=val,
+            epochs=self.progress.epoch,
+            steps=self.state.steps,
+            subgraphs=self.progress.subgraphs,
+            stopped_early=self.progress.stopped_early,
+            resumed_from_step=self.resumed_from,
+            times=self.times,
+            history=list(self.stopper.history),
+            redelivered=self.redelivered,
+            last_loss=last_loss,
+            model_digest=model_digest(self.state.model),
+        )
 
 
 def model_digest(model: torch.nn.Module) -> str:

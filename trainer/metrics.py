@@ -5,11 +5,15 @@ from __future__ import annotations
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 STEPS = Counter("saintpipe_trainer_steps", "Optimizer steps taken", ["trainer"])
-STEP_SECONDS = Histogram("saintpipe_trainer_step_seconds",
-                         "Compute time of one step (forward, backward, all-reduce, optimizer)", ["trainer"],
-                         buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0))
-DATA_WAIT = Counter("saintpipe_trainer_data_wait_seconds", "Time steps waited for their subgraph and features",
-                    ["trainer"])
+STEP_SECONDS = Histogram(
+    "saintpipe_trainer_step_seconds",
+    "Compute time of one step (forward, backward, all-reduce, optimizer)",
+    ["trainer"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+DATA_WAIT = Counter(
+    "saintpipe_trainer_data_wait_seconds", "Time steps waited for their subgraph and features", ["trainer"]
+)
 FETCH = Counter("saintpipe_trainer_fetch_seconds", "Time spent fetching features", ["trainer"])
 LOSS = Gauge("saintpipe_trainer_loss", "Last training loss", ["trainer"])
 VAL_SCORE = Gauge("saintpipe_trainer_val_score", "Last validation accuracy / F1-micro", ["trainer"])

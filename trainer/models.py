@@ -48,7 +48,8 @@ class GNN(nn.Module):
         self.config, self.in_dim, self.num_classes, self.multilabel = config, in_dim, num_classes, multilabel
         widths = [in_dim, *config.hidden]
         self.layers = nn.ModuleList(
-            _make_layer(config, f"layer{i + 1}", widths[i], widths[i + 1]) for i in range(len(config.hidden)))
+            _make_layer(config, f"layer{i + 1}", widths[i], widths[i + 1]) for i in range(len(config.hidden))
+        )
         self.classifier = _glorot(widths[-1], num_classes)
         self.classifier_bias = nn.Parameter(torch.zeros(num_classes)) if config.bias else None
         self.dropout = nn.Dropout(config.dropout)
@@ -56,7 +57,9 @@ class GNN(nn.Module):
         self.classifier_act = _ACTIVATIONS[config.classifier_activation]
         self.scheduler = Scheduler(config.order)
 
-    def embed(self, batch: GraphBatch, x: torch.Tensor | None = None, upto: int | None = None) -> torch.Tensor:
+    def embed(
+        self, batch: GraphBatch, x: torch.Tensor | None = None, upto: int | None = None
+    ) -> torch.Tensor:
         """Outputs of the first ``upto`` graph layers (all by default) on ``batch``."""
         h = batch.x if x is None else x
         for layer in list(self.layers)[:upto]:
@@ -79,8 +82,9 @@ class GNN(nn.Module):
         return weighted_loss(logits, batch.labels, batch.loss_weights, self.multilabel)
 
 
-def weighted_loss(logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor,
-                  multilabel: bool) -> torch.Tensor:
+def weighted_loss(
+    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, multilabel: bool
+) -> torch.Tensor:
     """Per-node CE (softmax) or BCE (sigmoid, mean over classes), weighted by ``weights``.
 
     The sum is divided by Σ weights rather than by a constant, so the step size
@@ -101,7 +105,8 @@ def build_model(config: ModelConfig, in_dim: int, num_classes: int, multilabel: 
 
     Example:
         >>> from trainer.config import ModelConfig
-        >>> model = build_model(ModelConfig(arch="gcn", hidden=[16]), in_dim=500, num_classes=3, multilabel=False)
+        >>> config = ModelConfig(arch="gcn", hidden=[16])
+        >>> model = build_model(config, in_dim=500, num_classes=3, multilabel=False)
         >>> sum(p.numel() for p in model.parameters())
         8067
     """

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
@@ -77,7 +77,7 @@ class _SparseChain(torch.autograd.Function):
     """Y = A·X·W in the planned order; grads for X, W and (when learned) A's weights and diagonal."""
 
     @staticmethod
-    def forward(ctx, x, w, values, values_t, diag, pattern: SparseOperand, plan: ChainPlan):  # noqa: D401
+    def forward(ctx, x, w, values, values_t, diag, pattern: SparseOperand, plan: ChainPlan):
         op = pattern.with_weights(values, values_t, diag)
         p = q = None
         if plan.forward == AX_FIRST:
@@ -128,8 +128,14 @@ class _SparseChain(torch.autograd.Function):
         return grad_x, grad_w, grad_values, None, grad_diag, None, None
 
 
-def sparse_chain(op: SparseOperand, x: torch.Tensor, w: torch.Tensor, plan: ChainPlan,
-                 values: torch.Tensor | None = None, diag: torch.Tensor | None = None) -> torch.Tensor:
+def sparse_chain(
+    op: SparseOperand,
+    x: torch.Tensor,
+    w: torch.Tensor,
+    plan: ChainPlan,
+    values: torch.Tensor | None = None,
+    diag: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Y = A·X·W following ``plan`` in the forward pass and both gradients.
 
     Args:
@@ -185,4 +191,4 @@ def dense(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return _Dense.apply(x, w)
 
 
-__all__ = ["MacCounter", "count_macs", "sparse_chain", "spmm", "dense", "AX_FIRST", "XW_FIRST"]
+__all__ = ["AX_FIRST", "XW_FIRST", "MacCounter", "count_macs", "dense", "sparse_chain", "spmm"]

@@ -111,7 +111,7 @@ class MacCount:
     def total(self) -> int:
         return self.dense + self.sparse
 
-    def __add__(self, other: "MacCount") -> "MacCount":
+    def __add__(self, other: MacCount) -> MacCount:
         return MacCount(self.dense + other.dense, self.sparse + other.sparse)
 
 
@@ -121,8 +121,12 @@ def macs(shape: ChainShape, plan: ChainPlan) -> MacCount:
     Each intermediate (P = AX, Q = XW, R = AᵀG, S = GWᵀ) is counted once.
     """
     n, e, fi, fo = shape.n, shape.nnz, shape.f_in, shape.f_out
-    intermediate = {"P": MacCount(0, e * fi), "Q": MacCount(n * fi * fo, 0),
-                    "R": MacCount(0, e * fo), "S": MacCount(n * fo * fi, 0)}
+    intermediate = {
+        "P": MacCount(0, e * fi),
+        "Q": MacCount(n * fi * fo, 0),
+        "R": MacCount(0, e * fo),
+        "S": MacCount(n * fo * fi, 0),
+    }
     needed: set[str] = set()
     total = MacCount(0, 0)
     if plan.forward == AX_FIRST:
@@ -177,8 +181,9 @@ def choose_order(shape: ChainShape, order: str = "auto") -> ChainPlan:
     if order != "auto":
         if order not in ORDERS:
             raise ValueError(f"unknown matmul order {order!r} (auto, ax_first, xw_first)")
-        plans = [p for p in plans if p.forward == order and p.grad_w in (order, None)
-                 and p.grad_x in (order, None)]
+        plans = [
+            p for p in plans if p.forward == order and p.grad_w in (order, None) and p.grad_x in (order, None)
+        ]
     return min(plans, key=lambda p: macs(shape, p).total)
 
 
@@ -244,17 +249,35 @@ class Scheduler:
 
     def chain(self, layer: str, shape: ChainShape) -> ChainPlan:
         plan = choose_order(shape, self.order)
-        self._log_once((layer, shape.f_in, shape.f_out, shape.x_grad, shape.values_grad, plan),
-                       "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer, shape.f_in,
-                       shape.f_out, plan.describe(), self.order, macs(shape, plan).total, shape.n, shape.nnz)
+        self._log_once(
+            (layer, shape.f_in, shape.f_out, shape.x_grad, shape.values_grad, plan),
+            "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
+            layer,
+            shape.f_in,
+            shape.f_out,
+            plan.describe(),
+            self.order,
+            macs(shape, plan).total,
+            shape.n,
+            shape.nnz,
+        )
         return plan
 
     def mixhop(self, layer: str, shape: MixHopShape) -> Order:
         order = choose_mixhop_order(shape, self.order)
-        self._log_once((layer, shape.f_in, shape.f_out, shape.powers, shape.x_grad, order),
-                       "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer,
-                       list(shape.powers), shape.f_in, shape.f_out, order, self.order,
-                       mixhop_macs(shape, order).total, shape.n, shape.nnz)
+        self._log_once(
+            (layer, shape.f_in, shape.f_out, shape.powers, shape.x_grad, order),
+            "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
+            layer,
+            list(shape.powers),
+            shape.f_in,
+            shape.f_out,
+            order,
+            self.order,
+            mixhop_macs(shape, order).total,
+            shape.n,
+            shape.nnz,
+        )
         return order
 
     def _log_once(self, key: tuple, msg: str, *args: object) -> None:

@@ -23,7 +23,6 @@ import torch
 from numba import njit
 
 
-
 @contextmanager
 def _quiet_beta():
     # torch warns once per process that CSR support is "beta"; the operations used here are stable.
@@ -86,8 +85,15 @@ class SparseOperand:
     _csr: tuple | None = field(default=None, repr=False)
 
     @classmethod
-    def from_csr(cls, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, values_t: np.ndarray,
-                 device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> "SparseOperand":
+    def from_csr(
+        cls,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        values: np.ndarray,
+        values_t: np.ndarray,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+    ) -> SparseOperand:
         """Build from numpy CSR arrays (a :class:`~services.subgraph.Subgraph`'s or a whole graph's)."""
         n = int(indptr.size - 1)
         if int(indptr[-1]) >= 2**31:
@@ -132,12 +138,13 @@ class SparseOperand:
     def row_lengths(self) -> torch.Tensor:
         return (self.crow[1:] - self.crow[:-1]).to(self.values.dtype)
 
-    def with_weights(self, values: torch.Tensor, values_t: torch.Tensor,
-                     diag: torch.Tensor | None) -> "SparseOperand":
+    def with_weights(
+        self, values: torch.Tensor, values_t: torch.Tensor, diag: torch.Tensor | None
+    ) -> SparseOperand:
         """The same pattern with other weights (keeps the cached rows and permutation)."""
         return replace(self, values=values, values_t=values_t, diag=diag, _csr=None)
 
-    def with_self_loops(self, degrees: torch.Tensor) -> "SparseOperand":
+    def with_self_loops(self, degrees: torch.Tensor) -> SparseOperand:
         """Â = diag(1/(1+d)) + diag(d/(1+d))·A, the self-loop renormalization of eq. 4.
 
         With A = D⁻¹A (mean aggregation) this is exactly (I+D)⁻¹(I+A), the
@@ -174,8 +181,9 @@ class SparseOperand:
     def sampled_dot(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """SDDMM: ``(a bᵀ)`` at A's stored positions, and on the diagonal when A has one."""
         with _quiet_beta():
-            pattern = torch.sparse_csr_tensor(self.crow, self.col, torch.zeros_like(self.values),
-                                              (self.n, self.n), check_invariants=False)
+            pattern = torch.sparse_csr_tensor(
+                self.crow, self.col, torch.zeros_like(self.values), (self.n, self.n), check_invariants=False
+            )
         vals = torch.sparse.sampled_addmm(pattern, a, b.t(), beta=0.0).values()
         diag = (a * b).sum(1) if self.diag is not None else None
         return vals, diag

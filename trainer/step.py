@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
@@ -34,15 +34,26 @@ class TrainState:
         seed: seeds the weight initialization (every data-parallel trainer must use the same).
     """
 
-    def __init__(self, config: ModelConfig, in_dim: int, num_classes: int, multilabel: bool,
-                 device: torch.device | str = "cpu", seed: int = 0) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        in_dim: int,
+        num_classes: int,
+        multilabel: bool,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+    ) -> None:
         torch.manual_seed(seed)
         self.device = torch.device(device)
         self.model: GNN = build_model(config, in_dim, num_classes, multilabel).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
         self.steps = 0
 
-    def step(self, batch: GraphBatch, sync: GradSync | None = None, labelled: float = 0.0) -> tuple[float, float]:
+    def step(
+        self, batch: GraphBatch, sync: GradSync | None = None, labelled: float = 0.0
+    ) -> tuple[float, float]:
         """Forward, backward, (all-reduce,) optimizer step on ``batch``.
 
         Args:
@@ -65,7 +76,11 @@ class TrainState:
         return float(loss.detach()), labelled
 
     def state_dict(self) -> dict:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "steps": self.steps}
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.model.load_state_dict(state["model"])
@@ -101,8 +116,13 @@ class EarlyStopping:
         return self.patience > 0 and self.bad_rounds >= self.patience
 
     def state_dict(self) -> dict:
-        return {"best": self.best, "best_step": self.best_step, "best_state": self.best_state,
-                "bad_rounds": self.bad_rounds, "history": list(self.history)}
+        return {
+            "best": self.best,
+            "best_step": self.best_step,
+            "best_state": self.best_state,
+            "bad_rounds": self.bad_rounds,
+            "history": list(self.history),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.best, self.best_step = float(state["best"]), int(state["best_step"])

@@ -35,7 +35,8 @@ class TrainerSpec:
             a list of replica lists, or a JSON address manifest path.
         config: the trainer configuration.
         pool: the job's pool settings (visibility timeout, reconnects).
-        metrics_port: first Prometheus port; trainer r serves on ``metrics_port + r`` (0: free ports; None: none).
+        metrics_port: first Prometheus port; trainer r serves on ``metrics_port + r``
+            (0: free ports; None: no endpoint).
         metrics_host: bind address of the metrics endpoints.
     """
 
@@ -60,7 +61,9 @@ def trainer_name(job: str, rank: int) -> str:
     return f"{job}-trainer-{rank}"
 
 
-def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: str | None = None) -> TrainResult:
+def run_trainer(
+    spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: str | None = None
+) -> TrainResult:
     """Run one trainer of ``spec``'s job until its epochs, max_steps or early stopping end it.
 
     Args:
@@ -99,18 +102,35 @@ def run_trainer(spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: s
     group = None
     feed = None
     try:
-        graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
-                          gather=client.gather, feature_dim=dataset.manifest.feature_dim, splits=dict(dataset.splits))
-        state = TrainState(cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device,
-                           seed=cfg.seed)
+        graph = EvalGraph(
+            indptr=dataset.indptr,
+            indices=dataset.indices,
+            labels=dataset.labels,
+            gather=client.gather,
+            feature_dim=dataset.manifest.feature_dim,
+            splits=dict(dataset.splits),
+        )
+        state = TrainState(
+            cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device, seed=cfg.seed
+        )
         if world_size > 1:
             if master is None:
                 raise ValueError("a data-parallel trainer needs the rendezvous address (master)")
-            group = DataParallel(rank, world_size, master, device, timeout_s=max(300.0, 4 * cfg.pool_timeout_s))
+            group = DataParallel(
+                rank, world_size, master, device, timeout_s=max(300.0, 4 * cfg.pool_timeout_s)
+            )
         checkpointer = Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
-        loop = TrainLoop(state, graph, cfg, name=name, metrics=metrics,
-                         sync=group.sync if group else None, decide=group.decide if group else None,
-                         is_leader=rank == 0, checkpointer=checkpointer)
+        loop = TrainLoop(
+            state,
+            graph,
+            cfg,
+            name=name,
+            metrics=metrics,
+            sync=group.sync if group else None,
+            decide=group.decide if group else None,
+            is_leader=rank == 0,
+            checkpointer=checkpointer,
+        )
         if group is not None:
             group.check_same_start(state.steps)
         feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)

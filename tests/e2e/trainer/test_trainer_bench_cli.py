@@ -1,4 +1,4 @@
-"""The trainer's commands through the real console script: bench train, bench accuracy, serve trainer errors."""
+"""The trainer's commands through the console script: bench train, bench accuracy, serve trainer errors."""
 
 from __future__ import annotations
 
@@ -6,8 +6,27 @@ import json
 
 
 def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
-    proc = cli("bench", "train", "--nodes", "600", "--degree", "6", "--classes", "5", "--sage-features", "12",
-               "--sage-hidden", "64", "--gcn-features", "80", "--gcn-hidden", "8", "--repeats", "1", "--json")
+    proc = cli(
+        "bench",
+        "train",
+        "--nodes",
+        "600",
+        "--degree",
+        "6",
+        "--classes",
+        "5",
+        "--sage-features",
+        "12",
+        "--sage-hidden",
+        "64",
+        "--gcn-features",
+        "80",
+        "--gcn-hidden",
+        "8",
+        "--repeats",
+        "1",
+        "--json",
+    )
     report = json.loads(proc.stdout)
     assert report["benchmark"] == "train" and report["params"]["nodes"] == 600
     rows = {(r["model"].split()[0], r["order"]): r for r in report["rows"]}
@@ -25,12 +44,30 @@ def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
 def test_bench_train_rejects_bad_sizes_in_one_line(cli):
     proc = cli("bench", "train", "--sage-hidden", "31", check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "saintpipe: error: --sage-hidden must be even (self and neighbour halves), got 31"
+    assert (
+        proc.stderr.strip()
+        == "saintpipe: error: --sage-hidden must be even (self and neighbour halves), got 31"
+    )
 
 
 def test_bench_accuracy_runs_all_three_trainings(cli):
-    proc = cli("bench", "accuracy", "--datasets", "cora", "--seeds", "1", "--epochs", "3", "--roots", "100",
-               "--norm-subgraphs", "20", "--hidden", "16,16", "--json")
+    proc = cli(
+        "bench",
+        "accuracy",
+        "--datasets",
+        "cora",
+        "--seeds",
+        "1",
+        "--epochs",
+        "3",
+        "--roots",
+        "100",
+        "--norm-subgraphs",
+        "20",
+        "--hidden",
+        "16,16",
+        "--json",
+    )
     report = json.loads(proc.stdout)
     trainings = {r["training"] for r in report["rows"]}
     assert trainings == {"full-batch", "rw+norm", "rw (no norm)"}
@@ -47,6 +84,17 @@ def test_serve_trainer_names_missing_flags(cli, tmp_path):
     proc = cli("serve", "trainer", "--data", str(tmp_path), check=False, env={"SAINTPIPE_REDIS_URL": ""})
     assert proc.returncode == 2
     assert proc.stderr.strip() == "saintpipe: error: serve trainer needs --redis-url, --features, --job"
-    proc = cli("serve", "trainer", "--data", str(tmp_path), "--redis-url", "redis://127.0.0.1:1/0",
-               "--features", "127.0.0.1:1", "--job", "j", check=False)
+    proc = cli(
+        "serve",
+        "trainer",
+        "--data",
+        str(tmp_path),
+        "--redis-url",
+        "redis://127.0.0.1:1/0",
+        "--features",
+        "127.0.0.1:1",
+        "--job",
+        "j",
+        check=False,
+    )
     assert proc.returncode == 2 and "not a dataset directory (no manifest.json)" in proc.stderr

@@ -22,8 +22,16 @@ def cora_dir(tmp_path_factory, real_datasets) -> Path:
     data = np.load(real_datasets / "cora.npz")
     splits = {name: np.flatnonzero(data[f"{name}_mask"]) for name in ("train", "val", "test")}
     out = tmp_path_factory.mktemp("trainer") / "cora"
-    write_dataset(out, name="cora", indptr=data["indptr"], indices=data["indices"], features=data["features"],
-                  labels=data["labels"], splits=splits, num_shards=2)
+    write_dataset(
+        out,
+        name="cora",
+        indptr=data["indptr"],
+        indices=data["indices"],
+        features=data["features"],
+        labels=data["labels"],
+        splits=splits,
+        num_shards=2,
+    )
     return out
 
 
@@ -38,9 +46,9 @@ def feature_addresses(cora_dir) -> str:
         stop_server(server, grace=1.0)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_local():
-    """A real local Ray whose workers import this checkout."""
+    """A real local Ray whose workers import this checkout (shared by the session: it starts slowly)."""
     import ray
 
     os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -52,16 +60,17 @@ def ray_local():
 @contextmanager
 def producing(cora_dir: Path, url: str, job: str, roots: int = 400, seed: int = 0):
     """A thread that samples random-walk subgraphs of Cora and puts them into ``job``'s pool until stopped."""
+    from saintpipe.errors import SaintpipeTimeout
     from services.dataset.store import open_dataset
     from services.pool.pool import SubgraphPool
     from services.sampler.config import RandomWalkConfig
     from services.sampler.parallel import subgraph_seed
     from services.sampler.sampler import make_sampler
-    from saintpipe.errors import SaintpipeTimeout
 
     dataset = open_dataset(cora_dir)
-    sampler = make_sampler(RandomWalkConfig(roots=roots), dataset.indptr, dataset.indices,
-                           train_nodes=dataset.splits["train"])
+    sampler = make_sampler(
+        RandomWalkConfig(roots=roots), dataset.indptr, dataset.indices, train_nodes=dataset.splits["train"]
+    )
     stop = threading.Event()
     pool = SubgraphPool(url, job, capacity=8)
     produced = []

@@ -1,4 +1,4 @@
-"""Two real processes in a gloo group over loopback: gradients averaged, labelled nodes summed, decisions shared."""
+"""Two real processes in a gloo group on loopback: gradients averaged, counts summed, decisions shared."""
 
 from __future__ import annotations
 

@@ -1,17 +1,36 @@
-"""``saintpipe serve trainer`` end to end: the console script, its own local Ray, the real Redis and shards."""
+"""``saintpipe serve trainer`` end to end: the console script joins the test's Ray; real Redis and shards."""
 
 from __future__ import annotations
 
 import json
 
 
-def test_serve_trainer_trains_and_prints_the_summary(cli, cora_dir, feature_addresses, producer,
-                                                     redis_server_session, tmp_path):
+def test_serve_trainer_trains_and_prints_the_summary(
+    cli, ray_local, cora_dir, feature_addresses, producer, redis_server_session, tmp_path
+):
     job = "trainer-cli"
+    ray_address = ray_local.get_runtime_context().gcs_address
     with producer(job) as (pool, _):
-        proc = cli("serve", "trainer", "--redis-url", redis_server_session.url, "--features", feature_addresses,
-                   "--data", str(cora_dir), "--job", job, "--max-steps", "3", "--checkpoint-dir",
-                   str(tmp_path / "ckpt"), "--json", timeout=240)
+        proc = cli(
+            "serve",
+            "trainer",
+            "--redis-url",
+            redis_server_session.url,
+            "--features",
+            feature_addresses,
+            "--data",
+            str(cora_dir),
+            "--job",
+            job,
+            "--max-steps",
+            "3",
+            "--checkpoint-dir",
+            str(tmp_path / "ckpt"),
+            "--ray-address",
+            ray_address,
+            "--json",
+            timeout=240,
+        )
         acknowledged = pool.stats().acknowledged
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 3 and summary["subgraphs"] == 3

@@ -10,7 +10,6 @@ from trainer.config import ModelConfig
 from trainer.evaluate import EvalGraph, evaluate, predict, score
 from trainer.induce import induce, k_hop_nodes
 from trainer.models import build_model
-
 from trainer.synthetic import random_subgraph
 
 
@@ -20,12 +19,14 @@ def graph(n: int = 300, f: int = 12, classes: int = 4, multilabel: bool = False)
     labels = (rng.random((n, classes)) < 0.3).astype(np.uint8) if multilabel else rng.integers(0, classes, n)
     perm = rng.permutation(n)
     splits = {"train": np.sort(perm[:100]), "val": np.sort(perm[100:200]), "test": np.sort(perm[200:])}
-    return EvalGraph.from_arrays(sub.indptr, sub.indices, rng.normal(size=(n, f)).astype(np.float32), labels,
-                                 splits)
+    return EvalGraph.from_arrays(
+        sub.indptr, sub.indices, rng.normal(size=(n, f)).astype(np.float32), labels, splits
+    )
 
 
-@pytest.mark.parametrize("arch,extra", [("gcn", {}), ("sage", {}), ("gat", {"heads": 2}),
-                                        ("mixhop", {"mixhop_powers": [0, 1, 2]})])
+@pytest.mark.parametrize(
+    "arch,extra", [("gcn", {}), ("sage", {}), ("gat", {"heads": 2}), ("mixhop", {"mixhop_powers": [0, 1, 2]})]
+)
 def test_layerwise_batches_equal_full_graph_pass(arch, extra):
     g = graph()
     torch.manual_seed(0)
@@ -43,13 +44,13 @@ def test_k_hop_nodes_and_induce_match_a_bfs():
     two_hop = k_hop_nodes(g.indptr, g.indices, seeds, 2, scratch)
     expect = set(seeds.tolist())
     for _ in range(2):
-        expect |= {int(u) for v in list(expect) for u in g.indices[g.indptr[v]:g.indptr[v + 1]]}
+        expect |= {int(u) for v in list(expect) for u in g.indices[g.indptr[v] : g.indptr[v + 1]]}
     assert two_hop.tolist() == sorted(expect)
     assert (scratch == -1).all()
     sub_indptr, sub_indices = induce(g.indptr, g.indices, two_hop, scratch)
     for i, v in enumerate(two_hop):
-        neigh = set(g.indices[g.indptr[v]:g.indptr[v + 1]].tolist()) & expect
-        assert two_hop[sub_indices[sub_indptr[i]:sub_indptr[i + 1]]].tolist() == sorted(neigh)
+        neigh = set(g.indices[g.indptr[v] : g.indptr[v + 1]].tolist()) & expect
+        assert two_hop[sub_indices[sub_indptr[i] : sub_indptr[i + 1]]].tolist() == sorted(neigh)
     assert (scratch == -1).all()
 
 

@@ -82,7 +82,9 @@ def test_prefetch_fetches_the_next_subgraph_while_the_current_step_runs():
 def test_without_prefetch_nothing_is_taken_ahead_and_timeouts_are_clear():
     events: list = []
     pool = FakePool(1, events)
-    feed = PoolFeed(pool, "t0", lambda ids: np.zeros((ids.size, 2), np.float32), prefetch=False, get_timeout=0.05)
+    feed = PoolFeed(
+        pool, "t0", lambda ids: np.zeros((ids.size, 2), np.float32), prefetch=False, get_timeout=0.05
+    )
     item = feed.next(timeout=1)
     assert pool.next_id == 1
     item.ack()
@@ -92,8 +94,13 @@ def test_without_prefetch_nothing_is_taken_ahead_and_timeouts_are_clear():
 
 
 def test_errors_of_the_prefetch_thread_reach_the_training_thread():
-    feed = PoolFeed(FakePool(5, [], fail_at=1), "t0", lambda ids: np.zeros((ids.size, 2), np.float32),
-                    prefetch=True, get_timeout=0.05)
+    feed = PoolFeed(
+        FakePool(5, [], fail_at=1),
+        "t0",
+        lambda ids: np.zeros((ids.size, 2), np.float32),
+        prefetch=True,
+        get_timeout=0.05,
+    )
     try:
         feed.next(timeout=5)
         with pytest.raises(ServiceUnavailable, match="redis went away"):
@@ -113,7 +120,9 @@ def small_graph() -> EvalGraph:
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, N)
     splits = {"train": np.arange(TRAIN), "val": np.arange(TRAIN, 50), "test": np.arange(50, N)}
-    return EvalGraph.from_arrays(sub.indptr, sub.indices, rng.normal(size=(N, 5)).astype(np.float32), labels, splits)
+    return EvalGraph.from_arrays(
+        sub.indptr, sub.indices, rng.normal(size=(N, 5)).astype(np.float32), labels, splits
+    )
 
 
 class ListFeed:
@@ -160,7 +169,9 @@ def test_early_stopping_after_patience_validations_without_improvement(monkeypat
     import trainer.loop as loop_mod
 
     scores = iter([0.5, 0.7, 0.6, 0.65, 0.69, 0.9, 0.8])
-    monkeypatch.setattr(loop_mod, "evaluate", lambda model, graph, splits, **kw: {s: next(scores) for s in splits})
+    monkeypatch.setattr(
+        loop_mod, "evaluate", lambda model, graph, splits, **kw: {s: next(scores) for s in splits}
+    )
     graph = small_graph()
     result = make_loop(graph, epochs=50, patience=3).run(ListFeed(graph))
     assert result.stopped_early and result.epochs == 5  # best 0.7 at epoch 2, then three worse
@@ -174,8 +185,10 @@ def test_checkpoint_resume_continues_the_same_epoch_count(tmp_path):
     second = make_loop(graph, tmp_path, epochs=3, patience=0)
     assert second.state.steps == 6 and second.progress.epoch == 1
     assert abs(second.progress.epoch_fraction - 0.5) < 1e-9  # 6 subgraphs x 10 / 40 = 1.5 epochs
-    torch.testing.assert_close(dict(second.state.model.named_parameters())["layers.0.weight"],
-                               dict(first.state.model.named_parameters())["layers.0.weight"])
+    torch.testing.assert_close(
+        dict(second.state.model.named_parameters())["layers.0.weight"],
+        dict(first.state.model.named_parameters())["layers.0.weight"],
+    )
     r2 = second.run(ListFeed(graph))
     assert r1.steps == 6 and r2.resumed_from_step == 6 and r2.steps == 12 and r2.epochs == 3
 

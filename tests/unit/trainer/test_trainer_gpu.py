@@ -1,4 +1,4 @@
-"""On a CUDA device the scheduled ops, the models and evaluation give the CPU's results (GPU machines only)."""
+"""On a CUDA device the scheduled ops and the models give the CPU's results (GPU machines only)."""
 
 from __future__ import annotations
 
@@ -22,10 +22,16 @@ def test_cuda_matches_cpu(arch):
     labels = rng.integers(0, 5, 300)
     results = []
     for device in ("cpu", "cuda"):
-        batch = batch_from_subgraph(sub, feats, labels, np.ones(300, bool), np.diff(sub.indptr) + 1, device=device)
+        batch = batch_from_subgraph(
+            sub, feats, labels, np.ones(300, bool), np.diff(sub.indptr) + 1, device=device
+        )
         torch.manual_seed(0)
-        model = build_model(ModelConfig(arch=arch, hidden=[48, 24], dropout=0.0, heads=2,
-                                        mixhop_powers=[0, 1, 2]), 24, 5, False).to(device)
+        model = build_model(
+            ModelConfig(arch=arch, hidden=[48, 24], dropout=0.0, heads=2, mixhop_powers=[0, 1, 2]),
+            24,
+            5,
+            False,
+        ).to(device)
         loss = model.loss(model(batch), batch)
         loss.backward()
         results.append((loss.item(), [p.grad.cpu() for p in model.parameters()]))

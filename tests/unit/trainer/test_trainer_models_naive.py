@@ -83,10 +83,10 @@ def naive_forward(model, batch, x: torch.Tensor) -> torch.Tensor:
 
 
 ARCHS = {
-    "gcn": dict(arch="gcn"),
-    "sage": dict(arch="sage"),
-    "gat": dict(arch="gat", heads=2),
-    "mixhop": dict(arch="mixhop", mixhop_powers=[0, 1, 2]),
+    "gcn": {"arch": "gcn"},
+    "sage": {"arch": "sage"},
+    "gat": {"arch": "gat", "heads": 2},
+    "mixhop": {"arch": "mixhop", "mixhop_powers": [0, 1, 2]},
 }
 
 
@@ -112,7 +112,9 @@ def test_outputs_and_gradients_match_plain_autograd(arch, widths, order):
     torch.testing.assert_close(out, ref_out, rtol=1e-9, atol=1e-10)
     names = ["x", *(n for n, _ in model.named_parameters())]
     for name, got, want in zip(names, grads, ref_grads):
-        torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10, msg=lambda m: f"{arch}/{order} d{name}: {m}")
+        torch.testing.assert_close(
+            got, want, rtol=1e-8, atol=1e-10, msg=lambda m, name=name: f"{arch}/{order} d{name}: {m}"
+        )
 
 
 @pytest.mark.parametrize("arch", sorted(ARCHS))
@@ -122,8 +124,10 @@ def test_first_layer_without_input_gradient_matches(arch):
     batch = to_double(make_batch(n=50, f_in=30, classes=4, multilabel=False, seed=3))
     model = build_model(ModelConfig(hidden=[12], dropout=0.0, **ARCHS[arch]), 30, 4, False).double()
     grads = torch.autograd.grad(model.loss(model(batch), batch), list(model.parameters()))
-    ref = torch.autograd.grad(weighted_loss(naive_forward(model, batch, batch.x), batch.labels, batch.loss_weights,
-                                            False), list(model.parameters()))
+    ref = torch.autograd.grad(
+        weighted_loss(naive_forward(model, batch, batch.x), batch.labels, batch.loss_weights, False),
+        list(model.parameters()),
+    )
     for got, want in zip(grads, ref):
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-10)
 
@@ -134,7 +138,9 @@ def test_float32_forced_orders_agree():
     results = []
     for order in ("auto", "ax_first", "xw_first"):
         torch.manual_seed(7)
-        model = build_model(ModelConfig(arch="sage", hidden=[128, 32], dropout=0.0, order=order), 64, 6, False)
+        model = build_model(
+            ModelConfig(arch="sage", hidden=[128, 32], dropout=0.0, order=order), 64, 6, False
+        )
         loss = model.loss(model(batch), batch)
         loss.backward()
         results.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))

@@ -24,7 +24,6 @@ from trainer.schedule import (
     mixhop_macs,
 )
 from trainer.sparse import SparseOperand, transpose_permutation
-
 from trainer.synthetic import random_subgraph
 
 
@@ -76,8 +75,14 @@ def test_paper_rule_section_6_1():
 
 
 @settings(max_examples=200, deadline=None)
-@given(n=st.integers(1, 100_000), degree=st.integers(0, 60), f_in=st.integers(1, 2048),
-       f_out=st.integers(1, 2048), x_grad=st.booleans(), learned=st.booleans())
+@given(
+    n=st.integers(1, 100_000),
+    degree=st.integers(0, 60),
+    f_in=st.integers(1, 2048),
+    f_out=st.integers(1, 2048),
+    x_grad=st.booleans(),
+    learned=st.booleans(),
+)
 def test_choice_never_costs_more_than_any_plan_or_the_fixed_orders(n, degree, f_in, f_out, x_grad, learned):
     shape = ChainShape(n, n * degree, f_in, f_out, x_grad=x_grad, values_grad=learned)
     best = macs(shape, choose_order(shape)).total
@@ -110,13 +115,19 @@ def test_plan_logged_once_per_layer_and_widths(caplog):
 @pytest.mark.parametrize("order", [AX_FIRST, XW_FIRST])
 @pytest.mark.parametrize("x_grad", [True, False])
 def test_mixhop_cost_model_equals_executed_macs(order, x_grad):
-    from trainer.layers import MixHopLayer
     from trainer.batch import GraphBatch
+    from trainer.layers import MixHopLayer
 
     op = operand(n=60, seed=2, diag=True)
     layer = MixHopLayer("m", 20, 3 * 7, [0, 1, 3], bias=False)
-    batch = GraphBatch(adj=op, x=torch.randn(60, 20), labels=torch.zeros(60, dtype=torch.long),
-                       loss_weights=torch.ones(60), degrees=torch.ones(60), _adj_hat=op)
+    batch = GraphBatch(
+        adj=op,
+        x=torch.randn(60, 20),
+        labels=torch.zeros(60, dtype=torch.long),
+        loss_weights=torch.ones(60),
+        degrees=torch.ones(60),
+        _adj_hat=op,
+    )
     x = batch.x.requires_grad_(x_grad)
     with count_macs() as counter:
         layer(x, batch, Scheduler(order)).sum().backward()
