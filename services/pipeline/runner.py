@@ -196,12 +196,12 @@ class LocalPipeline:
                            metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
         cache = cfg.feature_cache_rows(dataset.num_nodes)
         trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
-        self.supervisor.on_stop("trainers", trainers.stop)
-        trainers.launch()
+        trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
         self._trainers = trainers
 
     def _start_trainers(self) -> None:
         trainers = self._trainers
+        self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s)
         self.supervisor.watch("trainers", trainers.failure)
         self.endpoints.metrics.update(trainers.metrics_urls)
