@@ -10,6 +10,7 @@ from saintpipe.cli.registry import register_all
 SERVICES: tuple[str, ...] = (
     "services.feature_shard.cli",
     "services.sampler_service.cli",
+    "trainer.cli",
 )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from saintpipe.errors import ServiceUnavailable
+from services import procutil
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class ShardProcess:
         host: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
         start_timeout: float = 60.0,
+        own_process_group: bool = False,
         wait: bool = True,
     ) -> None:
         self.shard = shard
@@ -62,7 +64,10 @@ class ShardProcess:
             "0",
             *extra_args,
         ]
-        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        # Dies with its parent (PR_SET_PDEATHSIG): a crashed or killed parent leaves no shard behind. In its own
+        # process group, a Ctrl-C at the terminal reaches only a supervisor that stops it in order.
+        self.process = procutil.spawn(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
+                                      own_process_group=own_process_group)
         self.output: list[str] = []  # every stdout line, as it arrives
         self.metrics_url: str | None = None  # when started with --metrics-port
         self.address: str | None = None  # "host:port" once ready
@@ -137,13 +142,24 @@ class LocalShards:
     """
 
     def __init__(
-        self, dataset_dir: Path | str, num_shards: int, *, replicas: int = 1, extra_args: Sequence[str] = ()
+        self,
+        dataset_dir: Path | str,
+        num_shards: int,
+        *,
+        replicas: int = 1,
+        extra_args: Sequence[str] = (),
+        own_process_group: bool = False,
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
         try:
             for k in range(num_shards):  # all start at once, then we wait for each
                 self.processes.append(
-                    [ShardProcess(dataset_dir, k, extra_args=extra_args, wait=False) for _ in range(replicas)]
+                    [
+                        ShardProcess(
+                            dataset_dir, k, extra_args=extra_args, own_process_group=own_process_group, wait=False
+                        )
+                        for _ in range(replicas)
+                    ]
                 )
             for replicas_of_shard in self.processes:
                 for process in replicas_of_shard:
@@ -157,6 +173,11 @@ class LocalShards:
         return [[p.address for p in replicas] for replicas in self.processes]
 
     def stop(self) -> None:
+        """SIGTERM every shard at once (they drain in parallel), then wait for each."""
+        for replicas in self.processes:
+            for p in replicas:
+                if p.process.poll() is None:
+                    p.process.send_signal(signal.SIGTERM)
         for replicas in self.processes:
             for p in replicas:
                 p.stop()
