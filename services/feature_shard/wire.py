@@ -24,6 +24,8 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["FeatureShard"].full_name
 # Dtypes a shard may store or send; always little-endian on the wire.
 WIRE_DTYPES: dict[str, np.dtype] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
 _ROWS_TAG = bytes([(2 << 3) | 2])  # field 2, wire type 2 (length-delimited)
+# Bytes a GatherChunk needs beside its rows (offset, dtype, shape, tags), with room to spare.
+CHUNK_OVERHEAD = 256
 
 
 def encode_ids(ids: np.ndarray) -> bytes:
