@@ -27,7 +27,13 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from services.dataset.store import open_dataset, shard_file
 from services.feature_shard import metrics
 from services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
-from services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, WIRE_DTYPES, decode_ids, encode_chunk
+from services.feature_shard.wire import (
+    CHUNK_OVERHEAD,
+    SERVICE_NAME,
+    WIRE_DTYPES,
+    allocate_chunk,
+    decode_ids,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +116,23 @@ class FeatureShardServicer:
         return ids, send_dtype
 
     def _chunk(self, ids: np.ndarray, lo: int, hi: int, send_dtype: np.dtype) -> bytes:
-        """The encoded chunk of rows ``ids[lo:hi]`` (ids already checked against the range)."""
-        if hi == lo:
-            rows = np.empty((0, self.dim), dtype=send_dtype)
-        else:
-            # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
-            rows = np.take(self._rows, ids[lo:hi] - self.start, axis=0, mode="clip")
-            if rows.dtype != send_dtype:
-                rows = _convert(rows, send_dtype)
-        message = encode_chunk(lo, rows)
+        """The encoded chunk of rows ``ids[lo:hi]`` (ids already checked against the range).
+
+        The rows are gathered straight into the message (see :func:`wire.allocate_chunk`).
+        """
+        message, view = allocate_chunk(lo, hi - lo, self.dim, send_dtype)
+        if hi > lo:
+            local = ids[lo:hi] - self.start
+            if send_dtype == self.dtype:
+                # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
+                np.take(self._rows, local, axis=0, out=view, mode="clip")
+            elif self.dtype == np.float32 and send_dtype == np.float16:
+                from services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
+
+                gather_float16_rows(self._rows, local, view)
+            else:
+                view[...] = np.take(self._rows, local, axis=0, mode="clip")
+        del view  # the message is complete; nothing may write to it any more
         self._count(message, hi - lo)
         return message
 
@@ -154,17 +168,9 @@ class FeatureShardServicer:
         metrics.ERRORS.labels(self._label, code.name).inc()
 
 
-def _convert(rows: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if rows.dtype == np.float32 and dtype == np.float16:
-        from services.feature_shard.half import float32_to_float16  # Numba: loaded on first use
-
-        return float32_to_float16(rows)
-    return rows.astype(dtype)
-
-
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
     # Registered by hand rather than with the generated add_..._to_server so that
-    # the Gather methods' chunks, already encoded by wire.encode_chunk, pass through unserialized.
+    # the Gather methods' chunks, already encoded by services.feature_shard.wire, pass through unserialized.
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
