@@ -169,8 +169,8 @@ class FeatureShardServicer:
 
 
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
-    # Registered by hand rather than with the generated add_..._to_server so that
-    # the Gather methods' chunks, already encoded by services.feature_shard.wire, pass through unserialized.
+    # Registered by hand rather than with the generated add_..._to_server so that the
+    # Gather methods' chunks, already encoded by services.feature_shard.wire, pass through unserialized.
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
@@ -178,7 +178,9 @@ def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
                 servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
             ),
             "GatherUnary": grpc.unary_unary_rpc_method_handler(
-                servicer.GatherUnary, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
+                servicer.GatherUnary,
+                request_deserializer=pb.GatherRequest.FromString,
+                response_serializer=None,
             ),
             "Info": grpc.unary_unary_rpc_method_handler(
                 servicer.Info,
