@@ -56,6 +56,7 @@ class _Replica:
     gather: Callable  # streaming: answers larger than one message
     gather_unary: Callable  # one message: every answer that fits
     info: Callable
+    has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
 
 
 @dataclass(eq=False)
@@ -374,10 +375,16 @@ class FeatureClient:
             return rows.shape[0]
 
         def attempt(replica: _Replica, timeout: float) -> None:
-            if ids.size <= self._max_rows_unary:  # the whole answer fits in one message
-                offset, rows = replica.gather_unary(request, timeout=timeout)
-                chunks = [(offset, rows)]
-            else:  # a stream of chunks, each placed as it arrives
+            chunks = None
+            if replica.has_unary and ids.size <= self._max_rows_unary:  # the answer fits in one message
+                try:
+                    chunks = [replica.gather_unary(request, timeout=timeout)]
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                        raise
+                    log.info("feature shard %d at %s: no GatherUnary; streams", shard.index, replica.address)
+                    replica.has_unary = False
+            if chunks is None:  # a stream of chunks, each placed as it arrives
                 chunks = replica.gather(request, timeout=timeout)
             received = nbytes = 0
             for offset, rows in chunks:
