@@ -2,8 +2,9 @@
 
 A gather deduplicates the ids that the cache does not hold, cuts them by shard
 range (each shard's ids are a contiguous slice once sorted), asks the shards
-concurrently on a thread pool and writes every chunk straight into the output
-array at the positions its ids were requested. Every call carries a deadline
+concurrently (one ``GatherUnary`` message per shard when the answer fits the
+message limit, a stream of chunks beyond it) and writes every answer straight
+into the output array at the positions its ids were requested. Every call carries a deadline
 (one budget for the whole gather); UNAVAILABLE answers are retried on the
 shard's other replicas and then, after a backoff, again, until the retries or
 the deadline run out; then a :class:`~saintpipe.errors.ServiceUnavailable`

@@ -1,8 +1,9 @@
 """The feature-shard gRPC server: serves one contiguous node range of a dataset's features.
 
 A thin layer: :class:`FeatureShardServicer` decodes ids, checks them against
-the shard's range, reads rows from the memory-mapped shard file and streams
-them back in chunks no larger than the message limit. Errors are typed
+the shard's range and gathers rows from the memory-mapped shard file straight
+into the answer's message bytes: one message (``GatherUnary``) when the answer
+fits the message limit, else a stream of chunks below it (``Gather``). Errors are typed
 saintpipe errors, turned into status codes by
 :class:`saintpipe.grpc_status.StatusInterceptor` (the one place that maps
 them). The standard gRPC health service is registered beside it.
