@@ -39,6 +39,11 @@ class FeatureShardStub:
                 request_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.SerializeToString,
                 response_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.FromString,
                 _registered_method=True)
+        self.GatherUnary = channel.unary_unary(
+                '/saintpipe.protos.FeatureShard/GatherUnary',
+                request_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.SerializeToString,
+                response_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.FromString,
+                _registered_method=True)
         self.Info = channel.unary_unary(
                 '/saintpipe.protos.FeatureShard/Info',
                 request_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.InfoRequest.SerializeToString,
@@ -58,6 +63,16 @@ class FeatureShardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GatherUnary(self, request, context):
+        """The same rows as one GatherChunk (offset 0), for answers that fit in one
+        message (ShardInfo.max_message_bytes); a larger answer is refused with
+        INVALID_ARGUMENT (ask Gather instead). Cheaper than a stream in gRPC's
+        Python runtime: one message each way, no hand-off between threads per chunk.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Info(self, request, context):
         """What this shard serves: its node range, row width, dtype and data version.
         """
@@ -70,6 +85,11 @@ def add_FeatureShardServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Gather': grpc.unary_stream_rpc_method_handler(
                     servicer.Gather,
+                    request_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.FromString,
+                    response_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.SerializeToString,
+            ),
+            'GatherUnary': grpc.unary_unary_rpc_method_handler(
+                    servicer.GatherUnary,
                     request_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.FromString,
                     response_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.SerializeToString,
             ),
@@ -104,6 +124,33 @@ class FeatureShard:
             request,
             target,
             '/saintpipe.protos.FeatureShard/Gather',
+            saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.SerializeToString,
+            saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GatherUnary(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/saintpipe.protos.FeatureShard/GatherUnary',
             saintpipe_dot_protos_dot_feature__shard__pb2.GatherRequest.SerializeToString,
             saintpipe_dot_protos_dot_feature__shard__pb2.GatherChunk.FromString,
             options,

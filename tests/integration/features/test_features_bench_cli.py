@@ -14,6 +14,7 @@ def test_bench_features_json(cli):
     assert paths == [(d, p) for d in (8,) for p in ("numpy mmap (baseline)", "service", "service fp16")]
     for row in report["rows"]:
         assert row["rows_per_s"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 and row["cpu_ms"] > 0
+        assert row["wait_ms"] >= 0
     fp32, fp16 = report["rows"][1], report["rows"][2]
     assert fp16["wire_MB"] * 2 == fp32["wire_MB"] == 64 * 8 * 4 / 1e6
     assert report["summary"]["ratio_dim8"] == fp32["ratio"] and "target_met" not in report["summary"]

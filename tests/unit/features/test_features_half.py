@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.feature_shard.half import float32_to_float16, scatter_float16_rows
+from services.feature_shard.half import float32_to_float16, gather_float16_rows, scatter_float16_rows
 
 
 def test_every_float16_widens_exactly():
@@ -45,3 +45,18 @@ def test_two_dimensional_and_empty():
     out = np.zeros((3, 5), np.float32)
     scatter_float16_rows(np.empty((0, 5), np.float16), np.empty(0, np.int64), out)
     assert not out.any()
+
+
+def test_gather_narrows_rows_like_numpy():
+    bits = np.random.default_rng(3).integers(0, 2**32, (300, 40), dtype=np.uint64).astype(np.uint32)
+    values = bits.view(np.float32)
+    values[0, :4] = [np.inf, -0.0, 65520.0, 1e-8]
+    rows = np.array([5, 0, 299, 5, 17])
+    out = np.full((5, 40), 7, dtype=np.float16)
+    gather_float16_rows(values, rows, out)
+    with np.errstate(all="ignore"):
+        expected = values[rows].astype(np.float16)
+    nan = np.isnan(expected)
+    assert np.isnan(out[nan]).all()
+    np.testing.assert_array_equal(out[~nan].view(np.uint16), expected[~nan].view(np.uint16))
+    gather_float16_rows(values, np.empty(0, np.int64), out[:0])  # empty: nothing to do
