@@ -11,21 +11,39 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import os
+import shutil
 import signal
 import subprocess
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+# util-linux's setpriv sets the parent-death signal and execs the command.
+_SETPRIV = shutil.which("setpriv")
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def with_parent_death_signal(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """``(argv, preexec_fn)`` that make the child get SIGTERM when its parent dies.
+
+    ``setpriv --pdeathsig`` is preferred over a ``preexec_fn``: a preexec_fn
+    makes Python fork() and run code in the child, and in a process where gRPC
+    is active gRPC's fork handlers restart its poller threads in the child,
+    whose epoll descriptor ``close_fds`` then closes: the child aborts before
+    exec (seen as redis-server dying with SIGABRT). Without a preexec_fn Python
+    uses vfork and no handler runs.
+    """
+    if not sys.platform.startswith("linux"):
+        return list(argv), None
+    if _SETPRIV:
+        return [_SETPRIV, "--pdeathsig", "TERM", "--", *argv], None
+    return list(argv), _die_with_parent
 
 
 def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None, stderr=None,
@@ -39,8 +57,9 @@ def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None
             simply exits on Ctrl-C does not need it).
     """
     log.debug("spawning %s", " ".join(argv))
-    return subprocess.Popen(list(argv), env=env, stdout=stdout, stderr=stderr, cwd=cwd, text=text,
-                            stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent, close_fds=True,
+    full_argv, preexec = with_parent_death_signal(argv)
+    return subprocess.Popen(full_argv, env=env, stdout=stdout, stderr=stderr, cwd=cwd, text=text,
+                            stdin=subprocess.DEVNULL, preexec_fn=preexec, close_fds=True,
                             process_group=0 if own_process_group else None)
 
 

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from services.pipeline.config import PipelineConfig
 from services.pipeline.progress import EpochBars
-from services.pipeline.summary import RunSummary, TimeSpent
+from services.pipeline.summary import RunSummary
 from services.pipeline.supervision import Supervisor
 
 log = logging.getLogger(__name__)

@@ -60,7 +60,7 @@ def assert_nothing_left(run: PipelineProcess) -> None:
     deadline = time.monotonic() + 10  # the kernel may take a moment to reap SIGTERMed grandchildren
     while (left := run.alive()) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert left == [], f"processes left behind:\n" + "\n".join(left)
+    assert left == [], "processes left behind:\n" + "\n".join(left)
     assert run.ports, "no listening port was observed"
     assert run.open_ports() == [], f"ports still open: {run.open_ports()}"
 
