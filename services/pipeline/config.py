@@ -14,7 +14,6 @@ those fields there is an error that says where they belong.
 from __future__ import annotations
 
 import copy
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from pydantic import Field, model_validator
 from saintpipe.config import StrictModel, deep_merge, load_config
 from services.feature_shard.cache import CacheConfig
 from services.pool.config import PoolConfig
-from services.sampler.config import EdgeConfig, RandomWalkConfig, SamplerConfigModel
 from services.sampler_service.config import SamplerServiceConfig
 from trainer.config import TrainerConfig
 
@@ -39,14 +37,6 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "trainer": {"epochs": 30, "patience": 8, "model": {"arch": "sage", "hidden": [128, 128]}},
 }
 
-
-def subgraph_node_bound(sampler: SamplerConfigModel) -> int:
-    """Most nodes one subgraph of this sampler configuration can hold."""
-    if isinstance(sampler, RandomWalkConfig):
-        return sampler.roots * (sampler.walk_length + 1)
-    if isinstance(sampler, EdgeConfig):
-        return 2 * sampler.edge_budget
-    return sampler.node_budget  # frontier and node samplers
 
 
 class RunConfig(StrictModel):
@@ -63,10 +53,6 @@ class RunConfig(StrictModel):
     watch_interval_s: float = Field(0.5, gt=0, le=10, description="how often the runner checks its children")
     startup_timeout_s: float = Field(120.0, gt=0, description="longest wait for one component to come up")
     stop_grace_s: float = Field(10.0, gt=0, description="how long a child gets after SIGTERM before SIGKILL")
-    norm_coverage: float = Field(
-        100.0, gt=0, le=10_000,
-        description="unless [samplers] norm_subgraphs is set: pre-sample enough subgraphs for the normalization "
-                    "that each training node is drawn this many times on average (GraphSAINT's sample coverage)")
     max_seconds: float | None = Field(
         None, gt=0, description="stop training after this long (the summary still runs); none: no limit")
 
@@ -120,16 +106,8 @@ class PipelineConfig(StrictModel):
         return max(1, cpus - self.run.trainers)
 
     def norm_subgraphs(self, num_train: int) -> int:
-        """Pre-sampled subgraphs for the normalization: as configured, else from ``[run] norm_coverage``.
-
-        Few pre-samples leave most edges unseen, and an unseen edge gets GraphSAINT's floor alpha = 1e-4,
-        i.e. weight 1e4 / deg: on the demo, 50 pre-samples of 1000-root walks give aggregation rows summing
-        to ~700 instead of ~1, and the loss explodes. Coverage 100 gives rows summing to ~1.
-        """
-        if "norm_subgraphs" in self.samplers.model_fields_set:
-            return self.samplers.norm_subgraphs
-        per_subgraph = max(1, min(num_train, subgraph_node_bound(self.samplers.sampler)))
-        return max(50, min(20_000, math.ceil(self.run.norm_coverage * num_train / per_subgraph)))
+        """Pre-sampled subgraphs for the normalization (the sampler service's rule)."""
+        return self.samplers.presamples(num_train)
 
     def sampler_service_config(self, data: Path, redis_url: str, cpus: int, num_train: int) -> SamplerServiceConfig:
         """The sampler service's config for this run: its section plus what the runner wired."""

@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--metrics-port", type=int, help="Prometheus endpoint port (0: any free port)")
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
     parser.add_argument("--pool-capacity", type=int, help="subgraphs the pool holds before workers wait")
-    parser.add_argument("--norm-subgraphs", type=int, help="subgraphs pre-sampled for the normalization estimate")
+    parser.add_argument("--norm-subgraphs", type=int,
+                        help="subgraphs pre-sampled for the normalization estimate (default: each training node "
+                             "drawn about 100 times)")
     parser.add_argument("--sampler-config", type=Path,
                         help="file with the sampler configuration (its 'sampler' section, or the whole file)")
     parser.add_argument("--sampler", dest="sampler_kind", help="sampler kind: frontier, random_walk, edge or node")

@@ -31,8 +31,12 @@ class SamplerServiceConfig(StrictModel):
     metrics_host: str = Field("127.0.0.1", description="address the metrics endpoint binds")
     push_poll_s: float = Field(1.0, gt=0, le=60,
                                description="how long one push waits on a full pool before checking for stop")
-    norm_subgraphs: int = Field(50, ge=0, description="subgraphs pre-sampled to estimate the normalization; "
-                                                      "0: no normalization (plain mean aggregation, uniform loss)")
+    norm_subgraphs: int | None = Field(
+        None, ge=0, description="subgraphs pre-sampled to estimate the normalization; 0: no normalization "
+                                "(plain mean aggregation, uniform loss); none: sized by norm_coverage")
+    norm_coverage: float = Field(100.0, gt=0, le=10_000,
+                                 description="when norm_subgraphs is none: pre-sample enough subgraphs that each "
+                                             "training node is drawn this many times on average")
     norm_seed: int = Field(0, ge=0, lt=2**63, description="seed of the pre-sampling")
     num_cpus_per_worker: float = Field(1.0, gt=0, description="Ray CPUs reserved per worker (one core each)")
     max_restarts: int = Field(3, ge=0, description="Ray restarts of one worker actor before the supervisor "
@@ -53,3 +57,11 @@ class SamplerServiceConfig(StrictModel):
         if isinstance(value, dict) and "kind" not in value:
             return {"kind": RandomWalkConfig().kind, **value}
         return value
+
+    def presamples(self, num_train: int) -> int:
+        """Subgraphs to pre-sample for the normalization of a dataset with ``num_train`` training nodes."""
+        from services.sampler.normalization import presample_count
+
+        if self.norm_subgraphs is not None:
+            return self.norm_subgraphs
+        return presample_count(self.sampler, num_train, self.norm_coverage)

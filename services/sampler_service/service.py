@@ -114,7 +114,8 @@ class SamplerService:
                 self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
             self._warn_if_oversubscribed(n)
             norm, self.normalization_reused = ensure_normalization(
-                dataset, self.config.sampler, [s.worker for s in self._slots.values()], self.config.norm_subgraphs,
+                dataset, self.config.sampler, [s.worker for s in self._slots.values()],
+                self.config.presamples(int(dataset.splits["train"].size)),
                 self.config.norm_seed)
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from saintpipe.errors import ConfigError
-from services.pipeline.config import PipelineConfig, load_pipeline_config, subgraph_node_bound
+from services.pipeline.config import PipelineConfig, load_pipeline_config
+from services.sampler.normalization import subgraph_node_bound
 from services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
 
 
