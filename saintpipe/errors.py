@@ -75,3 +75,14 @@ class AuthenticationFailed(SaintpipeError, PermissionError):
 
     def grpc_status_code(self) -> grpc.StatusCode:
         return grpc.StatusCode.UNAUTHENTICATED
+
+
+class WorkerFailed(SaintpipeError, RuntimeError):
+    """A worker (a sampler actor, a trainer) failed again and again; the message holds its last error.
+
+    Raised by supervisors that stop restarting a worker which never gets any
+    work done between failures (a bad configuration, a broken dataset).
+    """
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INTERNAL

@@ -9,9 +9,12 @@ from saintpipe.cli.registry import register_all
 # One module per benchmark; each defines register(subparsers).
 BENCHMARKS: tuple[str, ...] = (
     "services.dataset.bench",
+    "services.feature_shard.bench",
+    "trainer.bench_accuracy",
     "services.sampler.bench",
     "services.pool.bench",
-    "services.feature_shard.bench",
+    "trainer.bench",
+    "services.sampler_service.bench",
 )
 
 

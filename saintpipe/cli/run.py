@@ -13,11 +13,15 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser(
         "run",
         help="run the whole pipeline locally (demo dataset by default)",
-        description="Run the whole pipeline on this machine with no set-up: without --data, the built-in "
-        "demo dataset is generated on first use.",
+        description="Run the whole pipeline on this machine with no set-up: a private Redis, one feature-shard "
+        "process per shard, a local Ray cluster with the sampler workers and the trainer, and a Prometheus "
+        "endpoint per component. Without --data, the built-in demo dataset is generated on first use. "
+        "Ctrl-C (or SIGTERM) stops every component. Settings: defaults < --config file (sections [run], "
+        "[pool], [samplers], [trainer]) < SAINTPIPE_<SECTION>__<FIELD> < flags; see docs/local-run.md.",
     )
     parser.add_argument("--data", type=Path, help="dataset directory (default: the demo dataset)")
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object as well")
     parser.set_defaults(func=_run)
 
 
@@ -37,8 +41,17 @@ def ensure_demo_dataset() -> Path:
 def _run(args: argparse.Namespace) -> int:
     from services.dataset.info import describe
     from services.dataset.store import open_dataset
+    from services.pipeline.config import load_pipeline_config
+    from services.pipeline.runner import LocalPipeline
+    from services.pipeline.summary import format_summary
 
-    data = args.data or ensure_demo_dataset()
-    dataset = open_dataset(data)
-    print(describe(dataset))
-    return 0
+    config = load_pipeline_config(args.config, data=args.data)
+    if config.run.data is None:
+        config.run.data = ensure_demo_dataset()
+    print(describe(open_dataset(config.run.data)), flush=True)
+    pipeline = LocalPipeline(config)
+    summary = pipeline.run()
+    print(format_summary(summary), flush=True)
+    if args.json:
+        print(summary.to_json(), flush=True)
+    return pipeline.supervisor.exit_code

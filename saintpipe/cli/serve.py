@@ -9,6 +9,8 @@ from saintpipe.cli.registry import register_all
 # One module per service; each defines register(subparsers).
 SERVICES: tuple[str, ...] = (
     "services.feature_shard.cli",
+    "services.sampler_service.cli",
+    "trainer.cli",
 )
 
 

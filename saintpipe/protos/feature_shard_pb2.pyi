@@ -15,16 +15,18 @@ class GatherRequest(_message.Message):
     def __init__(self, ids: _Optional[bytes] = ..., transfer_dtype: _Optional[str] = ...) -> None: ...
 
 class GatherChunk(_message.Message):
-    __slots__ = ("offset", "rows", "dtype", "shape")
+    __slots__ = ("offset", "rows", "dtype", "shape", "padding")
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     offset: int
     rows: bytes
     dtype: str
     shape: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, offset: _Optional[int] = ..., rows: _Optional[bytes] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ...) -> None: ...
+    padding: bytes
+    def __init__(self, offset: _Optional[int] = ..., rows: _Optional[bytes] = ..., dtype: _Optional[str] = ..., shape: _Optional[_Iterable[int]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class InfoRequest(_message.Message):
     __slots__ = ()

@@ -85,7 +85,18 @@ def _bench(args: argparse.Namespace) -> int:
         params=params,
         summary=summary,
         as_json=args.json,
-        columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "p99_ms", "cpu_ms", "wire_MB", "ratio"],
+        columns=[
+            "dim",
+            "path",
+            "rows_per_s",
+            "MB_per_s",
+            "p50_ms",
+            "p99_ms",
+            "cpu_ms",
+            "wait_ms",
+            "wire_MB",
+            "ratio",
+        ],
     )
     return 0
 
@@ -125,19 +136,21 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
             paths = ["numpy mmap (baseline)", *clients]
             wall: dict[str, list[float]] = {name: [] for name in paths}
             cpu: dict[str, list[float]] = {name: [] for name in paths}
+            waited: dict[str, list[float]] = {name: [] for name in paths}
             wire: dict[str, list[int]] = {name: [] for name in clients}
             for ids in tqdm(id_sets, desc=f"dim {dim}", leave=False, disable=args.json):
                 # Interleaved, so that machine noise hits every path alike; the first rounds warm up.
                 for name in paths:
                     client = clients.get(name)
                     before = client.stats()["bytes_received"] if client else 0
-                    took, spent = meter.measure(
+                    took, spent, wait = meter.measure(
                         (lambda: dataset.gather_features(ids))
                         if client is None
                         else (lambda: client.gather(ids))
                     )
                     wall[name].append(took)
                     cpu[name].append(spent)
+                    waited[name].append(wait)
                     if client is not None:
                         wire[name].append(client.stats()["bytes_received"] - before)
         finally:
@@ -158,6 +171,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
                 "p50_ms": median * 1e3,
                 "p99_ms": float(np.percentile(t, 99)) * 1e3,
                 "cpu_ms": float(np.mean(cpu[name][3:])) * 1e3,
+                "wait_ms": float(np.mean(waited[name][3:])) * 1e3,
                 "wire_MB": float(np.median(wire[name][3:])) / 1e6 if name in wire else mb,
             }
         )
@@ -168,14 +182,23 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
 
 
 class _Meter:
-    """Wall time and CPU time of one call; CPU summed over this process and the server processes.
+    """Wall time, CPU time and run-queue wait of one call.
 
-    Other processes' CPU times tick at 10 ms; per-call deltas are unbiased, so their mean is fair.
+    CPU is summed over this process and the server processes; other processes'
+    CPU times tick at 10 ms, but per-call deltas are unbiased, so their mean is
+    fair. The wait is the time the threads of all these processes spent ready to
+    run but waiting for a CPU, summed over threads (Linux
+    ``/proc/PID/task/TID/schedstat``; 0 where unavailable): near zero on a quiet
+    machine; large values mean other jobs held the CPUs and the wall times are
+    inflated by the load, most for the path with the most hand-offs between threads.
     """
 
     def __init__(self, pids: list[int]) -> None:
+        import os
+
         import psutil
 
+        self._pids = [os.getpid(), *pids]
         self._procs = [psutil.Process(pid) for pid in pids]
 
     def _cpu(self) -> float:
@@ -183,14 +206,33 @@ class _Meter:
 
         return time.process_time() + sum(sum(p.cpu_times()[:2]) for p in self._procs)
 
-    def measure(self, fn) -> tuple[float, float]:
+    def _wait(self) -> float:
+        import os
+
+        total = 0
+        for pid in self._pids:
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                return 0.0
+            for tid in tasks:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                        total += int(f.read().split()[1])
+                except (OSError, IndexError, ValueError):
+                    pass  # a thread that ended meanwhile
+        return total / 1e9
+
+    def measure(self, fn) -> tuple[float, float, float]:
         import time
 
+        wait0 = self._wait()
         cpu0 = self._cpu()
         began = time.perf_counter()
         fn()
         took = time.perf_counter() - began
-        return took, self._cpu() - cpu0
+        spent = self._cpu() - cpu0
+        return took, spent, self._wait() - wait0
 
 
 class _servers:

@@ -25,9 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--max-workers", type=int, help="handler threads (default 8)")
     parser.add_argument(
-        "--max-message-bytes", type=int, help="gRPC message limit; larger answers are chunked"
+        "--max-message-bytes",
+        type=int,
+        help="gRPC message limit (default 64 MiB); answers up to it are one message, larger ones streamed",
     )
-    parser.add_argument("--chunk-bytes", type=int, help="target size of one answer chunk (default 1 MiB)")
+    parser.add_argument("--chunk-bytes", type=int, help="target size of one streamed chunk (default 1 MiB)")
     parser.add_argument(
         "--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown"
     )
@@ -61,6 +63,10 @@ def _serve(args: argparse.Namespace) -> int:
         )
     }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
+    if cfg.tune_malloc:
+        from services.feature_shard.malloc import tune_malloc
+
+        tune_malloc()
     stop = threading.Event()
     received: list[int] = []
 

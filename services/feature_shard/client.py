@@ -2,8 +2,9 @@
 
 A gather deduplicates the ids that the cache does not hold, cuts them by shard
 range (each shard's ids are a contiguous slice once sorted), asks the shards
-concurrently on a thread pool and writes every chunk straight into the output
-array at the positions its ids were requested. Every call carries a deadline
+concurrently (one ``GatherUnary`` message per shard when the answer fits the
+message limit, a stream of chunks beyond it) and writes every answer straight
+into the output array at the positions its ids were requested. Every call carries a deadline
 (one budget for the whole gather); UNAVAILABLE answers are retried on the
 shard's other replicas and then, after a backoff, again, until the retries or
 the deadline run out; then a :class:`~saintpipe.errors.ServiceUnavailable`
@@ -30,7 +31,8 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from services.feature_shard import ranges
 from services.feature_shard.addresses import resolve_shards
 from services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
-from services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
+from services.feature_shard.malloc import tune_malloc
+from services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, decode_chunk, encode_ids
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +54,10 @@ _CHANNEL_OPTIONS = [
 class _Replica:
     address: str
     channel: grpc.Channel
-    gather: Callable
+    gather: Callable  # streaming: answers larger than one message
+    gather_unary: Callable  # one message: every answer that fits
     info: Callable
+    has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
 
 
 @dataclass(eq=False)
@@ -91,6 +95,10 @@ class FeatureClient:
         degrees: node degrees, needed when ``cache.static_rows > 0`` (pins the highest-degree nodes).
         max_workers: threads calling shards concurrently (default: two per shard).
 
+    Creating a client tunes glibc's malloc for the whole process
+    (:func:`services.feature_shard.malloc.tune_malloc`): freed buffers of up to
+    32 MiB stay in the heap for the next gather instead of being unmapped.
+
     Raises:
         ConfigError: bad addresses or arguments.
         ServiceUnavailable: a shard has no replica answering its Info call.
@@ -122,6 +130,9 @@ class FeatureClient:
         if transfer_dtype not in TRANSFER_DTYPES:
             raise ConfigError(f"transfer_dtype must be one of {TRANSFER_DTYPES}, got {transfer_dtype!r}")
         self.deadline, self.retries, self.name = float(deadline), int(retries), name
+        # Answers arrive as megabyte-sized messages: without this every one is a fresh mmap,
+        # page-faulted in again on each gather (about half of the receive path's CPU).
+        tune_malloc()
         self._stats_lock = threading.Lock()
         self._counters = {
             "requests": 0,
@@ -156,12 +167,17 @@ class FeatureClient:
             request_serializer=pb.GatherRequest.SerializeToString,
             response_deserializer=decode_chunk,
         )
+        gather_unary = channel.unary_unary(
+            f"/{SERVICE_NAME}/GatherUnary",
+            request_serializer=pb.GatherRequest.SerializeToString,
+            response_deserializer=decode_chunk,
+        )
         info = channel.unary_unary(
             f"/{SERVICE_NAME}/Info",
             request_serializer=pb.InfoRequest.SerializeToString,
             response_deserializer=pb.ShardInfo.FromString,
         )
-        return _Replica(address, channel, gather, info)
+        return _Replica(address, channel, gather, gather_unary, info)
 
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
@@ -198,9 +214,12 @@ class FeatureClient:
         self.stored_dtype = infos[0].dtype
         # float16 on the wire only when it saves bytes; a float16 store is sent as stored.
         self._wire_dtype = "float16" if transfer_dtype == "float16" and self.stored_dtype == "float32" else ""
-        # Ids per request message, so that a request never exceeds the smallest server limit.
+        # Ids per request message, so that a request never exceeds the smallest server limit;
+        # answers of up to _max_rows_unary rows fit in one message and are asked for with GatherUnary.
         limit = min(int(i.max_message_bytes) for i in infos)
         self._max_ids_per_call = max(1, (limit - 64) // 8)
+        row_bytes = self.feature_dim * (2 if self._wire_dtype else np.dtype(self.stored_dtype).itemsize)
+        self._max_rows_unary = max(0, (limit - CHUNK_OVERHEAD) // row_bytes)
 
     def _build_cache(self, config: CacheConfig | None, degrees: np.ndarray | None) -> FeatureCache | None:
         if config is None or not config.enabled:
@@ -318,11 +337,10 @@ class FeatureClient:
             shard, a, b = call
             self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at)
 
-        if len(calls) == 1:
-            run(calls[0])  # no thread hop for a single call
-            return
-        pending = [self._pool.submit(run, c) for c in calls]
+        # The calling thread makes the first call itself: one thread hop fewer.
+        pending = [self._pool.submit(run, c) for c in calls[1:]]
         try:
+            run(calls[0])
             for done in pending:
                 done.result()
         finally:
@@ -338,20 +356,40 @@ class FeatureClient:
         base = int(positions[0])
         contiguous = bool(positions[-1] - base == positions.size - 1 and (np.diff(positions) == 1).all())
 
+        def place(replica: _Replica, offset: int, rows: np.ndarray) -> int:
+            """Copy one decoded chunk into ``out``; returns its row count."""
+            if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
+                raise DecodeError(
+                    f"feature shard {shard.index} at {replica.address}: chunk of shape "
+                    f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
+                )
+            end = offset + rows.shape[0]
+            if rows.dtype == np.float16:  # numpy's float16 -> float32 cast is slow: a Numba kernel
+                from services.feature_shard.half import scatter_float16_rows  # loaded on first use
+
+                where = np.arange(base + offset, base + end) if contiguous else positions[offset:end]
+                scatter_float16_rows(rows, where, out)
+            elif contiguous:
+                out[base + offset : base + end] = rows
+            else:
+                out[positions[offset:end]] = rows
+            return rows.shape[0]
+
         def attempt(replica: _Replica, timeout: float) -> None:
-            received = 0
-            nbytes = 0
-            for offset, rows in replica.gather(request, timeout=timeout):
-                if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
-                    raise DecodeError(
-                        f"feature shard {shard.index} at {replica.address}: chunk of shape "
-                        f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
-                    )
-                if contiguous:
-                    out[base + offset : base + offset + rows.shape[0]] = rows
-                else:
-                    out[positions[offset : offset + rows.shape[0]]] = rows
-                received += rows.shape[0]
+            chunks = None
+            if replica.has_unary and ids.size <= self._max_rows_unary:  # the answer fits in one message
+                try:
+                    chunks = [replica.gather_unary(request, timeout=timeout)]
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                        raise
+                    log.info("feature shard %d at %s: no GatherUnary; streams", shard.index, replica.address)
+                    replica.has_unary = False
+            if chunks is None:  # a stream of chunks, each placed as it arrives
+                chunks = replica.gather(request, timeout=timeout)
+            received = nbytes = 0
+            for offset, rows in chunks:
+                received += place(replica, offset, rows)
                 nbytes += rows.nbytes
             if received != ids.size:
                 raise DecodeError(

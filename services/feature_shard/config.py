@@ -14,7 +14,9 @@ import pydantic
 from saintpipe.config import StrictModel
 
 SECTION = "feature_shard"
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# 64 MiB: one message holds the answer to a typical minibatch (8,000 rows x 602 float32 = 19 MB),
+# so most gathers are one unary call; larger answers are streamed in chunks.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 1024 * 1024
 
 
@@ -55,4 +57,9 @@ class FeatureShardConfig(StrictModel):
     )
     grace_seconds: float = pydantic.Field(
         5.0, ge=0, description="on SIGTERM/SIGINT, time in-flight calls get to finish"
+    )
+    tune_malloc: bool = pydantic.Field(
+        True,
+        description="keep large freed buffers in the heap (glibc mallopt) so gathers do not page-fault "
+        "their buffers in again; see services/feature_shard/malloc.py",
     )

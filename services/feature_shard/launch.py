@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from saintpipe.errors import ServiceUnavailable
+from services import procutil
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class ShardProcess:
-    """One ``saintpipe serve feature-shard`` subprocess."""
+    """One ``saintpipe serve feature-shard`` subprocess.
+
+    With ``wait=False`` the constructor returns at once; call :meth:`wait_ready`
+    (several servers then start in parallel).
+    """
 
     def __init__(
         self,
@@ -36,6 +41,8 @@ class ShardProcess:
         host: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
         start_timeout: float = 60.0,
+        own_process_group: bool = False,
+        wait: bool = True,
     ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
@@ -57,27 +64,40 @@ class ShardProcess:
             "0",
             *extra_args,
         ]
-        self.process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        # Dies with its parent (PR_SET_PDEATHSIG): a crashed or killed parent leaves no shard behind. In its own
+        # process group, a Ctrl-C at the terminal reaches only a supervisor that stops it in order.
+        self.process = procutil.spawn(cmd, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
+                                      own_process_group=own_process_group)
         self.output: list[str] = []  # every stdout line, as it arrives
         self.metrics_url: str | None = None  # when started with --metrics-port
-        self.address = self._await_address(host, start_timeout)
+        self.address: str | None = None  # "host:port" once ready
+        self._host, self._start_timeout = host, start_timeout
+        # A thread reads stdout, so a wedged server cannot block us past the
+        # timeout and later output never fills the pipe.
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._pump = threading.Thread(target=self._read_stdout, name=f"shard{shard}-stdout", daemon=True)
+        self._pump.start()
+        if wait:
+            self.wait_ready()
 
-    def _await_address(self, host: str, timeout: float) -> str:
-        # A thread reads stdout (so a wedged server cannot block us past the
-        # timeout, and later output never fills the pipe).
-        lines: queue.Queue[str | None] = queue.Queue()
+    def _read_stdout(self) -> None:
+        for line in self.process.stdout:
+            self.output.append(line.rstrip("\n"))
+            self._lines.put(line)
+        self._lines.put(None)
 
-        def pump() -> None:
-            for line in self.process.stdout:
-                self.output.append(line.rstrip("\n"))
-                lines.put(line)
-            lines.put(None)
+    def wait_ready(self) -> str:
+        """Wait for the "listening on" line; returns the address.
 
-        threading.Thread(target=pump, name=f"shard{self.shard}-stdout", daemon=True).start()
-        deadline = time.monotonic() + timeout
+        Raises:
+            ServiceUnavailable: the server exited or stayed silent past the start timeout (with its stderr).
+        """
+        if self.address is not None:
+            return self.address
+        deadline = time.monotonic() + self._start_timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
-                line = lines.get(timeout=remaining)
+                line = self._lines.get(timeout=remaining)
             except queue.Empty:
                 break
             if line is None:
@@ -85,7 +105,8 @@ class ShardProcess:
             if line.startswith("metrics on "):
                 self.metrics_url = line.split(" ", 2)[2].strip()
             if line.startswith("listening on "):
-                return f"{host}:{line.strip().rsplit(':', 1)[1]}"
+                self.address = f"{self._host}:{line.strip().rsplit(':', 1)[1]}"
+                return self.address
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
@@ -105,6 +126,7 @@ class ShardProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._pump.join(5.0)  # the last lines ("stopped") are in self.output once it returns
         if not self._log.closed:
             self._log.close()
         return self.process.returncode
@@ -120,14 +142,28 @@ class LocalShards:
     """
 
     def __init__(
-        self, dataset_dir: Path | str, num_shards: int, *, replicas: int = 1, extra_args: Sequence[str] = ()
+        self,
+        dataset_dir: Path | str,
+        num_shards: int,
+        *,
+        replicas: int = 1,
+        extra_args: Sequence[str] = (),
+        own_process_group: bool = False,
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
         try:
-            for k in range(num_shards):
+            for k in range(num_shards):  # all start at once, then we wait for each
                 self.processes.append(
-                    [ShardProcess(dataset_dir, k, extra_args=extra_args) for _ in range(replicas)]
+                    [
+                        ShardProcess(
+                            dataset_dir, k, extra_args=extra_args, own_process_group=own_process_group, wait=False
+                        )
+                        for _ in range(replicas)
+                    ]
                 )
+            for replicas_of_shard in self.processes:
+                for process in replicas_of_shard:
+                    process.wait_ready()
         except BaseException:
             self.stop()
             raise
@@ -137,6 +173,11 @@ class LocalShards:
         return [[p.address for p in replicas] for replicas in self.processes]
 
     def stop(self) -> None:
+        """SIGTERM every shard at once (they drain in parallel), then wait for each."""
+        for replicas in self.processes:
+            for p in replicas:
+                if p.process.poll() is None:
+                    p.process.send_signal(signal.SIGTERM)
         for replicas in self.processes:
             for p in replicas:
                 p.stop()

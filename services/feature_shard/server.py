@@ -1,8 +1,9 @@
 """The feature-shard gRPC server: serves one contiguous node range of a dataset's features.
 
 A thin layer: :class:`FeatureShardServicer` decodes ids, checks them against
-the shard's range, reads rows from the memory-mapped shard file and streams
-them back in chunks no larger than the message limit. Errors are typed
+the shard's range and gathers rows from the memory-mapped shard file straight
+into the answer's message bytes: one message (``GatherUnary``) when the answer
+fits the message limit, else a stream of chunks below it (``Gather``). Errors are typed
 saintpipe errors, turned into status codes by
 :class:`saintpipe.grpc_status.StatusInterceptor` (the one place that maps
 them). The standard gRPC health service is registered beside it.
@@ -27,12 +28,15 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from services.dataset.store import open_dataset, shard_file
 from services.feature_shard import metrics
 from services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
-from services.feature_shard.wire import SERVICE_NAME, WIRE_DTYPES, decode_ids, encode_chunk
+from services.feature_shard.wire import (
+    CHUNK_OVERHEAD,
+    SERVICE_NAME,
+    WIRE_DTYPES,
+    allocate_chunk,
+    decode_ids,
+)
 
 log = logging.getLogger(__name__)
-
-# Room left in a message for the chunk's own fields (offset, dtype, shape, tags).
-_CHUNK_OVERHEAD = 256
 
 _HEALTH: "weakref.WeakKeyDictionary[grpc.Server, health.HealthServicer]" = weakref.WeakKeyDictionary()
 
@@ -58,12 +62,12 @@ class FeatureShardServicer:
         self.dim = manifest.feature_dim
         self.max_message_bytes = max_message_bytes
         row_bytes = self.dim * self.dtype.itemsize
-        if row_bytes + _CHUNK_OVERHEAD > max_message_bytes:
+        if row_bytes + CHUNK_OVERHEAD > max_message_bytes:
             raise ConfigError(
                 f"max_message_bytes {max_message_bytes} cannot hold one row of {row_bytes} bytes "
                 f"({self.dim} x {self.dtype.name}); raise it"
             )
-        self._chunk_bytes = min(chunk_bytes, max_message_bytes - _CHUNK_OVERHEAD)
+        self._chunk_bytes = min(chunk_bytes, max_message_bytes - CHUNK_OVERHEAD)
         self._label = str(shard)
         self.info = pb.ShardInfo(
             shard=shard,
@@ -84,21 +88,56 @@ class FeatureShardServicer:
     def Gather(self, request: pb.GatherRequest, context: grpc.ServicerContext) -> Iterator[bytes]:
         """Stream the rows of ``request.ids`` as encoded ``GatherChunk`` messages."""
         began = time.perf_counter()
+        ids, send_dtype = self._decode(request)
+        rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
+        if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
+            yield self._chunk(ids, 0, 0, send_dtype)
+        for lo in range(0, ids.size, rows_per_chunk):
+            yield self._chunk(ids, lo, min(lo + rows_per_chunk, ids.size), send_dtype)
+        self._done(began)
+
+    def GatherUnary(self, request: pb.GatherRequest, context: grpc.ServicerContext) -> bytes:
+        """The rows of ``request.ids`` as one encoded ``GatherChunk``, if it fits in one message."""
+        began = time.perf_counter()
+        ids, send_dtype = self._decode(request)
+        size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
+        if size > self.max_message_bytes:
+            raise InvalidArgument(
+                f"GatherUnary: {ids.size} rows of {self.dim} x {send_dtype.name} need {size} bytes, over "
+                f"shard {self.shard}'s message limit of {self.max_message_bytes}: ask Gather (streaming)"
+            )
+        message = self._chunk(ids, 0, ids.size, send_dtype)
+        self._done(began)
+        return message
+
+    def _decode(self, request: pb.GatherRequest) -> tuple[np.ndarray, np.dtype]:
         ids = decode_ids(request.ids)
         send_dtype = self._send_dtype(request.transfer_dtype)
         self._check_range(ids)
-        rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
-        if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
-            message = encode_chunk(0, np.empty((0, self.dim), dtype=send_dtype))
-            self._count(message, 0)
-            yield message
-        for lo in range(0, ids.size, rows_per_chunk):
-            rows = np.take(self._rows, ids[lo : lo + rows_per_chunk] - self.start, axis=0)
-            if rows.dtype != send_dtype:
-                rows = rows.astype(send_dtype)
-            message = encode_chunk(lo, rows)
-            self._count(message, rows.shape[0])
-            yield message
+        return ids, send_dtype
+
+    def _chunk(self, ids: np.ndarray, lo: int, hi: int, send_dtype: np.dtype) -> bytes:
+        """The encoded chunk of rows ``ids[lo:hi]`` (ids already checked against the range).
+
+        The rows are gathered straight into the message (see :func:`wire.allocate_chunk`).
+        """
+        message, view = allocate_chunk(lo, hi - lo, self.dim, send_dtype)
+        if hi > lo:
+            local = ids[lo:hi] - self.start
+            if send_dtype == self.dtype:
+                # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
+                np.take(self._rows, local, axis=0, out=view, mode="clip")
+            elif self.dtype == np.float32 and send_dtype == np.float16:
+                from services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
+
+                gather_float16_rows(self._rows, local, view)
+            else:
+                view[...] = np.take(self._rows, local, axis=0, mode="clip")
+        del view  # the message is complete; nothing may write to it any more
+        self._count(message, hi - lo)
+        return message
+
+    def _done(self, began: float) -> None:
         metrics.REQUESTS.labels(self._label).inc()
         metrics.REQUEST_SECONDS.labels(self._label).observe(time.perf_counter() - began)
 
@@ -131,13 +170,18 @@ class FeatureShardServicer:
 
 
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
-    # Registered by hand rather than with the generated add_..._to_server so that
-    # Gather's chunks, already encoded by wire.encode_chunk, pass through unserialized.
+    # Registered by hand rather than with the generated add_..._to_server so that the
+    # Gather methods' chunks, already encoded by services.feature_shard.wire, pass through unserialized.
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
             "Gather": grpc.unary_stream_rpc_method_handler(
                 servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
+            ),
+            "GatherUnary": grpc.unary_unary_rpc_method_handler(
+                servicer.GatherUnary,
+                request_deserializer=pb.GatherRequest.FromString,
+                response_serializer=None,
             ),
             "Info": grpc.unary_unary_rpc_method_handler(
                 servicer.Info,

@@ -19,12 +19,10 @@ Example::
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -37,11 +35,11 @@ import redis
 
 from saintpipe.errors import InvalidArgument, ServiceUnavailable
 from services.pool.connection import auth_error, make_client, redact_url
+from services.procutil import spawn
 
 log = logging.getLogger(__name__)
 
 ENV_URL = "SAINTPIPE_REDIS_URL"
-_PR_SET_PDEATHSIG = 1
 
 
 def find_redis_binary() -> str:
@@ -71,17 +69,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """preexec_fn: the kernel sends SIGTERM to this child when its parent dies."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: atexit and the context manager still stop it
-        return
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os.kill(os.getpid(), signal.SIGTERM)
 
 
 class RedisServer:
@@ -181,16 +168,12 @@ class RedisServer:
         )
         conf.chmod(0o600)
         log_path = self._dir / "redis.log"
-        parent = os.getpid()
         with open(log_path, "ab") as log_file:
-            self._proc = subprocess.Popen(
+            self._proc = spawn(
                 [self._binary, str(conf)],
                 env=_server_environment(os.environ),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=lambda: _die_with_parent(parent),  # noqa: PLW1509 - only async-signal-safe calls
-                close_fds=True,
             )
         self.port = port
         self._url = f"redis://:{self.password}@127.0.0.1:{port}/0"

@@ -56,6 +56,27 @@ def test_empty_request_is_answered_with_zero_rows(stub):
     assert offset == 0 and rows.shape == (0, FEATURE_DIM)
 
 
+def test_gather_unary_answers_in_one_message_and_refuses_what_does_not_fit(
+    stub, full_matrix, small_limit_addresses
+):
+    info = stub.Info(pb.InfoRequest(), timeout=5)
+    ids = np.array([info.stop - 1, info.start, info.start + 7, info.start])  # any order, duplicates
+    chunk = stub.GatherUnary(pb.GatherRequest(ids=encode_ids(ids)), timeout=5)
+    offset, rows = decode_chunk(chunk.SerializeToString())
+    assert offset == 0
+    np.testing.assert_array_equal(rows, full_matrix[ids])
+    empty = stub.GatherUnary(pb.GatherRequest(ids=b""), timeout=5)
+    assert list(empty.shape) == [0, FEATURE_DIM] and empty.rows == b""
+    # 100 rows x 96 bytes exceed a 4 KiB limit: refused with a pointer to the streaming call.
+    with grpc.insecure_channel(small_limit_addresses[0][0]) as channel:
+        with pytest.raises(grpc.RpcError) as err:
+            pb_grpc.FeatureShardStub(channel).GatherUnary(
+                pb.GatherRequest(ids=encode_ids(np.arange(100))), timeout=5
+            )
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "message limit of 4096" in err.value.details() and "ask Gather" in err.value.details()
+
+
 def test_info_describes_the_shard(stub, feature_dataset):
     from services.dataset.store import open_dataset
 

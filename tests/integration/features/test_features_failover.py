@@ -27,7 +27,9 @@ def processes(feature_dataset):
     started: list[ShardProcess] = []
     try:
         for k in (0, 0, 1, 2):
-            started.append(ShardProcess(feature_dataset, k))
+            started.append(ShardProcess(feature_dataset, k, wait=False))
+        for p in started:
+            p.wait_ready()
         yield started
     finally:
         for p in started:

@@ -102,3 +102,43 @@ def test_sorted_unique_ids_like_a_subgraph(client, full_matrix):
     )  # Subgraph.node_ids convention
     np.testing.assert_array_equal(client.gather(node_ids), full_matrix[node_ids])
     np.testing.assert_array_equal(client.gather(np.arange(NUM_NODES)), full_matrix)
+
+
+def test_server_without_gather_unary_is_streamed_from(feature_dataset, full_matrix):
+    # A shard server of the version before GatherUnary: the client falls back to the stream.
+    from concurrent import futures
+
+    import grpc
+
+    from saintpipe.protos import feature_shard_pb2 as pb
+    from services.feature_shard.server import FeatureShardServicer
+    from services.feature_shard.wire import SERVICE_NAME
+
+    servers, addresses = [], []
+    for k in range(open_dataset(feature_dataset).manifest.num_shards):
+        servicer = FeatureShardServicer(feature_dataset, k)
+        handlers = {
+            "Gather": grpc.unary_stream_rpc_method_handler(
+                servicer.Gather, request_deserializer=pb.GatherRequest.FromString
+            ),
+            "Info": grpc.unary_unary_rpc_method_handler(
+                servicer.Info,
+                request_deserializer=pb.InfoRequest.FromString,
+                response_serializer=pb.ShardInfo.SerializeToString,
+            ),
+        }
+        server = grpc.server(futures.ThreadPoolExecutor(2))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        addresses.append([f"127.0.0.1:{port}"])
+    try:
+        ids = np.random.default_rng(4).integers(0, NUM_NODES, 3000)
+        with FeatureClient(addresses) as c:
+            np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
+            np.testing.assert_array_equal(c.gather(ids[::-1]), full_matrix[ids[::-1]])
+            assert c.stats()["shard_calls"] == 6 and c.stats()["failovers"] == 0
+    finally:
+        for server in servers:
+            server.stop(None)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from saintpipe.errors import ServiceUnavailable
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.protos import feature_shard_pb2_grpc as pb_grpc
 from services.feature_shard.launch import ShardProcess
@@ -57,6 +58,11 @@ def test_served_shard_health_metrics_and_sigterm(feature_dataset, full_matrix):
         code = shard.stop()  # SIGTERM: graceful
     assert code == 0
     assert "SIGTERM: stopping" in "\n".join(shard.output) and shard.output[-1] == "stopped"
+
+
+def test_a_server_that_cannot_start_is_reported_with_its_error(tmp_path):
+    with pytest.raises(ServiceUnavailable, match="shard 0 did not start .exit code 2.*dataset directory"):
+        ShardProcess(tmp_path / "missing", 0)
 
 
 def test_cli_errors_are_one_line(cli, tmp_path):

@@ -67,3 +67,11 @@ def test_config_precedence_and_errors(tmp_path):
             environ={},
             section=SECTION,
         )
+
+
+def test_tune_malloc_applies_on_glibc():
+    import platform
+
+    from services.feature_shard.malloc import tune_malloc
+
+    assert tune_malloc() == (platform.libc_ver()[0] == "glibc")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from saintpipe.errors import DecodeError
 from saintpipe.protos import feature_shard_pb2 as pb
-from services.feature_shard.wire import decode_chunk, decode_ids, encode_chunk, encode_ids
+from services.feature_shard.wire import allocate_chunk, decode_chunk, decode_ids, encode_chunk, encode_ids
 
 
 @settings(max_examples=60, deadline=None)
@@ -30,6 +30,28 @@ def test_round_trip_through_the_generated_class(rows, dim, offset, dtype, seed):
     assert got_offset == offset and got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, data)
     np.testing.assert_array_equal(decode_chunk(wire)[1], data)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(0, 40),
+    dim=st.integers(1, 33),
+    offset=st.integers(0, 2**40),
+    dtype=st.sampled_from(["float32", "float16"]),
+    seed=st.integers(0, 2**31),
+)
+def test_allocated_chunk_is_filled_in_place_aligned_and_readable_by_both(rows, dim, offset, dtype, seed):
+    data = np.random.default_rng(seed).standard_normal((rows, dim)).astype(dtype)
+    wire, view = allocate_chunk(offset, rows, dim, np.dtype(dtype))
+    assert isinstance(wire, bytes) and view.flags.writeable and view.shape == (rows, dim)
+    view[...] = data
+    del view
+    message = pb.GatherChunk.FromString(wire)
+    assert (message.offset, message.dtype, list(message.shape)) == (offset, dtype, [rows, dim])
+    assert message.rows == data.tobytes() and not message.padding.strip(b"\0")
+    got_offset, got = decode_chunk(wire)
+    assert got_offset == offset and (rows == 0 or got.ctypes.data % 16 == 0)  # rows 16-byte aligned
+    np.testing.assert_array_equal(got, data)
 
 
 def test_decoder_takes_any_field_order_and_skips_unknown_fields():

@@ -1,0 +1,274 @@
+{{/* Names ---------------------------------------------------------------- */}}
+
+{{- define "saintpipe.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Release-scoped base name; component names append a suffix, so keep room. */}}
+{{- define "saintpipe.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "saintpipe.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels: call with (dict "ctx" $ "component" "trainer"). */}}
+{{- define "saintpipe.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "saintpipe.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "saintpipe.labels" -}}
+helm.sh/chart: {{ include "saintpipe.chart" .ctx }}
+{{ include "saintpipe.selectorLabels" . }}
+app.kubernetes.io/part-of: saintpipe
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+{{- end -}}
+
+{{/* Images ---------------------------------------------------------------- */}}
+
+{{- define "saintpipe.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "saintpipe.trainerImage" -}}
+{{- $repo := .Values.trainer.image.repository | default .Values.image.repository -}}
+{{- $tag := .Values.trainer.image.tag | default (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+
+{{/* Secrets ---------------------------------------------------------------- */}}
+
+{{- define "saintpipe.authSecretName" -}}
+{{- printf "%s-auth" (include "saintpipe.fullname" .) -}}
+{{- end -}}
+
+{{/* Does the chart's own Secret carry the Redis password? */}}
+{{- define "saintpipe.redisPasswordInChartSecret" -}}
+{{- if .Values.redis.enabled -}}
+{{- if not .Values.redis.auth.existingSecret -}}true{{- end -}}
+{{- else if and .Values.redis.external.auth.enabled (not .Values.redis.external.auth.existingSecret) -}}true
+{{- end -}}
+{{- end -}}
+
+{{- define "saintpipe.redisAuthEnabled" -}}
+{{- if or .Values.redis.enabled .Values.redis.external.auth.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret and key holding the Redis password: "name key". */}}
+{{- define "saintpipe.redisPasswordRef" -}}
+{{- if .Values.redis.enabled -}}
+{{- if .Values.redis.auth.existingSecret -}}
+{{ .Values.redis.auth.existingSecret }} {{ .Values.redis.auth.existingSecretKey }}
+{{- else -}}
+{{ include "saintpipe.authSecretName" . }} redis-password
+{{- end -}}
+{{- else if .Values.redis.external.auth.existingSecret -}}
+{{ .Values.redis.external.auth.existingSecret }} {{ .Values.redis.external.auth.existingSecretKey }}
+{{- else -}}
+{{ include "saintpipe.authSecretName" . }} redis-password
+{{- end -}}
+{{- end -}}
+
+{{- define "saintpipe.rayTokenRef" -}}
+{{- if .Values.ray.auth.existingSecret -}}
+{{ .Values.ray.auth.existingSecret }} {{ .Values.ray.auth.existingSecretKey }}
+{{- else -}}
+{{ include "saintpipe.authSecretName" . }} ray-token
+{{- end -}}
+{{- end -}}
+
+{{/* Redis ------------------------------------------------------------------ */}}
+
+{{/* The Redis URL; $(REDIS_PASSWORD) is expanded by Kubernetes from the env
+     variable of that name, so the password never appears in the pod spec. */}}
+{{- define "saintpipe.redisUrl" -}}
+{{- if .Values.redis.enabled -}}
+redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
+{{- else -}}
+{{- $url := required "redis.external.url is required when redis.enabled=false" .Values.redis.external.url -}}
+{{- if not (regexMatch "^rediss?://[^@/:]+(:[0-9]+)?(/[0-9]+)?$" $url) -}}
+{{- fail (printf "redis.external.url %q: expected redis://HOST[:PORT][/DB] (or rediss://) without credentials; the password comes from redis.external.auth" $url) -}}
+{{- end -}}
+{{- if .Values.redis.external.auth.enabled -}}
+{{- $parts := splitn "://" 2 $url -}}
+{{- printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1 -}}
+{{- else -}}
+{{- $url -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Feature shards --------------------------------------------------------- */}}
+
+{{- define "saintpipe.featureShardName" -}}
+{{- printf "%s-feature-shard" (include "saintpipe.fullname" .) -}}
+{{- end -}}
+
+{{/* "pod-0.svc.ns.svc.cluster.local:50051;pod-1..." for the trainer's --features. */}}
+{{- define "saintpipe.featureAddresses" -}}
+{{- $name := include "saintpipe.featureShardName" . -}}
+{{- $addrs := list -}}
+{{- range $k := until (int .Values.featureShards.replicas) -}}
+{{- $addrs = append $addrs (printf "%s-%d.%s.%s.svc.%s:%d" $name $k $name $.Release.Namespace $.Values.clusterDomain (int $.Values.featureShards.port)) -}}
+{{- end -}}
+{{- join ";" $addrs -}}
+{{- end -}}
+
+{{- define "saintpipe.rayHeadAddress" -}}
+{{- printf "%s-ray-head.%s.svc.%s:6379" (include "saintpipe.fullname" .) .Release.Namespace .Values.clusterDomain -}}
+{{- end -}}
+
+{{/* Pod pieces shared by components ----------------------------------------- */}}
+
+{{/* env: Redis URL (+ password), Ray token (when ray=true), extraEnv. Call with (dict "ctx" $ "redis" true "ray" false). */}}
+{{- define "saintpipe.env" -}}
+{{- $ctx := .ctx -}}
+{{- if .redis }}
+{{- if include "saintpipe.redisAuthEnabled" $ctx }}
+{{- $ref := splitList " " (include "saintpipe.redisPasswordRef" $ctx) }}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ index $ref 0 }}
+      key: {{ index $ref 1 }}
+{{- end }}
+- name: SAINTPIPE_REDIS_URL
+  value: {{ include "saintpipe.redisUrl" $ctx | quote }}
+{{- end }}
+{{- if .ray }}
+{{- $tok := splitList " " (include "saintpipe.rayTokenRef" $ctx) }}
+- name: RAY_AUTH_MODE
+  value: token
+- name: RAY_AUTH_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ index $tok 0 }}
+      key: {{ index $tok 1 }}
+{{- end }}
+{{- range $k, $v := $ctx.Values.extraEnv }}
+- name: {{ $k }}
+  value: {{ $v | toString | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* The dataset volume. */}}
+{{- define "saintpipe.dataVolume" -}}
+- name: data
+{{- if eq .Values.data.source "demo" }}
+  emptyDir:
+    sizeLimit: {{ .Values.data.emptyDirSizeLimit }}
+{{- else if eq .Values.data.source "claim" }}
+  persistentVolumeClaim:
+    claimName: {{ required "data.claim.name is required when data.source=claim" .Values.data.claim.name }}
+    readOnly: true
+{{- else }}
+{{- fail (printf "data.source %q: expected \"demo\" or \"claim\"" .Values.data.source) }}
+{{- end }}
+{{- end -}}
+
+{{- define "saintpipe.dataMount" -}}
+- name: data
+  mountPath: /data
+  readOnly: true
+{{- if and (eq .Values.data.source "claim") .Values.data.claim.subPath }}
+  subPath: {{ .Values.data.claim.subPath }}
+{{- end }}
+{{- end -}}
+
+{{/* Init container writing the demo dataset into the pod's emptyDir. */}}
+{{- define "saintpipe.prepareDataInit" -}}
+{{- if eq .Values.data.source "demo" }}
+- name: prepare-data
+  image: {{ include "saintpipe.image" . }}
+  imagePullPolicy: {{ .Values.image.pullPolicy }}
+  command:
+    - saintpipe
+    - data
+    - generate
+    - demo
+    - --out
+    - {{ .Values.data.dir | quote }}
+    - --nodes
+    - {{ .Values.data.demo.nodes | quote }}
+    - --shards
+    - {{ .Values.featureShards.replicas | quote }}
+    - --seed
+    - {{ .Values.data.demo.seed | quote }}
+    - --force
+  securityContext:
+    {{- toYaml .Values.securityContext | nindent 4 }}
+  volumeMounts:
+    - name: data
+      mountPath: /data
+  resources:
+    requests: {cpu: 250m, memory: 512Mi}
+    limits: {memory: 2Gi}
+{{- end }}
+{{- end -}}
+
+{{/* nodeSelector/tolerations/affinity/pull secrets/security context: (dict "ctx" $ "c" .Values.trainer). */}}
+{{- define "saintpipe.podPlacement" -}}
+{{- $ctx := .ctx -}}
+{{- with $ctx.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.c.nodeSelector | default $ctx.Values.nodeSelector) }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.c.tolerations | default $ctx.Values.tolerations) }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with (.c.affinity | default $ctx.Values.affinity) }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod annotations; metricsPort adds the prometheus.io/* ones. (dict "ctx" $ "metricsPort" 9101) */}}
+{{- define "saintpipe.podAnnotations" -}}
+{{- $ctx := .ctx -}}
+{{- $ann := dict -}}
+{{- range $k, $v := $ctx.Values.podAnnotations }}{{ $_ := set $ann $k ($v | toString) }}{{ end -}}
+{{- if and .metricsPort $ctx.Values.monitoring.podAnnotations -}}
+{{- $_ := set $ann "prometheus.io/scrape" "true" -}}
+{{- $_ := set $ann "prometheus.io/port" (.metricsPort | toString) -}}
+{{- $_ := set $ann "prometheus.io/path" "/metrics" -}}
+{{- end -}}
+{{- with $ann }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* The /dev/shm volume Ray's object store needs. */}}
+{{- define "saintpipe.shmVolume" -}}
+- name: dshm
+  emptyDir:
+    medium: Memory
+    sizeLimit: {{ .Values.ray.shmSize }}
+{{- end -}}
+
+{{/* Ray readiness: the GCS answers (token auth applies). */}}
+{{- define "saintpipe.rayHealthProbe" -}}
+exec:
+  command: ["ray", "health-check", "--address", {{ . | quote }}]
+periodSeconds: 10
+timeoutSeconds: 10
+failureThreshold: 6
+{{- end -}}

@@ -1,0 +1,44 @@
+"""glibc malloc tuning for processes that move large buffers (feature rows, gRPC messages).
+
+Every gather allocates megabyte-sized buffers (rows read from the map, the
+message bytes gRPC sends or hands back). With glibc's defaults such buffers are
+mmap'ed fresh and unmapped on free, or trimmed from the heap top, so every
+call page-faults its buffers in again; in a VM a page fault costs
+microseconds, and for a 16 MB gather that was most of the server's CPU time
+(measured: 11 ms -> 3 ms of CPU per 8 MB answer). Raising the mmap threshold
+and the trim threshold keeps freed buffers in the heap for the next call.
+The cost: up to ``trim_threshold`` bytes of freed memory stay mapped per arena.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+# glibc caps the mmap threshold at 32 MiB on 64-bit (HEAP_MAX_SIZE / 2); larger values are refused.
+MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
+
+
+def tune_malloc(mmap_threshold: int = MAX_MMAP_THRESHOLD, trim_threshold: int = 64 * 1024 * 1024) -> bool:
+    """Keep buffers up to ``mmap_threshold`` bytes in the heap and trim it only above ``trim_threshold``.
+
+    Process-wide; call it early in a server or trainer process. Returns False
+    (and changes nothing) where the C library is not glibc.
+    """
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        log.debug("no mallopt in %s: malloc left as is", name)
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, min(mmap_threshold, MAX_MMAP_THRESHOLD)))
+    ok = bool(mallopt(_M_TRIM_THRESHOLD, trim_threshold)) and ok
+    log.debug("mallopt mmap_threshold=%d trim_threshold=%d: %s", mmap_threshold, trim_threshold, ok)
+    return ok

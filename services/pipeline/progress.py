@@ -1,0 +1,95 @@
+"""The console view of a run: one tqdm bar per epoch with subgraphs/s, loss and validation score."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+from tqdm import tqdm
+
+
+@dataclass(frozen=True)
+class TrainerProgress:
+    """Where training stands (summed over data-parallel trainers where that makes sense).
+
+    Attributes:
+        epoch: completed epochs. epoch_fraction: progress into the current one, in [0, 1).
+        steps: optimizer steps. subgraphs: subgraphs trained on. loss: the last training loss.
+        val_score: the last validation score (NaN before the first). done: training has ended.
+    """
+
+    epoch: int = 0
+    epoch_fraction: float = 0.0
+    steps: int = 0
+    subgraphs: int = 0
+    loss: float = math.nan
+    val_score: float = math.nan
+    done: bool = False
+
+
+def _fmt(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.4f}"
+
+
+class EpochBars:
+    """Renders :class:`TrainerProgress` updates as one bar per epoch.
+
+    Args:
+        epochs: the epoch budget (bars are labelled ``epoch k/epochs``).
+        enabled: False renders nothing (``[run] progress = false``).
+    """
+
+    def __init__(self, epochs: int, enabled: bool = True, file=None) -> None:
+        self.epochs = epochs
+        self.enabled = enabled
+        self.file = file or sys.stderr
+        self._bar: tqdm | None = None
+        self._epoch = -1
+        self._last = TrainerProgress()
+        self._mark = (time.monotonic(), 0)  # (time, subgraphs) at the start of the rate window
+        self._rate = math.nan
+
+    def _open(self, epoch: int) -> None:
+        self._close()
+        self._epoch = epoch
+        if self.enabled:
+            self._bar = tqdm(total=100, desc=f"epoch {epoch + 1}/{self.epochs}", file=self.file, leave=True,
+                             bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
+                             dynamic_ncols=False, ncols=100, mininterval=0.2)
+
+    def _close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def update(self, p: TrainerProgress) -> None:
+        """Show ``p``: finish the bars of completed epochs and move the current one."""
+        now = time.monotonic()
+        t0, n0 = self._mark
+        if now - t0 >= 1.0 and p.subgraphs > n0:
+            self._rate = (p.subgraphs - n0) / (now - t0)
+            self._mark = (now, p.subgraphs)
+        if self._epoch < 0:
+            self._open(min(p.epoch, max(0, self.epochs - 1)))
+        while self._epoch < p.epoch and self._epoch < self.epochs - 1:
+            self._set(100.0, p)  # the epoch just completed ends full, with the score it was validated at
+            self._open(self._epoch + 1)
+        if p.epoch >= self.epochs or p.done and p.epoch > self._epoch:
+            self._set(100.0, p)
+        else:
+            self._set(100.0 * p.epoch_fraction, p)
+        self._last = p
+
+    def _set(self, percent: float, p: TrainerProgress) -> None:
+        if self._bar is None:
+            return
+        self._bar.n = round(min(100.0, max(0.0, percent)), 1)
+        rate = "-" if math.isnan(self._rate) else f"{self._rate:.1f}"
+        self._bar.set_postfix_str(f"{rate} subgraphs/s, loss {_fmt(p.loss)}, val {_fmt(p.val_score)}",
+                                  refresh=False)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        self._close()

@@ -1,0 +1,209 @@
+"""``saintpipe bench samplers``: how fast the sampler service fills the pool, against the bare kernel.
+
+In one run, on one graph (default: the Kronecker graph of scale 18, degree
+16) and one sampler (default: random walk r=3000, h=2):
+
+* plain loop: the same kernel, with the same normalization, looping in this
+  process pinned to one core (``sample(seed)`` only: no encoding, no Redis);
+* the service with 1 worker and with one worker per core: subgraphs/s that
+  reach the pool (sampled, stamped, encoded, pushed to a real Redis), over a
+  window that starts once every worker has pushed.
+
+Summary ratios: service(1 worker) / plain loop (target >= 0.90) and
+service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
+time per subgraph (which a busy machine disturbs less), and the ceiling that
+the Redis server's CPU time per subgraph puts on the fill rate. The pool's
+capacity is sized from ``--pool-memory-mb`` and the window ends before the
+pool could fill, so no worker ever waits on it (the pool-wait column shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.cli.report import add_json_flag
+
+    parser = sub.add_parser("samplers", help="pool fill rate of the sampler service, 1 worker and 1 per core",
+                            description=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--data", type=Path, help="dataset directory (default: the Kronecker graph of --scale)")
+    parser.add_argument("--scale", type=int, default=18, help="Kronecker scale when no --data (default 18)")
+    parser.add_argument("--degree", type=float, default=16.0, help="Kronecker mean degree (default 16)")
+    parser.add_argument("--sampler", dest="sampler_kind", default="random_walk", help="sampler kind")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="a sampler parameter (default: the paper's, random walk r=3000 h=2)")
+    parser.add_argument("--workers", type=int, default=None, help="workers of the many-worker run (default: "
+                                                                  "one per available core)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="measurement window per run (default 5)")
+    parser.add_argument("--pool-memory-mb", type=float, default=1024.0,
+                        help="Redis memory the pooled subgraphs may take; bounds the window (default 1024)")
+    parser.add_argument("--norm-subgraphs", type=int, default=50, help="pre-sampled subgraphs (default 50)")
+    parser.add_argument("--seed", type=int, default=0, help="graph and job seed")
+    add_json_flag(parser)
+    parser.set_defaults(func=_bench)
+
+
+def _dataset(args: argparse.Namespace) -> Path:
+    from saintpipe.paths import home
+    from services.dataset.store import write_dataset
+
+    if args.data is not None:
+        return args.data
+    # The same cache as `saintpipe bench sampler`, so the graph is generated once for both.
+    path = home() / "datasets" / f"kronecker-s{args.scale}-d{args.degree:g}-seed{args.seed}"
+    if not (path / "manifest.json").is_file():
+        from services.dataset.kronecker import generate_kronecker
+
+        log.warning("generating Kronecker graph scale %d degree %g into %s (once)", args.scale, args.degree, path)
+        write_dataset(path, overwrite=True,
+                      **generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=8, progress=True))
+    return path
+
+
+def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
+    """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
+    from services.sampler.parallel import subgraph_seed
+
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
+    try:
+        sampler.sample(subgraph_seed(job_seed, 0, 2**32))  # warm-up: compiled code, touched pages
+        count, start, cpu = 0, time.perf_counter(), time.thread_time()
+        while True:
+            sampler.sample(subgraph_seed(job_seed, 0, count))
+            count += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                break
+        cpu = time.thread_time() - cpu
+    finally:
+        os.sched_setaffinity(0, saved)
+    return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
+            "sample_ms": 1000 * elapsed / count, "cpu_ms": 1000 * cpu / count, "pool_wait_s": 0.0}
+
+
+def _redis_cpu(pid: int | None) -> float:
+    import psutil
+
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def service_run(config, workers: int, seconds: float, max_subgraphs: int, redis_pid: int | None) -> dict:
+    """Run the service with ``workers`` workers; the fill rate over the measurement window."""
+    from services.pool.pool import SubgraphPool
+    from services.sampler_service.service import SamplerService
+
+    service = SamplerService(config.model_copy(update={"workers": workers}))
+    try:
+        service.start()
+        deadline = time.monotonic() + 300
+        while not all(w.counters.subgraphs for w in service.stats().workers):  # warm-up: all have pushed
+            service.raise_if_failed()
+            if time.monotonic() > deadline:
+                raise RuntimeError("the workers did not start pushing within 300 s")
+            time.sleep(0.05)
+        first, redis0 = service.stats(), _redis_cpu(redis_pid)
+        t0 = time.perf_counter()
+        while True:
+            time.sleep(0.05)
+            last = service.stats()
+            elapsed = time.perf_counter() - t0
+            # last.subgraphs counts the warm-up too: all of it sits in the pool.
+            if elapsed >= seconds or last.subgraphs >= max_subgraphs:
+                break
+        redis_s = _redis_cpu(redis_pid) - redis0
+    finally:
+        service.stop()
+        SubgraphPool(service.redis_url, config.job).delete_job()
+
+    def delta(field: str) -> float:
+        return sum(getattr(w.counters, field) for w in last.workers) - sum(
+            getattr(w.counters, field) for w in first.workers)
+
+    count = last.subgraphs - first.subgraphs
+    return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
+            "sample_ms": 1000 * delta("sample_seconds_sum") / max(count, 1),
+            "cpu_ms": 1000 * delta("cpu_seconds") / max(count, 1), "redis_cpu_ms": 1000 * redis_s / max(count, 1),
+            "pool_wait_s": delta("pool_wait_seconds")}
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import ray
+
+    from saintpipe.cli.report import emit_report
+    from saintpipe.errors import InvalidArgument
+    from services.dataset.store import open_dataset
+    from services.pool.codec import encode_subgraph
+    from services.pool.redis_server import RedisServer
+    from services.sampler.normalization import load_or_estimate
+    from services.sampler.parallel import available_cores
+    from services.sampler_service.cli import sampler_flags
+    from services.sampler_service.config import SamplerServiceConfig
+    from services.sampler_service.worker import build_sampler
+
+    cores = len(available_cores())
+    workers = args.workers or cores
+    if workers < 1 or args.seconds <= 0 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
+        raise InvalidArgument("--workers, --seconds, --pool-memory-mb and --norm-subgraphs must be > 0")
+    args.sampler_config = None
+    data = _dataset(args)
+    dataset = open_dataset(data)
+    with RedisServer(use_env=False) as redis_server:
+        config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
+                                      norm_subgraphs=args.norm_subgraphs,
+                                      pool={"url": redis_server.url, "job_id": "bench-samplers"})
+        # The sampler package's own estimate, stored where the service looks: the service reuses it.
+        norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
+        sampler = build_sampler(config.sampler, dataset, norm)
+        sg_bytes = len(encode_subgraph(sampler.sample(1)))
+        max_subgraphs = max(16, int(args.pool_memory_mb * 2**20 / sg_bytes))
+        # Room beyond the window's limit for the subgraphs in flight when it closes: nobody consumes
+        # during the benchmark, and no worker may find the pool full.
+        config = config.model_copy(update={"pool": config.pool.model_copy(
+            update={"capacity": max_subgraphs + 64 + 4 * workers})})
+        ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
+        try:
+            # Plain loops before and after the 1-worker run, so a change in machine load shows.
+            plain_a = plain_loop(sampler, args.seconds, args.seed)
+            one = service_run(config, 1, args.seconds, max_subgraphs, redis_server.pid)
+            plain_b = plain_loop(sampler, args.seconds, args.seed)
+            many = service_run(config, workers, args.seconds, max_subgraphs, redis_server.pid) \
+                if workers > 1 else one
+        finally:
+            ray.shutdown()
+    plain_rate = (plain_a["subgraphs"] + plain_b["subgraphs"]) / (plain_a["seconds"] + plain_b["seconds"])
+    plain_cpu = (plain_a["cpu_ms"] * plain_a["subgraphs"] + plain_b["cpu_ms"] * plain_b["subgraphs"]) / (
+        plain_a["subgraphs"] + plain_b["subgraphs"])
+    rows = [{"run": "plain loop (kernel only)", "workers": 1, **plain_a},
+            {"run": "service", "workers": 1, **one},
+            {"run": "plain loop (again)", "workers": 1, **plain_b}]
+    if workers > 1:
+        rows.append({"run": "service", "workers": workers, **many})
+    scaling = many["subgraphs_per_s"] / one["subgraphs_per_s"]
+    summary = {
+        "service(1) / plain loop, subgraphs/s": one["subgraphs_per_s"] / plain_rate,
+        "service(1) / plain loop, by CPU per subgraph": plain_cpu / one["cpu_ms"],
+        f"scaling service({workers}) / service(1), subgraphs/s": scaling,
+        "scaling / workers": scaling / workers,
+        f"CPU per subgraph, 1 worker / {workers} workers": one["cpu_ms"] / many["cpu_ms"],
+        # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
+        "one Redis thread's ceiling, subgraphs/s": 1000 / max(many["redis_cpu_ms"], 1e-9),
+        "subgraph size (MB encoded)": sg_bytes / 2**20,
+    }
+    params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
+              "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
+              "seconds": args.seconds, "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
+    emit_report("samplers", rows, params=params, summary=summary, as_json=args.json,
+                columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",
+                         "redis_cpu_ms", "pool_wait_s"])
+    return 0

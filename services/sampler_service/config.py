@@ -1,0 +1,67 @@
+"""Configuration of the sampler service (``saintpipe serve samplers``), section ``samplers``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from saintpipe.config import StrictModel
+from services.pool.config import PoolConfig
+from services.sampler.config import RandomWalkConfig, SamplerConfig
+
+SECTION = "samplers"
+
+
+class SamplerServiceConfig(StrictModel):
+    """Where the workers read the graph, what they draw, where they push it, and how many run."""
+
+    data: Path = Field(description="dataset directory; every worker memory-maps its topology")
+    workers: int = Field(1, ge=1, le=4096, description="sampler workers to start")
+    seed: int = Field(0, ge=0, lt=2**63, description="job seed; subgraph s of worker w is drawn with a seed "
+                                                     "derived from (seed, w, s)")
+    sampler: SamplerConfig = Field(default_factory=RandomWalkConfig,
+                                   description="sampler kind and parameters (docs/sampler.md)")
+    pool: PoolConfig = Field(default_factory=PoolConfig,
+                             description="the job's pool (url none: SAINTPIPE_REDIS_URL, else a private redis-server)")
+    ray_address: str | None = Field(
+        None, description="Ray cluster to join ('auto' or host:port); none or 'local': start a local Ray")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Prometheus endpoint port (0: a free port); none: no endpoint")
+    metrics_host: str = Field("127.0.0.1", description="address the metrics endpoint binds")
+    push_poll_s: float = Field(1.0, gt=0, le=60,
+                               description="how long one push waits on a full pool before checking for stop")
+    norm_subgraphs: int | None = Field(
+        None, ge=0, description="subgraphs pre-sampled to estimate the normalization; 0: no normalization "
+                                "(plain mean aggregation, uniform loss); none: sized by norm_coverage")
+    norm_coverage: float = Field(100.0, gt=0, le=10_000,
+                                 description="when norm_subgraphs is none: pre-sample enough subgraphs that each "
+                                             "training node is drawn this many times on average")
+    norm_seed: int = Field(0, ge=0, lt=2**63, description="seed of the pre-sampling")
+    num_cpus_per_worker: float = Field(1.0, gt=0, description="Ray CPUs reserved per worker (one core each)")
+    max_restarts: int = Field(3, ge=0, description="Ray restarts of one worker actor before the supervisor "
+                                                   "replaces it with a new actor")
+    max_consecutive_failures: int = Field(5, ge=1, description="failed runs of one worker, with no subgraph pushed "
+                                          "in between, after which the service gives up and reports the error")
+    health_interval_s: float = Field(0.5, gt=0, le=60, description="how often the supervisor polls the workers")
+    stop_timeout_s: float = Field(10.0, gt=0, description="how long stop() waits for a worker's last push")
+
+    @property
+    def job(self) -> str:
+        return self.pool.job_id
+
+    @field_validator("sampler", mode="before")
+    @classmethod
+    def _default_kind(cls, value):
+        # Parameters given without a kind (e.g. only --param roots=100) refine the default sampler.
+        if isinstance(value, dict) and "kind" not in value:
+            return {"kind": RandomWalkConfig().kind, **value}
+        return value
+
+    def presamples(self, num_train: int) -> int:
+        """Subgraphs to pre-sample for the normalization of a dataset with ``num_train`` training nodes."""
+        from services.sampler.normalization import presample_count
+
+        if self.norm_subgraphs is not None:
+            return self.norm_subgraphs
+        return presample_count(self.sampler, num_train, self.norm_coverage)

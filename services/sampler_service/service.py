@@ -1,0 +1,361 @@
+"""The supervisor: starts the sampler workers, keeps them running, serves their metrics.
+
+Section 4.3 of the GraphSAINT parallel-training paper: subgraphs are
+independent, so p_inter samplers run side by side with no data dependency,
+one per core. Here each is a Ray actor (:mod:`worker`); this class starts
+them, has them estimate the normalization first, restarts the ones that die
+(Ray restarts the process, the supervisor restarts production and counts it),
+adds and removes workers on request and stops them all on :meth:`stop`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import ray
+
+from saintpipe.errors import InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
+from services.pool.connection import redact_url
+from services.sampler_service.config import SamplerServiceConfig
+from services.sampler_service.counters import WorkerCounters
+from services.sampler_service.metrics import MetricsServer, MetricsSnapshot
+from services.sampler_service.slots import WorkerSlot
+from services.sampler_service.worker import SamplerWorker, WorkerInfo, WorkerSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerStats:
+    worker: int
+    pid: int | None
+    restarts: int
+    counters: WorkerCounters
+
+
+@dataclasses.dataclass(frozen=True)
+class ServiceStats:
+    """A point-in-time view: running workers, removed workers' final counts, the pool, a fatal error."""
+
+    workers: list[WorkerStats]
+    removed: dict[int, WorkerCounters]
+    pool: dict[str, int] | None
+    failure: str | None = None
+
+    @property
+    def subgraphs(self) -> int:
+        return sum(w.counters.subgraphs for w in self.workers) + sum(c.subgraphs for c in self.removed.values())
+
+    @property
+    def restarts(self) -> int:
+        return sum(w.restarts for w in self.workers)
+
+
+class SamplerService:
+    """Supervise the sampler workers of one training job.
+
+    Args:
+        config: the service configuration.
+
+    Example:
+        >>> service = SamplerService(SamplerServiceConfig(data="data/demo", pool={"url": url}))  # doctest: +SKIP
+        >>> service.start(4)             # normalization first, then 4 producing workers
+        >>> service.add_workers(2); service.remove_workers(1)
+        >>> service.stats().subgraphs
+        >>> service.stop()
+    """
+
+    def __init__(self, config: SamplerServiceConfig) -> None:
+        self.config = config
+        self.redis_url: str | None = config.pool.url
+        self.normalization_reused: bool | None = None
+        self._lock = threading.RLock()
+        self._slots: dict[int, WorkerSlot] = {}
+        self._removed: dict[int, WorkerSlot] = {}
+        self._pool_stats: dict[str, int] | None = None
+        self._failure: str | None = None
+        self._stopping = threading.Event()
+        self._monitor: threading.Thread | None = None
+        self._metrics: MetricsServer | None = None
+        self._redis_server = None
+        self._owns_ray = False
+        self._pool = None
+        self._spec: WorkerSpec | None = None
+        self._norm_ref = None
+
+    # --- life cycle ----------------------------------------------------------
+    def start(self, workers: int | None = None) -> None:
+        """Connect (or start) Ray and Redis, estimate the normalization, start ``workers`` producers.
+
+        Raises:
+            ServiceUnavailable: Ray or Redis cannot be reached.
+            DatasetError: the dataset directory is missing or malformed.
+        """
+        n = self.config.workers if workers is None else workers
+        if n < 1:
+            raise InvalidArgument(f"workers must be >= 1, got {n}")
+        from services.dataset.store import open_dataset
+        from services.sampler_service.normalization import ensure_normalization
+
+        dataset = open_dataset(self.config.data)  # fail here, naming the path, not inside N actors
+        try:
+            self._connect_ray()
+            self._connect_redis()
+            pool = self.config.pool.model_copy(update={"url": self.redis_url})
+            self._spec = WorkerSpec(data=str(Path(self.config.data).resolve()), job_seed=self.config.seed,
+                                    sampler=self.config.sampler.model_dump(mode="json"),
+                                    pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s)
+            with self._lock:
+                self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
+            self._warn_if_oversubscribed(n)
+            norm, self.normalization_reused = ensure_normalization(
+                dataset, self.config.sampler, [s.worker for s in self._slots.values()],
+                self.config.presamples(int(dataset.splits["train"].size)),
+                self.config.norm_seed)
+            # One copy per node in the object store, read zero-copy by every worker there (also by workers
+            # on hosts that do not see this dataset directory).
+            self._norm_ref = ray.put(norm) if norm is not None else None
+            with self._lock:
+                for slot in self._slots.values():
+                    slot.run_ref = slot.worker.run_async(self._norm_ref)
+            if self.config.metrics_port is not None:
+                self._metrics = MetricsServer(self._snapshot, self.config.metrics_host, self.config.metrics_port)
+                log.info("sampler metrics on %s", self._metrics.url)
+        except BaseException:
+            self.stop()
+            raise
+        self._monitor = threading.Thread(target=self._monitor_loop, name="sampler-supervisor", daemon=True)
+        self._monitor.start()
+        log.info("sampler service: %d workers filling pool %r at %s", n, self.config.job,
+                 redact_url(self.redis_url))
+
+    def stop(self) -> None:
+        """Stop every worker (each finishes or abandons its current push), then release what start took."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=self.config.health_interval_s + 10)
+        with self._lock:
+            slots = list(self._slots.values())
+        self._stop_slots(slots)
+        if self._metrics is not None:
+            self._metrics.close()
+        if self._pool is not None:
+            self._pool.close()
+        if self._redis_server is not None:
+            self._redis_server.stop()
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+        log.info("sampler service stopped")
+
+    def __enter__(self) -> "SamplerService":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def failure(self) -> str | None:
+        """Why the service gave up on a worker, or None while all is well."""
+        return self._failure
+
+    def raise_if_failed(self) -> None:
+        """Raise :class:`WorkerFailed` when a worker kept failing (see ``max_consecutive_failures``)."""
+        if self._failure is not None:
+            raise WorkerFailed(self._failure)
+
+    # --- scaling ------------------------------------------------------------
+    def add_workers(self, k: int) -> list[int]:
+        """Start ``k`` more workers on the lowest free indices; a reused index continues its sequence."""
+        if k < 1:
+            raise InvalidArgument(f"add_workers: k must be >= 1, got {k}")
+        added = []
+        with self._lock:
+            for _ in range(k):
+                index = next(i for i in range(len(self._slots) + k + 1) if i not in self._slots)
+                slot = self._removed.pop(index, None) or WorkerSlot(index)  # counts are kept per index
+                slot.worker = self._new_worker(index)
+                slot.consecutive_failures, slot.restarting = 0, False
+                slot.run_ref = slot.worker.run_async(self._norm_ref)
+                self._slots[index] = slot
+                added.append(index)
+            total = len(self._slots)
+        self._warn_if_oversubscribed(total)
+        log.info("sampler service: added workers %s (%d running)", added, total)
+        return added
+
+    def remove_workers(self, k: int) -> list[int]:
+        """Stop the ``k`` highest-indexed workers; their counts stay in the metrics."""
+        with self._lock:
+            if not 1 <= k <= len(self._slots):
+                raise InvalidArgument(f"remove_workers: k must be in [1, {len(self._slots)}], got {k}")
+            indices = sorted(self._slots)[-k:]
+            slots = [self._slots.pop(i) for i in indices]
+        self._stop_slots(slots)
+        with self._lock:
+            for slot in slots:
+                slot.retired, slot.current, slot.pid = slot.total, WorkerCounters(), None
+                slot.worker = slot.run_ref = None
+                self._removed[slot.index] = slot
+        log.info("sampler service: removed workers %s", indices)
+        return indices
+
+    # --- views --------------------------------------------------------------
+    def stats(self) -> ServiceStats:
+        """Per-worker totals (all incarnations), restarts, the pool's stats and any fatal error."""
+        self._poll()
+        with self._lock:
+            workers = [WorkerStats(s.index, s.pid, s.restarts, s.total) for _, s in sorted(self._slots.items())]
+            removed = {i: s.total for i, s in self._removed.items()}
+            return ServiceStats(workers, removed, self._pool_stats, self._failure)
+
+    def worker_info(self, timeout: float = 60.0) -> list[WorkerInfo]:
+        """Where each running worker is (pid, core, host); waits for workers still starting."""
+        with self._lock:
+            workers = [s.worker for _, s in sorted(self._slots.items())]
+        return [w.info(timeout=timeout) for w in workers]
+
+    @property
+    def metrics_url(self) -> str | None:
+        return self._metrics.url if self._metrics is not None else None
+
+    # --- internals ------------------------------------------------------------
+    def _new_worker(self, index: int) -> SamplerWorker:
+        return SamplerWorker(index, self._spec, num_cpus=self.config.num_cpus_per_worker,
+                             max_restarts=self.config.max_restarts)
+
+    def _connect_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        address = self.config.ray_address
+        try:
+            if address in (None, "local"):
+                # address="local": always a new private cluster, never one another driver left running.
+                # More logical CPUs than cores when asked for more workers: they then share cores.
+                cpus = max(len(os.sched_getaffinity(0)), int(self.config.workers * self.config.num_cpus_per_worker))
+                ray.init(address="local", num_cpus=cpus, include_dashboard=False)
+            else:
+                ray.init(address=address, include_dashboard=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ServiceUnavailable(f"ray: cannot start or join {address or 'a local cluster'}: {exc}") from exc
+        self._owns_ray = True
+
+    def _connect_redis(self) -> None:
+        from services.pool.pool import SubgraphPool
+        from services.pool.redis_server import RedisServer
+
+        if self.redis_url is None:
+            # SAINTPIPE_REDIS_URL when set, else a private redis-server that stop() stops.
+            self._redis_server = RedisServer().start()
+            self.redis_url = self._redis_server.url
+        self._pool = SubgraphPool.from_config(self.config.pool, url=self.redis_url)
+
+    def _warn_if_oversubscribed(self, n: int) -> None:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if n * self.config.num_cpus_per_worker > cpus:
+            log.warning("sampler service: %d workers need %g CPUs but the Ray cluster has %g; the extra workers "
+                        "wait for a CPU", n, n * self.config.num_cpus_per_worker, cpus)
+
+    def _stop_slots(self, slots: list[WorkerSlot]) -> None:
+        live = [s for s in slots if s.worker is not None]
+        for slot in live:
+            try:
+                slot.worker.stop_async()
+            except ray.exceptions.RayError:
+                pass
+        refs = [s.run_ref for s in live if s.run_ref is not None]
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=self.config.stop_timeout_s)
+        self._poll(live)
+        released = []
+        for slot in live:
+            try:
+                released.append(slot.worker.release_core_async())
+            except ray.exceptions.RayError:
+                pass
+        if released:
+            ray.wait(released, num_returns=len(released), timeout=5.0)
+        for slot in live:
+            slot.worker.kill()
+
+    def _monitor_loop(self) -> None:
+        while not self._stopping.wait(self.config.health_interval_s):
+            try:
+                self._supervise()
+                self._poll()
+            except Exception:  # the supervisor must outlive any one bad check
+                log.exception("sampler supervisor: check failed")
+
+    def _supervise(self) -> None:
+        """Notice runs that ended, and start again the ones whose retry time has come."""
+        with self._lock:
+            running = {s.run_ref: s for s in self._slots.values() if s.run_ref is not None}
+        done = ray.wait(list(running), num_returns=len(running), timeout=0)[0] if running else []
+        for ref in done:
+            self._record_failure(running[ref], ref)
+        now = time.monotonic()
+        with self._lock:
+            for slot in self._slots.values():
+                if slot.run_ref is None and slot.retry_at <= now and not self._stopping.is_set():
+                    slot.run_ref = slot.worker.run_async(self._norm_ref)
+
+    def _record_failure(self, slot: WorkerSlot, ref) -> None:
+        kind = "exception"
+        try:
+            ray.get(ref)
+            reason = "run() returned without being stopped"
+        except ray.exceptions.RayTaskError as exc:  # an exception inside run(): the process lives on
+            reason = f"run() raised {exc.cause!r}" if getattr(exc, "cause", None) else f"run() raised: {exc}"
+        except ray.exceptions.ActorDiedError as exc:
+            kind, reason = "died", f"its actor is dead for good ({exc.__class__.__name__}; Ray's restarts used up)"
+        except ray.exceptions.RayError as exc:
+            kind, reason = "unavailable", f"its process died ({type(exc).__name__})"
+        with self._lock:
+            if self._stopping.is_set() or self._slots.get(slot.index) is not slot:
+                return  # stopped or removed meanwhile: not a failure
+            if not slot.record_failure(reason, kind, time.monotonic()):
+                return
+            log.warning("sampler worker %d failed (restart %d): %s", slot.index, slot.restarts, reason)
+            if slot.consecutive_failures >= self.config.max_consecutive_failures:
+                self._failure = (f"sampler worker {slot.index} failed {slot.consecutive_failures} times in a row "
+                                 f"without pushing a subgraph; last error: {reason}")
+                log.error("%s; not restarting it", self._failure)
+                slot.retry_at = float("inf")
+            elif kind == "died":
+                # A new actor takes the index and continues its sequence from Redis.
+                slot.worker.kill()
+                slot.worker = self._new_worker(slot.index)
+
+    def _poll(self, slots: list[WorkerSlot] | None = None) -> None:
+        """Fetch every worker's counters and the pool's stats."""
+        with self._lock:
+            slots = list(self._slots.values()) if slots is None else slots
+        refs = [(s, s.worker.counters_async()) for s in slots if s.worker is not None]
+        for slot, ref in refs:
+            try:
+                pid, counters = ray.get(ref, timeout=5.0)
+            except (ray.exceptions.RayError, TimeoutError):
+                continue  # restarting; the next poll catches up
+            with self._lock:
+                slot.observe_counters(pid, counters)
+        if self._pool is not None:
+            try:
+                stats = self._pool.stats()
+            except SaintpipeError as exc:
+                log.warning("sampler supervisor: cannot read the pool's stats: %s", exc)
+                return
+            self._pool_stats = dataclasses.asdict(stats)
+            if self._metrics is not None:
+                self._metrics.pool.update(self.config.job, stats)
+
+    def _snapshot(self) -> MetricsSnapshot:
+        with self._lock:
+            slots = {**self._removed, **self._slots}
+            return MetricsSnapshot({i: s.total for i, s in slots.items()},
+                                   {i: s.restarts for i, s in slots.items()})

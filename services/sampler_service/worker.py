@@ -1,0 +1,215 @@
+"""One sampler worker: a Ray actor pinned to one core that keeps the job's pool full.
+
+Callers use :class:`SamplerWorker`, a thin facade; the actor class itself is
+private (the pattern of ``ray.util.queue``). The actor memory-maps the
+dataset's topology (so N workers on a host share one copy in the page cache),
+builds its sampler once, then produces (:mod:`production`): reserve a sequence
+number, draw the subgraph with that number's seed, stamp it with (job,
+worker, sequence, seed), push it to the pool (waiting while the pool is
+full), count.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import ray
+
+from services.sampler_service.counters import WorkerCounters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs, as plain values (travels to the actor by value; the graph does not)."""
+
+    data: str
+    job_seed: int
+    sampler: dict[str, Any]
+    pool: dict[str, Any]
+    push_poll_s: float
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where a worker incarnation runs."""
+
+    worker: int
+    pid: int
+    core: int
+    shared_core: bool
+    affinity: tuple[int, ...]
+    hostname: str
+    node_id: str
+    next_sequence: int
+
+
+def build_sampler(config, dataset, normalization=None):
+    """The configured sampler over the dataset's memory-mapped topology (no copy of the graph)."""
+    from services.sampler.sampler import make_sampler
+
+    # The dataset store validated the CSR when it wrote it; an O(E) re-check per worker start buys nothing.
+    return make_sampler(config, dataset.indptr, dataset.indices, normalization=normalization,
+                        train_nodes=dataset.splits["train"], check_graph=False)
+
+
+class _SamplerWorkerActor:
+    """The actor behind :class:`SamplerWorker`. Threaded: ``run`` loops while other calls read counters."""
+
+    def __init__(self, index: int, spec: WorkerSpec) -> None:
+        from services.dataset.store import open_dataset
+        from services.pool.config import PoolConfig
+        from services.sampler.config import parse_sampler_config
+        from services.sampler_service.pinning import pin_to_core
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self._index = index
+        self._spec = spec
+        self._claim = pin_to_core(index)  # held (a flock) for this process's life
+        self._core, self._shared = self._claim.core, self._claim.shared
+        self._limit_numba_threads()
+        self._stop = threading.Event()
+        self._producer = None
+        self._config = parse_sampler_config(spec.sampler)
+        self._pool_config = PoolConfig.model_validate(spec.pool)
+        self._dataset = open_dataset(spec.data)  # memory maps: workers on a host share the page cache
+        self._pool = None
+        self._cursor = None
+
+    @staticmethod
+    def _limit_numba_threads() -> None:
+        # One core per worker: intra-sampler threads would only contend for it.
+        try:
+            import numba
+
+            numba.set_num_threads(1)
+        except (ImportError, ValueError):
+            pass
+
+
+    def _connect(self) -> None:
+        if self._pool is None:
+            from services.pool.pool import SubgraphPool
+            from services.sampler_service.sequence import SequenceCursor
+
+            self._pool = SubgraphPool.from_config(self._pool_config)
+            self._cursor = SequenceCursor(self._pool_config, self._index)
+
+    # --- calls --------------------------------------------------------------
+    def info(self) -> WorkerInfo:
+        self._connect()
+        return WorkerInfo(
+            worker=self._index, pid=os.getpid(), core=self._core, shared_core=self._shared,
+            affinity=tuple(sorted(os.sched_getaffinity(0))), hostname=socket.gethostname(),
+            node_id=ray.get_runtime_context().get_node_id(), next_sequence=self._cursor.peek(),
+        )
+
+    def counters(self) -> tuple[int, WorkerCounters]:
+        producer = self._producer
+        return os.getpid(), producer.snapshot() if producer is not None else WorkerCounters()
+
+    def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
+        from services.sampler_service.normalization import count_presamples
+
+        return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
+
+    def run(self, normalization=None) -> int:
+        """Produce until :meth:`stop`; return the number of subgraphs pushed by this call."""
+        from services.sampler_service.production import Producer
+
+        # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
+        self._connect()
+        if self._producer is None:  # once per incarnation (the sampler's tables are built here)
+            sampler = build_sampler(self._config, self._dataset, normalization)
+            self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
+                                      worker=self._index, job_seed=self._spec.job_seed,
+                                      push_poll_s=self._spec.push_poll_s)
+        log.info("sampler worker %d (pid %d) producing on core %d from sequence %d", self._index, os.getpid(),
+                 self._core, self._cursor.peek())
+        return self._producer.run(self._stop)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def release_core(self) -> None:
+        """Give up the core claim now (before a kill), so a worker started next can take the core at once."""
+        self._claim.release()
+
+
+class SamplerWorker:
+    """Facade over one sampler worker actor.
+
+    Args:
+        index: the worker index (its core slot and its random stream).
+        spec: what to sample and where to push.
+        num_cpus: Ray CPUs to reserve (one core).
+        max_restarts: how often Ray restarts the actor after its process dies.
+
+    Example:
+        >>> worker = SamplerWorker(0, spec)  # doctest: +SKIP
+        >>> done = worker.run_async()        # produces until worker.stop()
+    """
+
+    def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3) -> None:
+        self.index = index
+        # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
+        self._actor = ray.remote(_SamplerWorkerActor).options(
+            num_cpus=num_cpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=4,
+        ).remote(index, spec)
+
+    def info(self, timeout: float = 60.0) -> WorkerInfo:
+        """Where the worker runs; waits for it to start, or to come back while Ray restarts it.
+
+        Raises:
+            GetTimeoutError: it did not answer within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return ray.get(self._actor.info.remote(), timeout=max(0.0, deadline - time.monotonic()))
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.1)
+
+    def counters(self, timeout: float | None = 10.0) -> tuple[int, WorkerCounters]:
+        """``(pid, counts)`` of the current incarnation (counts start at zero in each new process)."""
+        return ray.get(self.counters_async(), timeout=timeout)
+
+    def counters_async(self) -> ray.ObjectRef:
+        """Like :meth:`counters`, as a reference."""
+        return self._actor.counters.remote()
+
+    def run_async(self, normalization: "ray.ObjectRef | None" = None) -> ray.ObjectRef:
+        """Start producing; the reference resolves when the worker stops (or fails if it dies).
+
+        Args:
+            normalization: an object-store reference to the job's ``Normalization``
+                (shared zero-copy by the workers of a node), or None for plain weights.
+        """
+        return self._actor.run.remote(normalization)
+
+    def presample_async(self, start: int, stop: int, norm_seed: int) -> ray.ObjectRef:
+        """Pre-sample [start, stop); resolves to (node_counts, edge_counts)."""
+        return self._actor.presample.remote(start, stop, norm_seed)
+
+    def stop_async(self) -> ray.ObjectRef:
+        """Ask the worker to finish its current subgraph and return from run."""
+        return self._actor.stop.remote()
+
+    def release_core_async(self) -> ray.ObjectRef:
+        """Ask the worker to release its core claim (call after it stopped, before :meth:`kill`)."""
+        return self._actor.release_core.remote()
+
+    def kill(self) -> None:
+        """End the actor for good (no restart)."""
+        ray.kill(self._actor, no_restart=True)

@@ -1,0 +1,163 @@
+"""``saintpipe run`` as a user runs it: the real console script, a real Redis, shards, Ray, Prometheus.
+
+One run (module fixture) trains on a small demo dataset with no epoch limit:
+a real Prometheus scrapes every endpoint it announces and every dashboard
+query must return data; then SIGINT must stop it with nothing left behind
+(no descendant process, no listening port). A second run loses a feature
+shard (SIGKILL) and must exit non-zero naming it, again leaving nothing. A
+third runs to the end and prints the summary.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import signal
+import time
+
+import pytest
+from conftest import free_port, saintpipe_command
+
+from tests.support.pipeline import PipelineProcess, small_dataset, write_config
+from tests.support.prometheus import Prometheus, dashboard_queries
+
+ENDLESS = """
+[run]
+progress = true
+[trainer]
+epochs = 100000
+patience = 0
+[samplers]
+norm_subgraphs = 16
+[samplers.sampler]
+roots = 150
+"""
+
+SHORT = """
+[trainer]
+epochs = 4
+patience = 0
+[samplers.sampler]
+roots = 150
+"""
+
+STARTUP_S = 120
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return small_dataset(tmp_path_factory.mktemp("pipeline") / "small")
+
+
+def start(tmp_path, dataset, config: str) -> PipelineProcess:
+    cfg = write_config(tmp_path / "run.toml", config)
+    return PipelineProcess(saintpipe_command(), ["run", "--data", str(dataset), "--config", str(cfg)], tmp_path,
+                           env={"SAINTPIPE_HOME": str(tmp_path / "home")})
+
+
+def assert_nothing_left(run: PipelineProcess) -> None:
+    assert len(run.seen) >= 5, f"the process tree was not observed: {run.seen}"  # redis, 2 shards, ray...
+    deadline = time.monotonic() + 10  # the kernel may take a moment to reap SIGTERMed grandchildren
+    while (left := run.alive()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == [], "processes left behind:\n" + "\n".join(left)
+    assert run.ports, "no listening port was observed"
+    assert run.open_ports() == [], f"ports still open: {run.open_ports()}"
+
+
+@pytest.fixture(scope="module")
+def training(tmp_path_factory, dataset):
+    """A run that trains until it is stopped."""
+    run = start(tmp_path_factory.mktemp("endless"), dataset, ENDLESS)
+    try:
+        run.wait_for_line(r"^training started", STARTUP_S)
+        run.wait_for_steps(2, 60)
+        run.sample_tree(ports=True)
+        yield run
+    finally:
+        run.cleanup()
+
+
+def test_run_announces_every_component(training):
+    names = set(training.metrics_urls())
+    assert {"feature shard 0", "feature shard 1", "samplers", "trainer 0"} <= names
+    assert re.search(r"^redis\s+redis://:\*\*\*@127\.0\.0\.1:\d+/0$", training.stdout, re.M)  # password redacted
+    for url in training.metrics_urls().values():
+        assert training.scrape(url), url
+
+
+def test_every_dashboard_query_returns_data_from_a_running_pipeline(training, tmp_path):
+    targets = [url.removeprefix("http://").removesuffix("/metrics") for url in training.metrics_urls().values()]
+    prom = Prometheus(targets, tmp_path, free_port())
+    try:
+        prom.wait_ready()
+        queries = dashboard_queries()
+        assert len(queries) >= 20
+        missing: dict[str, str] = {}
+        deadline = time.monotonic() + 60
+        while True:  # rate() over [1m] needs two scrapes with activity in between
+            missing = {}
+            for panel, expr in queries:
+                result = prom.query(expr)
+                values = [float(r["value"][1]) for r in result]
+                if not values or all(math.isnan(v) for v in values):
+                    missing[panel] = expr
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(2)
+        assert training.proc.poll() is None, training.output()
+        assert missing == {}, f"queries without data (targets {prom.targets_up()}):\n" + "\n".join(
+            f"{p}: {e}" for p, e in missing.items())
+    finally:
+        prom.stop()
+
+
+def test_sigint_stops_every_child_and_frees_every_port(training):
+    training.sample_tree()
+    training.signal(signal.SIGINT)
+    code = training.wait(90)
+    assert code == 130, training.output()
+    assert "SIGINT received: stopping every component" in training.stderr
+    assert "== saintpipe run: summary ==" in training.stdout  # what ran is still reported
+    assert_nothing_left(training)
+
+
+def test_a_killed_feature_shard_stops_the_run_with_a_clear_message(tmp_path, dataset):
+    run = start(tmp_path, dataset, ENDLESS)
+    try:
+        run.wait_for_line(r"^training started", STARTUP_S)
+        run.wait_for_steps(1, 60)
+        run.sample_tree(ports=True)
+        shard = run.pid_of("--shard 1")
+        shard.kill()
+        code = run.wait(90)
+        assert code != 0, run.output()
+        assert re.search(r"feature shard 1 \(pid \d+, 127\.0\.0\.1:\d+\) exited unexpectedly with signal SIGKILL",
+                         run.stderr), run.output()
+        assert "the pipeline was stopped" in run.stderr
+        assert "Traceback" not in run.stderr, run.output()
+        assert_nothing_left(run)
+    finally:
+        run.cleanup()
+
+
+def test_a_short_run_trains_to_the_end_and_prints_the_summary(tmp_path, dataset):
+    run = start(tmp_path, dataset, SHORT)
+    try:
+        run.wait_for_line(r"^training started", STARTUP_S)
+        run.sample_tree(ports=True)
+        code = run.wait(120)
+        assert code == 0, run.output()
+        out = run.stdout
+        score = float(re.search(r"^test accuracy\s+([0-9.]+)$", out, re.M).group(1))
+        assert score > 0.25, out  # 8 balanced classes: chance is 0.125
+        assert re.search(r"^epochs\s+4$", out, re.M), out
+        for line in ("subgraphs trained on", "sampler throughput", "sampling (sampler workers)",
+                     "feature fetch (trainers)", "compute (trainers)", "waiting for data (trainers)"):
+            assert re.search(rf"^\s*{re.escape(line)}\s+\S", out, re.M), f"{line!r} missing\n{out}"
+        trained = int(re.search(r"^subgraphs trained on\s+([\d,]+)", out, re.M).group(1).replace(",", ""))
+        assert trained > 0
+        assert "epoch 4/4" in run.stderr  # one progress bar per epoch
+        assert_nothing_left(run)
+    finally:
+        run.cleanup()

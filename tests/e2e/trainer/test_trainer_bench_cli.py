@@ -1,0 +1,100 @@
+"""The trainer's commands through the console script: bench train, bench accuracy, serve trainer errors."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
+    proc = cli(
+        "bench",
+        "train",
+        "--nodes",
+        "600",
+        "--degree",
+        "6",
+        "--classes",
+        "5",
+        "--sage-features",
+        "12",
+        "--sage-hidden",
+        "64",
+        "--gcn-features",
+        "80",
+        "--gcn-hidden",
+        "8",
+        "--repeats",
+        "1",
+        "--json",
+    )
+    report = json.loads(proc.stdout)
+    assert report["benchmark"] == "train" and report["params"]["nodes"] == 600
+    rows = {(r["model"].split()[0], r["order"]): r for r in report["rows"]}
+    assert set(rows) == {(m, o) for m in ("sage", "gcn") for o in ("auto", "ax_first", "xw_first")}
+    for model in ("sage", "gcn"):
+        assert rows[(model, "auto")]["macs_vs_auto"] == 1.0
+        for order in ("ax_first", "xw_first"):  # the schedule never executes more MACs than a fixed order
+            assert rows[(model, order)]["macs_vs_auto"] >= 1.0
+            assert rows[(model, order)]["ms_per_iter"] > 0
+    assert rows[("gcn", "ax_first")]["macs_vs_auto"] > 1.1  # 80 -> 8: (A X) W wastes the wide side
+    assert "L1[80->8]: Y=A(XW)" in report["summary"]["gcn_plan"]
+    assert "L1[12->32]: Y=(AX)W" in report["summary"]["sage_plan"]
+
+
+def test_bench_train_rejects_bad_sizes_in_one_line(cli):
+    proc = cli("bench", "train", "--sage-hidden", "31", check=False)
+    assert proc.returncode == 2
+    assert (
+        proc.stderr.strip()
+        == "saintpipe: error: --sage-hidden must be even (self and neighbour halves), got 31"
+    )
+
+
+def test_bench_accuracy_runs_all_three_trainings(cli):
+    proc = cli(
+        "bench",
+        "accuracy",
+        "--datasets",
+        "cora",
+        "--seeds",
+        "1",
+        "--epochs",
+        "3",
+        "--roots",
+        "100",
+        "--norm-subgraphs",
+        "20",
+        "--hidden",
+        "16,16",
+        "--json",
+    )
+    report = json.loads(proc.stdout)
+    trainings = {r["training"] for r in report["rows"]}
+    assert trainings == {"full-batch", "rw+norm", "rw (no norm)"}
+    assert all(0.0 <= r["test_mean"] <= 1.0 and r["seeds"] == 1 for r in report["rows"])
+    assert "cora_rw_norm_minus_full_points" in report["summary"]
+
+
+def test_bench_accuracy_names_a_missing_dataset(cli):
+    proc = cli("bench", "accuracy", "--datasets", "nope", check=False)
+    assert proc.returncode == 2 and "nope.npz not found" in proc.stderr
+
+
+def test_serve_trainer_names_missing_flags(cli, tmp_path):
+    proc = cli("serve", "trainer", "--data", str(tmp_path), check=False, env={"SAINTPIPE_REDIS_URL": ""})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "saintpipe: error: serve trainer needs --redis-url, --features, --job"
+    proc = cli(
+        "serve",
+        "trainer",
+        "--data",
+        str(tmp_path),
+        "--redis-url",
+        "redis://127.0.0.1:1/0",
+        "--features",
+        "127.0.0.1:1",
+        "--job",
+        "j",
+        check=False,
+    )
+    assert proc.returncode == 2 and "not a dataset directory (no manifest.json)" in proc.stderr

@@ -1,0 +1,95 @@
+"""A real Prometheus server for tests: Debian's ``prometheus`` binary on a free loopback port."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = sorted((ROOT / "deploy" / "grafana" / "dashboards").glob("*.json"))
+
+
+def prometheus_binary() -> str:
+    """The prometheus binary, or a skip that says how to get it."""
+    path = shutil.which("prometheus")
+    if path is None:
+        pytest.skip("prometheus not found on PATH: install Debian's `prometheus` package "
+                    "(apt-get install prometheus; .ci/run does this)")
+    return path
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """(dashboard / panel [refId], PromQL) of every target of every panel."""
+    out = []
+    for path in DASHBOARDS:
+        for panel in json.loads(path.read_text())["panels"]:
+            for target in panel.get("targets", []):
+                out.append((f"{path.name} / {panel['title']} [{target['refId']}]", target["expr"]))
+    return out
+
+
+class Prometheus:
+    """A Prometheus process scraping ``targets`` (host:port of /metrics endpoints) every second."""
+
+    def __init__(self, targets: list[str], workdir: Path, port: int) -> None:
+        config = workdir / "prometheus.yml"
+        listed = ", ".join(f"'{t}'" for t in targets)
+        config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                          f"scrape_configs:\n  - job_name: saintpipe\n    static_configs:\n"
+                          f"      - targets: [{listed}]\n")
+        self.log_path = workdir / "prometheus.log"
+        self._log = self.log_path.open("w")
+        self.url = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [prometheus_binary(), f"--config.file={config}", f"--storage.tsdb.path={workdir / 'tsdb'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=1h"],
+            stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"prometheus exited {self.proc.returncode}: {self.log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("prometheus did not become ready")
+            time.sleep(0.2)
+
+    def query(self, expr: str) -> list[dict]:
+        """The result vector of an instant query (raises on a query error)."""
+        params = urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v1/query?{params}", timeout=5) as reply:
+                body = json.loads(reply.read())
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"query failed ({exc.code}): {expr}: {exc.read()[:300]!r}") from None
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
+    def targets_up(self) -> dict[str, str]:
+        with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=5) as reply:
+            body = json.loads(reply.read())
+        return {t["scrapeUrl"]: t["health"] for t in body["data"]["activeTargets"]}
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()

@@ -1,0 +1,225 @@
+"""Every command that docker-compose.yml and the Helm chart start parses with the real parsers.
+
+The commands go through a real ``sh`` (the same shell wrappers the containers
+use: the sampler node's ``ray start ... && exec "$@"``, the feature shard's
+ordinal from its hostname) with ``saintpipe`` and ``ray`` replaced on PATH by
+stubs that record their argv. Each recorded ``saintpipe`` argv is then parsed
+by ``saintpipe.cli.build_parser()``, each ``ray`` argv by Ray's own click
+commands. A service whose ``saintpipe serve ...`` command is not registered
+yet fails here by name: that is the signal that the compose file and the chart
+are ahead of the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support.compose import as_list, healthcheck_argv, load_compose, read_env_file, service_environment
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "helm" / "saintpipe"
+RECORD_SEP, UNIT_SEP = "\x1e", "\x1f"
+
+STUB = """#!/bin/sh
+# Records its own name and argv, then succeeds.
+{ printf '%s\\037' "$(basename "$0")"; for a in "$@"; do printf '%s\\037' "$a"; done; printf '\\036'; } >> "$CAPTURE"
+"""
+
+
+@pytest.fixture(scope="module")
+def stub_path(tmp_path_factory) -> Path:
+    bin_dir = tmp_path_factory.mktemp("stubs")
+    for name in ("saintpipe", "ray"):
+        (bin_dir / name).write_text(STUB)
+        (bin_dir / name).chmod(0o755)
+    return bin_dir
+
+
+def run_in_shell(argv: list[str], env: dict[str, str], stub_path: Path, tmp_path: Path) -> list[list[str]]:
+    """Run ``argv`` (a container's entrypoint + command) with stubbed saintpipe/ray; return what they received."""
+    capture = tmp_path / f"capture-{len(list(tmp_path.iterdir()))}"
+    capture.touch()
+    full_env = {"PATH": f"{stub_path}:/usr/bin:/bin", "CAPTURE": str(capture), **env}
+    if argv[0] not in ("sh", "saintpipe", "ray"):
+        pytest.fail(f"unexpected executable {argv[0]!r}: containers start saintpipe or ray, possibly via sh")
+    proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, f"{argv} failed: {proc.stderr}"
+    records = capture.read_text().split(RECORD_SEP)
+    return [record.split(UNIT_SEP)[:-1] for record in records if record]
+
+
+def parse_saintpipe(argv: list[str]) -> None:
+    from saintpipe.cli import build_parser
+
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            args = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        pytest.fail(f"`saintpipe {' '.join(argv)}` does not parse (exit {exc.code}): {stderr.getvalue().strip()}")
+    assert callable(getattr(args, "func", None)), f"`saintpipe {' '.join(argv)}` selects no handler"
+
+
+def parse_ray(argv: list[str]) -> None:
+    import click
+    from ray.scripts.scripts import cli
+
+    command = cli.get_command(click.Context(cli), argv[0])
+    assert command is not None, f"ray has no command {argv[0]!r}"
+    try:
+        command.make_context(argv[0], list(argv[1:]))
+    except click.exceptions.ClickException as exc:
+        pytest.fail(f"`ray {' '.join(argv)}` does not parse: {exc.format_message()}")
+
+
+def check_invocations(invocations: list[list[str]]) -> set[str]:
+    """Parse each recorded invocation; returns the saintpipe subcommands seen (e.g. 'serve trainer')."""
+    assert invocations, "the command started neither saintpipe nor ray"
+    seen = set()
+    for program, *argv in invocations:
+        if program == "saintpipe":
+            parse_saintpipe(argv)
+            seen.add(" ".join(a for a in argv[:3] if not a.startswith("-")))
+        else:
+            parse_ray(argv)
+            seen.add(f"ray {argv[0]}")
+    return seen
+
+
+# ---------------------------------------------------------------- compose
+
+COMPOSE_ENV = read_env_file(ROOT / ".env.example")
+COMPOSE = load_compose(ROOT / "docker-compose.yml", COMPOSE_ENV)
+SAINTPIPE_SERVICES = [name for name, s in COMPOSE["services"].items() if s.get("image", "").startswith("saintpipe")]
+EXPECTED_COMPOSE = {
+    "prepare-data": {"data generate demo"},
+    "feature-shard-0": {"serve feature-shard"},
+    "feature-shard-1": {"serve feature-shard"},
+    "ray-head": {"ray start"},
+    "samplers": {"ray start", "serve samplers"},
+    "trainer": {"serve trainer"},
+}
+
+
+def test_compose_lists_the_saintpipe_services_this_test_knows():
+    assert sorted(SAINTPIPE_SERVICES) == sorted(EXPECTED_COMPOSE)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPOSE))
+def test_compose_service_command_parses(name, stub_path, tmp_path):
+    service = COMPOSE["services"][name]
+    argv = as_list(service.get("entrypoint")) + as_list(service["command"])
+    env = service_environment(service, ROOT, COMPOSE_ENV)
+    assert check_invocations(run_in_shell(argv, env, stub_path, tmp_path)) == EXPECTED_COMPOSE[name]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_COMPOSE))
+def test_compose_health_check_command_parses(name):
+    argv = healthcheck_argv(COMPOSE["services"][name])
+    if not argv:
+        assert name == "prepare-data"
+        return
+    if argv[0] == "ray":
+        parse_ray(argv[1:])
+    else:
+        from services.health_probe import build_parser
+
+        assert argv[:3] == ["python", "-m", "services.health_probe"]
+        build_parser().parse_args(argv[3:])
+
+
+# ---------------------------------------------------------------- helm
+
+def _render(values: dict | None) -> list[dict]:
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        rendered = chart.render(values, name="rel", namespace="ml", is_install=True)
+    docs = []
+    for name, text in rendered.items():
+        if name.endswith(".yaml"):
+            docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+def _k8s_expand(value: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion in command/args/env values ($$ escapes)."""
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), value)
+
+
+def _container_env(container: dict) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in container.get("env", []):
+        if "valueFrom" in item:
+            env[item["name"]] = f"secret-{item['name'].lower()}"
+        else:
+            env[item["name"]] = _k8s_expand(item["value"], env)
+    return env
+
+
+def _saintpipe_containers(docs: list[dict]):
+    for doc in docs:
+        if doc["kind"] not in ("Deployment", "StatefulSet", "Job"):
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            if container["image"].startswith("saintpipe"):
+                # A StatefulSet pod's hostname is <name>-<ordinal>.
+                hostname = f"{doc['metadata']['name']}-{max(0, int(doc['spec'].get('replicas', 1)) - 1)}"
+                yield doc["metadata"]["name"], container, hostname
+
+
+HELM_VALUES = {
+    "default": None,
+    "external-redis-gpu-4-shards": {
+        "featureShards": {"replicas": 4},
+        "redis": {"enabled": False, "external": {"url": "rediss://redis.example.internal:6380/2",
+                                                 "auth": {"existingSecret": "pool-redis", "existingSecretKey": "pw"}}},
+        "trainer": {"gpu": {"enabled": True}, "replicas": 2},
+        "samplers": {"workers": 8},
+        "ray": {"workers": {"replicas": 2, "numCpus": 4}},
+        "monitoring": {"serviceMonitor": {"enabled": True}},
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(HELM_VALUES))
+def test_helm_container_commands_parse(case, stub_path, tmp_path):
+    seen: dict[str, set[str]] = {}
+    for workload, container, hostname in _saintpipe_containers(_render(HELM_VALUES[case])):
+        env = _container_env(container)
+        argv = [_k8s_expand(a, env) for a in container.get("command", []) + container.get("args", [])]
+        invocations = run_in_shell(argv, {**env, "HOSTNAME": hostname}, stub_path, tmp_path)
+        seen.setdefault(container["name"], set()).update(check_invocations(invocations))
+        for probe in ("readinessProbe", "livenessProbe"):
+            exec_argv = container.get(probe, {}).get("exec", {}).get("command")
+            if exec_argv and exec_argv[0] == "ray":
+                parse_ray(exec_argv[1:])
+    assert seen == {
+        "prepare-data": {"data generate demo"},
+        "feature-shard": {"serve feature-shard"},
+        "ray-head": {"ray start"},
+        "ray-worker": {"ray start"},
+        "samplers": {"ray start", "serve samplers"},
+        "trainer": {"serve trainer"},
+    }
+
+
+def test_helm_feature_shard_takes_its_shard_from_the_pod_ordinal(stub_path, tmp_path):
+    docs = _render({"featureShards": {"replicas": 4}})
+    (sts,) = [d for d in docs if d["kind"] == "StatefulSet" and d["metadata"]["name"].endswith("feature-shard")]
+    (container,) = sts["spec"]["template"]["spec"]["containers"]
+    env = _container_env(container)
+    for ordinal in range(4):
+        hostname = f"{sts['metadata']['name']}-{ordinal}"
+        (invocation,) = run_in_shell(container["command"], {**env, "HOSTNAME": hostname}, stub_path, tmp_path)
+        assert invocation[invocation.index("--shard") + 1] == str(ordinal)
+        assert invocation[invocation.index("--data") + 1] == "/data/demo"

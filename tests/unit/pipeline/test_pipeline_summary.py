@@ -1,0 +1,72 @@
+"""The end-of-run summary and the per-epoch progress bars."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+
+from services.pipeline.progress import EpochBars, TrainerProgress
+from services.pipeline.summary import RunSummary, TimeSpent, format_summary
+
+
+def summary(**kw) -> RunSummary:
+    base = dict(dataset="demo (30,000 nodes)", test_score=0.9811, val_score=0.98, epochs=10, steps=109,
+                subgraphs_trained=109, subgraphs_sampled=141, sampler_workers=1, trainers=1, training_seconds=10.0,
+                times=TimeSpent(sampling=1.5, sampler_pool_wait=9.0, feature_fetch=1.1, compute=6.0, data_wait=2.0,
+                                evaluation=2.0, startup=15.9, wall=25.2))
+    base.update(kw)
+    return RunSummary(**base)
+
+
+def test_the_table_has_scores_work_and_where_the_time_went():
+    text = format_summary(summary())
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in text.splitlines()[1:] if "  " in line)
+    assert lines["test accuracy"] == "0.9811"
+    assert lines["subgraphs trained on"] == "109  (10.9/s)"
+    assert lines["sampler throughput"] == "14.1 subgraphs/s  (1 workers)"
+    assert lines["compute (trainers)"] == "6.0 s  (60.0%)"  # of the trainers' 10 s
+    assert lines["waiting for data (trainers)"] == "2.0 s  (20.0%)"
+    assert lines["sampling (sampler workers)"] == "1.5 s"
+
+
+def test_an_interrupted_run_says_so_and_has_no_score():
+    text = format_summary(summary(test_score=math.nan, val_score=math.nan, stopped_by="SIGINT", training_seconds=0))
+    assert "n/a (not scored)" in text and "SIGINT" in text and "nan subgraphs/s" in text
+
+
+def test_json_has_the_same_figures():
+    data = json.loads(summary().to_json())
+    assert data["test_score"] == 0.9811 and data["times"]["compute"] == 6.0
+    assert data["sampler_throughput"] == 14.1
+
+
+def bar_lines(out: io.StringIO) -> list[str]:
+    return [chunk.strip() for chunk in out.getvalue().replace("\r", "\n").splitlines() if chunk.strip()]
+
+
+def test_one_bar_per_epoch_each_finishing_full_with_its_scores():
+    out = io.StringIO()
+    bars = EpochBars(3, file=out)
+    bars.update(TrainerProgress(epoch=0, epoch_fraction=0.5, steps=1, subgraphs=1, loss=2.0))
+    bars.update(TrainerProgress(epoch=2, epoch_fraction=0.25, steps=5, subgraphs=5, loss=1.0, val_score=0.7))
+    bars.update(TrainerProgress(epoch=3, epoch_fraction=0.0, steps=7, subgraphs=7, loss=0.5, val_score=0.8,
+                                done=True))
+    bars.close()
+    lines = bar_lines(out)
+    finals = {}
+    for line in lines:
+        finals[line.split("%")[0].rsplit(None, 1)[0]] = line
+    assert set(finals) == {"epoch 1/3", "epoch 2/3", "epoch 3/3"}
+    assert all("100%" in line for line in finals.values())
+    assert "loss 0.5000, val 0.8000" in finals["epoch 3/3"]
+    assert any(line.startswith("epoch 1/3  50%") for line in lines)
+
+
+def test_bars_can_be_switched_off():
+    out = io.StringIO()
+    bars = EpochBars(3, enabled=False, file=out)
+    bars.update(TrainerProgress(epoch=1, epoch_fraction=0.5))
+    bars.close()
+    assert out.getvalue() == ""

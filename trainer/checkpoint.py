@@ -1,0 +1,75 @@
+"""Checkpoints of a trainer: model, optimizer, step, early-stopping state and loop progress.
+
+Written with ``torch.save`` to a temporary file in the checkpoint directory and
+renamed into place (``os.replace``), so a crash mid-write never leaves a torn
+file; ``latest.pt`` is always the newest complete checkpoint and ``keep``
+older ones stay beside it as ``step-<N>.pt``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+from saintpipe.errors import DatasetError
+
+log = logging.getLogger(__name__)
+
+LATEST = "latest.pt"
+
+
+class Checkpointer:
+    """Saves and loads one trainer group's checkpoints in ``directory``.
+
+    Args:
+        directory: created if missing.
+        keep: how many step-numbered copies to keep besides ``latest.pt``.
+    """
+
+    def __init__(self, directory: Path | str, keep: int = 2) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.keep = keep
+
+    @property
+    def latest(self) -> Path:
+        return self.directory / LATEST
+
+    def save(self, state: dict, step: int) -> Path:
+        """Write ``state`` atomically as ``latest.pt`` (and ``step-<step>.pt``); returns the latest path."""
+        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".tmp", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                torch.save(state, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            numbered = self.directory / f"step-{step:09d}.pt"
+            if self.keep and not numbered.exists():
+                os.link(tmp, numbered)  # the same bytes under a second name, no copy
+            os.replace(tmp, self.latest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        for old in sorted(self.directory.glob("step-*.pt"))[: -self.keep or None]:
+            old.unlink(missing_ok=True)
+        log.debug("checkpoint at step %d: %s", step, self.latest)
+        return self.latest
+
+    def load(self, map_location: torch.device | str = "cpu") -> dict | None:
+        """The latest checkpoint, or None when there is none.
+
+        Raises:
+            DatasetError: naming the file when it exists but cannot be read.
+        """
+        if not self.latest.is_file():
+            return None
+        try:
+            return torch.load(self.latest, map_location=map_location, weights_only=False)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file (torn, foreign, old): say which
+            raise DatasetError(
+                f"{self.latest}: unreadable checkpoint ({exc}); move it away to start afresh"
+            ) from None

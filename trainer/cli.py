@@ -1,0 +1,101 @@
+"""``saintpipe serve trainer``: train a job from the Redis pool and the feature shards with Ray actors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "trainer",
+        help="train a job: subgraphs from the Redis pool, features from the feature shards",
+        description="Run N data-parallel trainer actors (Ray; a GPU each when Ray has them) on job JOB: each "
+        "takes subgraphs from the pool at --redis-url, fetches their features from the shards at --features "
+        "(prefetching the next while the current step computes), trains, acknowledges, validates every "
+        "epoch, "
+        "stops early, checkpoints and resumes. Prints the summary at the end. Settings: defaults < --config "
+        "file ([trainer] and [pool] sections) < SAINTPIPE_TRAINER__<FIELD> / SAINTPIPE_POOL__<FIELD> "
+        "< flags.",
+    )
+    parser.add_argument(
+        "--redis-url", help="Redis URL of the subgraph pool (default: [pool] url or SAINTPIPE_REDIS_URL)"
+    )
+    parser.add_argument(
+        "--features",
+        help='feature shard addresses "h:p;h:p" (";" between shards, "," between '
+        "replicas) or a JSON address manifest",
+    )
+    parser.add_argument("--data", type=Path, help="dataset directory (topology, labels, splits)")
+    parser.add_argument("--job", help="training job id (the pool stream)")
+    parser.add_argument("--trainers", type=int, default=1, help="data-parallel trainers (default 1)")
+    parser.add_argument(
+        "--metrics-port", type=int, help="trainer r serves /metrics on PORT+r (0: free ports)"
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)",
+    )
+    parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
+    parser.add_argument("--epochs", type=int, help="epoch budget")
+    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--checkpoint-dir", type=Path, help="checkpoint here and resume from here")
+    parser.add_argument("--ray-address", help="join this Ray cluster instead of starting a local one")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    from saintpipe.config import load_config
+    from saintpipe.errors import ConfigError
+    from services.pool.config import PoolConfig
+    from trainer.config import TrainerConfig
+
+    flags = {"epochs": args.epochs, "max_steps": args.max_steps, "checkpoint_dir": args.checkpoint_dir}
+    config = load_config(TrainerConfig, args.config, flags=flags, section="trainer")
+    pool = load_config(
+        PoolConfig, args.config, flags={"url": args.redis_url, "job_id": args.job}, section="pool"
+    )
+    url = pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
+    missing = [
+        flag
+        for flag, value in (
+            ("--redis-url", url),
+            ("--features", args.features),
+            ("--data", args.data),
+            ("--job", args.job),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(f"serve trainer needs {', '.join(missing)}")
+    if not (args.data / "manifest.json").is_file():
+        raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
+    if args.trainers < 1:
+        raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
+    from trainer.actor import train  # torch and Ray load only once the arguments are known to be good
+
+    result = train(
+        args.job,
+        str(args.data),
+        url,
+        args.features,
+        config,
+        trainers=args.trainers,
+        pool=pool,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+        ray_address=args.ray_address,
+    )
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary, default=float))
+    else:
+        width = max(len(k) for k in summary)
+        for key, value in summary.items():
+            print(f"{key.ljust(width)}  {value}")
+    return 0

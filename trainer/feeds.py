@@ -1,0 +1,169 @@
+"""Where a trainer's subgraphs and their features come from.
+
+A feed hands out :class:`Item` s: a subgraph, its feature rows and a callback
+that acknowledges it once the step that used it is done.
+
+* :class:`PoolFeed`: the production path. Gets a subgraph from the Redis pool,
+  gathers its rows from the feature service, and with ``prefetch`` does both for
+  the next subgraph on a background thread while the current step computes.
+* :class:`SamplerFeed`: samples in-process with the Numba sampler kernels and
+  reads features from a local array (accuracy experiments, tests, benchmarks).
+
+Every item carries how long its subgraph took to arrive (``sample_wait_s``:
+the pool was empty, or sampling itself) and how long its features took
+(``fetch_s``); the loop measures separately how long it actually waited.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from saintpipe.errors import SaintpipeTimeout
+from services.subgraph import Subgraph
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Item:
+    """One subgraph ready for a step."""
+
+    subgraph: Subgraph
+    features: np.ndarray
+    sample_wait_s: float
+    fetch_s: float
+    ack: Callable[[], object]
+    deliveries: int = 1
+
+
+class Feed(Protocol):
+    def next(self, timeout: float) -> Item:
+        """The next item; raises SaintpipeTimeout when none arrives within ``timeout`` seconds."""
+
+    def close(self) -> None:
+        """Stop background work and release connections (unacknowledged items go back to the pool)."""
+
+
+class SamplerFeed:
+    """Subgraphs drawn in-process by a :class:`services.sampler.sampler.Sampler`, features from ``gather``.
+
+    Args:
+        sampler: a configured sampler (``make_sampler``).
+        gather: feature rows for an id array.
+        seeds: the seed of each successive subgraph (e.g. ``subgraph_seed(job_seed, worker, i)``).
+    """
+
+    def __init__(self, sampler, gather: Callable[[np.ndarray], np.ndarray], seeds: Iterator[int]) -> None:
+        self.sampler, self.gather, self.seeds = sampler, gather, seeds
+
+    def next(self, timeout: float) -> Item:
+        start = time.perf_counter()
+        sub = self.sampler.sample(next(self.seeds))
+        sampled = time.perf_counter()
+        feats = self.gather(sub.node_ids)
+        return Item(sub, feats, sampled - start, time.perf_counter() - sampled, ack=lambda: None)
+
+    def close(self) -> None:
+        pass
+
+
+class PoolFeed:
+    """Subgraphs from a :class:`services.pool.pool.SubgraphPool`, features from a feature client.
+
+    Args:
+        pool: the job's pool.
+        consumer: this trainer's consumer name (unique among the job's trainers).
+        gather: feature rows for an id array (``FeatureClient.gather``).
+        prefetch: fetch the next subgraph and its features on a background
+            thread while the current step computes.
+        get_timeout: seconds one pool read may block before the thread checks for shutdown.
+    """
+
+    def __init__(
+        self,
+        pool,
+        consumer: str,
+        gather: Callable[[np.ndarray], np.ndarray],
+        *,
+        prefetch: bool = True,
+        get_timeout: float = 1.0,
+    ) -> None:
+        self.pool, self.consumer, self.gather = pool, consumer, gather
+        self.prefetch, self.get_timeout = prefetch, get_timeout
+        self._queue: queue.Queue = queue.Queue(maxsize=1)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if prefetch:
+            self._thread = threading.Thread(target=self._run, name=f"prefetch-{consumer}", daemon=True)
+            self._thread.start()
+
+    def _fetch_one(self, deadline: float | None) -> Item | None:
+        start = time.perf_counter()
+        entry = None
+        while entry is None and not self._stop.is_set():
+            slice_s = (
+                self.get_timeout if deadline is None else min(self.get_timeout, deadline - time.monotonic())
+            )
+            if slice_s <= 0:
+                return None
+            entry = self.pool.get(self.consumer, timeout=slice_s)
+        if entry is None:
+            return None
+        got = time.perf_counter()
+        feats = self.gather(entry.subgraph.node_ids)
+        entry_id = entry.entry_id
+        return Item(
+            entry.subgraph,
+            feats,
+            got - start,
+            time.perf_counter() - got,
+            ack=lambda: self.pool.ack(entry_id),
+            deliveries=entry.deliveries,
+        )
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                item: Item | BaseException | None = self._fetch_one(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the training thread, which raises it
+                item = exc
+            if item is None:
+                continue
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if isinstance(item, BaseException):
+                return
+
+    def next(self, timeout: float) -> Item:
+        if not self.prefetch:
+            item = self._fetch_one(time.monotonic() + timeout)
+        else:
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+        if item is None:
+            raise SaintpipeTimeout(
+                f"trainer {self.consumer}: no subgraph from pool job {self.pool.job_id!r} "
+                f"within {timeout:g} s (are the samplers running?)"
+            )
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.get_timeout + 5.0)

@@ -1,0 +1,149 @@
+"""One trainer of a job, wired to the real services: the dataset, the Redis pool and the feature shards.
+
+:func:`run_trainer` is what each trainer actor runs (and what a single trainer
+can run in-process): it opens the dataset (topology, labels, splits), connects
+to the pool and the feature service, joins the data-parallel group, resumes
+from the latest checkpoint, and runs :class:`~trainer.loop.TrainLoop` on a
+:class:`~trainer.feeds.PoolFeed`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from services.pool.config import PoolConfig
+from trainer.checkpoint import Checkpointer
+from trainer.config import TrainerConfig
+from trainer.loop import TrainResult
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainerSpec:
+    """Everything a trainer needs to know about its job (picklable: sent to each Ray actor).
+
+    Attributes:
+        job: the training job (pool stream name).
+        dataset_dir: the dataset directory (topology, labels, splits).
+        pool_url: Redis URL of the subgraph pool.
+        feature_addresses: shard addresses, ``"h:p,h:p;h:p"`` (``;`` between shards, ``,`` between replicas),
+            a list of replica lists, or a JSON address manifest path.
+        config: the trainer configuration.
+        pool: the job's pool settings (visibility timeout, reconnects).
+        metrics_port: first Prometheus port; trainer r serves on ``metrics_port + r``
+            (0: free ports; None: no endpoint).
+        metrics_host: bind address of the metrics endpoints.
+    """
+
+    job: str
+    dataset_dir: str
+    pool_url: str
+    feature_addresses: object
+    config: TrainerConfig = field(default_factory=TrainerConfig)
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto``: the first CUDA device when torch sees one, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def trainer_name(job: str, rank: int) -> str:
+    return f"{job}-trainer-{rank}"
+
+
+def run_trainer(
+    spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: str | None = None
+) -> TrainResult:
+    """Run one trainer of ``spec``'s job until its epochs, max_steps or early stopping end it.
+
+    Args:
+        spec: the job.
+        rank, world_size: this trainer's place in the data-parallel group.
+        master: ``host:port`` of the group's rendezvous (needed when ``world_size > 1``).
+
+    Raises:
+        ServiceUnavailable: Redis or a feature shard cannot be reached.
+        SaintpipeTimeout: no subgraph arrived within ``config.pool_timeout_s``.
+        DatasetError: the dataset directory or a checkpoint is unreadable.
+    """
+    from services.dataset.store import open_dataset
+    from services.feature_shard.client import FeatureClient
+    from services.pool.pool import SubgraphPool
+    from trainer.distributed import DataParallel
+    from trainer.evaluate import EvalGraph
+    from trainer.feeds import PoolFeed
+    from trainer.loop import TrainLoop
+    from trainer.metrics import TrainerMetrics, serve_metrics
+    from trainer.step import TrainState
+
+    cfg = spec.config
+    name = trainer_name(spec.job, rank)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = pick_device(cfg.device)
+    metrics = TrainerMetrics(name)
+    http = None
+    if spec.metrics_port is not None:
+        http = serve_metrics(spec.metrics_port + rank if spec.metrics_port else 0, spec.metrics_host)
+        log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, http.server_address[1])
+    dataset = open_dataset(Path(spec.dataset_dir))
+    client = FeatureClient(spec.feature_addresses, name=name)
+    pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
+    group = None
+    feed = None
+    try:
+        graph = EvalGraph(
+            indptr=dataset.indptr,
+            indices=dataset.indices,
+            labels=dataset.labels,
+            gather=client.gather,
+            feature_dim=dataset.manifest.feature_dim,
+            splits=dict(dataset.splits),
+        )
+        state = TrainState(
+            cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device, seed=cfg.seed
+        )
+        if world_size > 1:
+            if master is None:
+                raise ValueError("a data-parallel trainer needs the rendezvous address (master)")
+            group = DataParallel(
+                rank, world_size, master, device, timeout_s=max(300.0, 4 * cfg.pool_timeout_s)
+            )
+        checkpointer = Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
+        loop = TrainLoop(
+            state,
+            graph,
+            cfg,
+            name=name,
+            metrics=metrics,
+            sync=group.sync if group else None,
+            decide=group.decide if group else None,
+            is_leader=rank == 0,
+            checkpointer=checkpointer,
+        )
+        if group is not None:
+            group.check_same_start(state.steps)
+        feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
+        result = loop.run(feed)
+        log.info("%s: done: %s", name, result.summary())
+        return result
+    finally:
+        if feed is not None:
+            feed.close()
+        if group is not None:
+            group.close()
+        pool.close()
+        client.close()
+        if http is not None:
+            http.shutdown()
+            http.server_close()
