@@ -92,16 +92,8 @@ class PipelineProcess:
         return {m["name"]: m["url"] for m in METRICS_LINE.finditer(self.stdout)}
 
     def scrape(self, url: str) -> dict[str, float]:
-        """Sample name -> value summed over labels, from one endpoint (Prometheus text parser)."""
-        from prometheus_client.parser import text_string_to_metric_families
-
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            text = reply.read().decode()
-        out: dict[str, float] = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                out[sample.name] = out.get(sample.name, 0.0) + sample.value
-        return out
+        """Sample name -> value summed over labels, from one endpoint."""
+        return scrape_metrics(url)
 
     def wait_for_steps(self, steps: int, timeout: float) -> None:
         """Wait until the trainer's endpoint counts ``steps`` optimizer steps."""
@@ -217,3 +209,16 @@ class PipelineProcess:
                 pass
         self._out.close()
         self._err.close()
+
+
+def scrape_metrics(url: str) -> dict[str, float]:
+    """Sample name -> value summed over labels, from one /metrics endpoint (Prometheus text parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        text = reply.read().decode()
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[sample.name] = out.get(sample.name, 0.0) + sample.value
+    return out

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.compose import read_env_file
 from tests.support.compose_processes import LocalCompose
+from tests.support.pipeline import scrape_metrics as scrape
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVICES = ["redis", "prepare-data", "feature-shard-0", "feature-shard-1", "ray-head", "samplers", "trainer"]
@@ -41,16 +41,6 @@ def prometheus_targets(compose: LocalCompose) -> dict[str, str]:
     with urllib.request.urlopen(url, timeout=5) as reply:
         body = json.loads(reply.read())
     return {f"{t['labels']['job']}/{t['labels']['instance']}": t["health"] for t in body["data"]["activeTargets"]}
-
-
-def scrape(url: str) -> dict[str, float]:
-    with urllib.request.urlopen(url, timeout=5) as reply:
-        text = reply.read().decode()
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out[sample.name] = out.get(sample.name, 0.0) + sample.value
-    return out
 
 
 @pytest.mark.slow  # three Ray nodes start (head, sampler node, the trainer's own): about a minute
