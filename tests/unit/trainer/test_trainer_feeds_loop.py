@@ -49,7 +49,7 @@ class FakePool:
         self.events.append(("get", i))
         return Entry(str(i), random_subgraph(10, 3.0, seed=i))
 
-    def ack(self, entry_id: str) -> bool:
+    def ack(self, entry_id: str, *, wait: bool = True) -> bool:
         self.events.append(("ack", int(entry_id)))
         self.acked.append(entry_id)
         return True
