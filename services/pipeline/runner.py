@@ -132,6 +132,7 @@ class LocalPipeline:
         from services.pool.connection import redact_url
         from services.pool.pool import SubgraphPool
         from services.pool.redis_server import RedisServer
+        from services.sampler_service.sequence import delete_sequences
 
         server = RedisServer(self.config.pool.url)
         self.supervisor.on_stop("redis", server.stop)
@@ -142,6 +143,7 @@ class LocalPipeline:
             # A job id reused on a shared Redis must not hand this run another run's subgraphs.
             with SubgraphPool.from_config(self.config.pool, url=server.url) as pool:
                 pool.delete_job()
+            delete_sequences(self.config.pool.model_copy(update={"url": server.url}))
         else:
             self.supervisor.watch_pid("redis-server", server.pid, f"127.0.0.1:{server.port}")
         log.info("redis at %s", self.endpoints.redis)

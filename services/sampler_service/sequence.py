@@ -19,6 +19,23 @@ def cursor_key(job_id: str) -> str:
     return f"saintpipe:samplers:{{{job_id}}}:next_sequence"
 
 
+def delete_sequences(pool: PoolConfig) -> int:
+    """Forget every worker's sequence numbers of the job (with its pool, when a job id is reused).
+
+    Returns:
+        The number of Redis keys removed (0 or 1).
+    """
+    if pool.url is None:
+        raise ValueError("delete_sequences needs the pool's Redis URL")
+    client = make_client(pool.url, socket_timeout=pool.socket_timeout)
+    policy = ReconnectPolicy(pool.reconnect_initial_backoff, pool.reconnect_max_backoff, pool.reconnect_timeout)
+    try:
+        return int(call_with_reconnect(lambda: client.delete(cursor_key(pool.job_id)), url=pool.url, policy=policy,
+                                       what=f"delete {cursor_key(pool.job_id)}"))
+    finally:
+        client.close()
+
+
 class SequenceCursor:
     """Hands out a worker's sequence numbers 0, 1, 2, ... across restarts.
 

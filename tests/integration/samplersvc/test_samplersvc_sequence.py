@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.pool.config import PoolConfig
 from services.pool.connection import make_client
-from services.sampler_service.sequence import SequenceCursor, cursor_key
+from services.sampler_service.sequence import SequenceCursor, cursor_key, delete_sequences
 
 
 def test_cursor_continues_after_a_restart_and_never_repeats(redis_server_session):
@@ -20,3 +20,15 @@ def test_cursor_continues_after_a_restart_and_never_repeats(redis_server_session
     other_job = SequenceCursor(PoolConfig(url=redis_server_session.url, job_id="seq-job-2"), worker=0)
     assert other_worker.reserve() == 0 and other_job.reserve() == 0
     make_client(redis_server_session.url).delete(cursor_key("seq-job"), cursor_key("seq-job-2"))
+
+
+def test_delete_sequences_starts_the_job_afresh_and_leaves_other_jobs(redis_server_session):
+    pool = PoolConfig(url=redis_server_session.url, job_id="seq-del")
+    other = PoolConfig(url=redis_server_session.url, job_id="seq-del-other")
+    SequenceCursor(pool, worker=0, block=4).reserve()
+    SequenceCursor(other, worker=0, block=4).reserve()
+    assert delete_sequences(pool) == 1
+    assert delete_sequences(pool) == 0  # nothing left to remove
+    assert SequenceCursor(pool, worker=0, block=4).reserve() == 0
+    assert SequenceCursor(other, worker=0, block=4).peek() == 4
+    make_client(redis_server_session.url).delete(cursor_key("seq-del"), cursor_key("seq-del-other"))
