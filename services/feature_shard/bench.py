@@ -152,7 +152,9 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
             )
             clients.pop(SHM).close()
         if not args.no_fp16:
-            clients[FP16] = FeatureClient(addresses, deadline=60.0, transfer_dtype="float16", shared_memory="off")
+            clients[FP16] = FeatureClient(
+                addresses, deadline=60.0, transfer_dtype="float16", shared_memory="off"
+            )
         try:
             reference = dataset.gather_features(id_sets[0])
             for name, client in clients.items():

@@ -257,14 +257,18 @@ class FeatureClient:
         row_bytes = self.feature_dim * (2 if self._wire_dtype else np.dtype(self.stored_dtype).itemsize)
         self._max_rows_unary = max(0, (limit - CHUNK_OVERHEAD) // row_bytes)
         # Rows in a shared-memory region have the wire dtype (float16 ones are widened on the way out).
-        self._region_dtype = np.dtype(np.float16 if self._wire_dtype or self.stored_dtype == "float16" else np.float32)
+        self._region_dtype = np.dtype(
+            np.float16 if self._wire_dtype or self.stored_dtype == "float16" else np.float32
+        )
         if self._regions is not None:  # probe the replica that answered Info; the others on first use
-            list(self._pool.map(
-                lambda shard: self._with_failover(
-                    shard, lambda r, t: self._replica_shm(shard, r, t), deadline_at, "ProbeSharedMemory"
-                ),
-                self._shards,
-            ))
+            list(
+                self._pool.map(
+                    lambda shard: self._with_failover(
+                        shard, lambda r, t: self._replica_shm(shard, r, t), deadline_at, "ProbeSharedMemory"
+                    ),
+                    self._shards,
+                )
+            )
 
     def _replica_shm(self, shard: _Shard, replica: _Replica, timeout: float) -> bool:
         """Whether ``replica`` takes shared-memory targets from this client (probed once)."""
@@ -430,7 +434,9 @@ class FeatureClient:
         try:
             region = self._regions.acquire(nbytes)
         except OSError as exc:
-            why = f"cannot create or grow a shared-memory region of {nbytes} bytes under {self._shm_dir}: {exc}"
+            why = (
+                f"cannot create or grow a shared-memory region of {nbytes} bytes under {self._shm_dir}: {exc}"
+            )
             if self._shm_mode == "on":
                 raise ConfigError(f"shared_memory='on', but {why}") from None
             log.warning("%s; this client now uses the bytes path", why)
@@ -524,7 +530,9 @@ class FeatureClient:
         def shared(replica: _Replica, timeout: float) -> None:
             """The server writes the rows into ``region`` at ``out[base]``; the answer is metadata."""
             row_bytes = self.feature_dim * out.dtype.itemsize
-            target = pb.SharedMemoryTarget(region=region.name, offset=base * row_bytes, capacity=ids.size * row_bytes)
+            target = pb.SharedMemoryTarget(
+                region=region.name, offset=base * row_bytes, capacity=ids.size * row_bytes
+            )
             reply = replica.gather_shm(
                 pb.GatherRequest(ids=request.ids, transfer_dtype=self._wire_dtype, shared_memory=target),
                 timeout=timeout,

@@ -62,7 +62,7 @@ def _tracker(action: str, name: str) -> None:
         from multiprocessing import resource_tracker
 
         getattr(resource_tracker, action)("/" + name, "shared_memory")
-    except Exception as exc:  # no tracker (odd platforms, interpreter shutdown): close()/atexit still unlink
+    except (ImportError, OSError, ValueError, RuntimeError) as exc:  # no tracker: close()/atexit still unlink
         log.debug("resource tracker %s %s: %s", action, name, exc)
 
 
@@ -90,7 +90,9 @@ class Region:
         self.size = 0
         self.buf: mmap.mmap | None = None
         self.tainted = False  # a call on it failed: a server may still write to it later, so never reuse it
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         _tracker("register", self.name)
         self._finalizer = weakref.finalize(self, _unlink, str(self.path), self.name, os.getpid())
         try:

@@ -136,7 +136,9 @@ def test_float16_store_through_shared_memory(tmp_path):
 def test_servers_that_cannot_use_shared_memory_get_bytes(servers, shard_addresses, full_matrix, tmp_path):
     ids = np.random.default_rng(2).integers(0, NUM_NODES, 1500)
     disabled = servers(shared_memory=False)
-    elsewhere = servers(shared_memory_dir=tmp_path)  # plays a server on another host: the probe region is missing
+    elsewhere = servers(
+        shared_memory_dir=tmp_path
+    )  # plays a server on another host: the probe region is missing
     for addresses, why in ((disabled, "disabled"), (elsewhere, "cannot open")):
         with FeatureClient(addresses, shared_memory="auto") as c:
             np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
@@ -156,7 +158,9 @@ def test_servers_that_cannot_use_shared_memory_get_bytes(servers, shard_addresse
 
 def _gather_shared(stub, ids, region: str, offset: int = 0, capacity: int = 1 << 20):
     target = pb.SharedMemoryTarget(region=region, offset=offset, capacity=capacity)
-    return stub.GatherUnary(pb.GatherRequest(ids=encode_ids(np.asarray(ids)), shared_memory=target), timeout=5)
+    return stub.GatherUnary(
+        pb.GatherRequest(ids=encode_ids(np.asarray(ids)), shared_memory=target), timeout=5
+    )
 
 
 def test_bad_targets_are_refused_with_the_field_named(shard_addresses, full_matrix):
@@ -175,12 +179,24 @@ def test_bad_targets_are_refused_with_the_field_named(shard_addresses, full_matr
                 refused("GatherRequest.shared_memory.region", [1, 2], name)
             refused("not a saintpipe shared-memory region", [], "other")  # even for zero rows
             refused("cannot open /dev/shm/" + shm.PREFIX + "gone", [1], shm.PREFIX + "gone")
-            refused(f"GatherRequest.shared_memory.capacity 95 bytes is too small for the answer: 1 rows x "
-                    f"{FEATURE_DIM} float32 = 96 bytes", [1], region.name, capacity=95)
-            refused("holds 4096 bytes: too small for 4800 bytes at GatherRequest.shared_memory.offset 0",
-                    np.arange(50), region.name)
-            refused("too small for 96 bytes at GatherRequest.shared_memory.offset 4004", [1], region.name,
-                    offset=4004)
+            refused(
+                f"GatherRequest.shared_memory.capacity 95 bytes is too small for the answer: 1 rows x "
+                f"{FEATURE_DIM} float32 = 96 bytes",
+                [1],
+                region.name,
+                capacity=95,
+            )
+            refused(
+                "holds 4096 bytes: too small for 4800 bytes at GatherRequest.shared_memory.offset 0",
+                np.arange(50),
+                region.name,
+            )
+            refused(
+                "too small for 96 bytes at GatherRequest.shared_memory.offset 4004",
+                [1],
+                region.name,
+                offset=4004,
+            )
             with pytest.raises(grpc.RpcError) as err:
                 stub.ProbeSharedMemory(pb.SharedMemoryProbe(region="/etc/passwd", length=4), timeout=5)
             assert "SharedMemoryProbe.region" in err.value.details()
@@ -260,7 +276,12 @@ def test_regions_of_a_client_process_that_exits_or_dies_are_removed(shard_addres
     spec = ";".join(",".join(r) for r in shard_addresses)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, spec, how], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-c", _CHILD, spec, how],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
     pid, *names = proc.stdout.split()
     assert names and all(n.startswith(f"{shm.PREFIX}{pid}-") for n in names), proc.stderr

@@ -13,8 +13,18 @@ from services.feature_shard import shm
 from services.feature_shard.half import copy_float16_rows
 
 
-@pytest.mark.parametrize("name", ["", "psm_1", "saintpipe-features-", "saintpipe-features-a/b", "../x",
-                                  "saintpipe-features-" + "a" * 201, "saintpipe-features-ä"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "psm_1",
+        "saintpipe-features-",
+        "saintpipe-features-a/b",
+        "../x",
+        "saintpipe-features-" + "a" * 201,
+        "saintpipe-features-ä",
+    ],
+)
 def test_names_outside_the_prefix_are_refused(name):
     with pytest.raises(InvalidArgument, match="X.region .* is not a saintpipe shared-memory region"):
         shm.check_region_name(name, "X.region")
