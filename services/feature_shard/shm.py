@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 SHM_DIR = Path("/dev/shm")
 PREFIX = "saintpipe-features-"
 _NAME = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.-]{1,200}")
+_OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-[0-9a-f]+")  # PREFIX + pid namespace - pid - random
 _PAGE = mmap.PAGESIZE
 PROBE_TOKEN_BYTES = 16
 
@@ -54,6 +55,44 @@ def check_region_name(name: str, field: str) -> str:
             f"1-200 of [A-Za-z0-9_.-] (a file directly under {SHM_DIR})"
         )
     return name
+
+
+def _pid_namespace() -> int:
+    """This process's PID namespace (inode of /proc/self/ns/pid); 0 where unknown."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def region_prefix(pid: int | None = None) -> str:
+    """The start of every region name of process ``pid`` (default: this one): PREFIX, PID namespace, pid."""
+    return f"{PREFIX}{_pid_namespace()}-{pid or os.getpid()}-"
+
+
+def region_name() -> str:
+    """A fresh region name for this process."""
+    return region_prefix() + secrets.token_hex(8)
+
+
+def owner_is_dead(name: str) -> bool:
+    """True only when ``name`` was created by a process of this PID namespace that no longer exists.
+
+    A server uses it to unlink the regions of clients that were killed along
+    with their resource tracker (Ray kills a dead worker's children).
+    Another namespace, an unknown one, or a pid that exists: False.
+    """
+    match = _OWNED.fullmatch(name)
+    namespace = _pid_namespace()
+    if match is None or not namespace or int(match.group(1)) != namespace:
+        return False
+    try:
+        os.kill(int(match.group(2)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, another user's
+        return False
+    return False
 
 
 def _tracker(action: str, name: str) -> None:
@@ -85,7 +124,7 @@ class Region:
     """
 
     def __init__(self, size: int, directory: Path = SHM_DIR) -> None:
-        self.name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
+        self.name = region_name()
         self.path = Path(directory) / self.name
         self.size = 0
         self.buf: mmap.mmap | None = None
@@ -227,8 +266,11 @@ class MappedRegions:
     """Regions a shard server has opened, by name (bounded, least recently used evicted).
 
     Every use re-checks the file (``fstat``): a grown region is mapped again, an
-    unlinked one is dropped. Unlinked regions are also swept every few seconds,
-    so a client that went away does not keep its memory alive through our mapping.
+    unlinked one is dropped. Every few seconds (on a call) and on :meth:`close`
+    the cache is swept: unlinked regions are dropped, so a client that went away
+    does not keep its memory alive through our mapping, and regions whose owner
+    process is dead (:func:`owner_is_dead`) are unlinked, the last line of
+    defence when neither the client nor its resource tracker could do it.
     """
 
     def __init__(self, directory: Path = SHM_DIR, max_regions: int = 64, sweep_seconds: float = 5.0) -> None:
@@ -311,7 +353,14 @@ class MappedRegions:
         if now - self._last_sweep < self._sweep_seconds:
             return
         self._last_sweep = now
+        self._sweep()
+
+    def _sweep(self) -> None:
         for name, (fd, _) in list(self._open.items()):
+            if os.fstat(fd).st_nlink and owner_is_dead(name):
+                log.info("unlinking shared-memory region %s: its owner process is gone", name)
+                with contextlib.suppress(OSError):
+                    os.unlink(self.directory / name)
             if os.fstat(fd).st_nlink == 0:
                 self._drop(name)
 
@@ -325,7 +374,8 @@ class MappedRegions:
         return len(self._open)
 
     def close(self) -> None:
-        """Unmap every region (server shutdown)."""
+        """Unmap every region (server shutdown), unlinking those of dead owners first."""
         with self._lock:
+            self._sweep()
             for name in list(self._open):
                 self._drop(name)

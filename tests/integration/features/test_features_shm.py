@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def _leftovers(pid: int | None = None) -> list[str]:
     """Regions under /dev/shm created by process ``pid`` (default: this one)."""
-    prefix = f"{shm.PREFIX}{pid or os.getpid()}-"
+    prefix = shm.region_prefix(pid)
     return sorted(n for n in os.listdir(shm.SHM_DIR) if n.startswith(prefix))
 
 
@@ -266,14 +266,16 @@ from services.feature_shard.client import FeatureClient
 c = FeatureClient(sys.argv[1], shared_memory="on")
 c.gather(np.arange(100))
 print(os.getpid(), *c.shared_memory_regions(), flush=True)
-if sys.argv[2] == "kill":
+if sys.argv[2] == "kill+tracker":  # as Ray does to a killed worker's children
+    from multiprocessing import resource_tracker
+    os.kill(resource_tracker._resource_tracker._pid, signal.SIGKILL)
+if sys.argv[2].startswith("kill"):
     os.kill(os.getpid(), signal.SIGKILL)
 """  # "exit": ends without close(); the regions go at interpreter exit
 
 
-@pytest.mark.parametrize("how", ["exit", "kill"])
-def test_regions_of_a_client_process_that_exits_or_dies_are_removed(shard_addresses, how):
-    spec = ";".join(",".join(r) for r in shard_addresses)
+def _run_child(addresses, how: str) -> tuple[int, list[str]]:
+    spec = ";".join(",".join(r) for r in addresses)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, spec, how],
@@ -284,9 +286,31 @@ def test_regions_of_a_client_process_that_exits_or_dies_are_removed(shard_addres
         check=False,
     )
     pid, *names = proc.stdout.split()
-    assert names and all(n.startswith(f"{shm.PREFIX}{pid}-") for n in names), proc.stderr
-    # On SIGKILL, multiprocessing's resource tracker (a process of its own) unlinks them when it sees the end.
-    deadline = time.monotonic() + 10.0
-    while _leftovers(int(pid)) and time.monotonic() < deadline:
+    assert names and all(n.startswith(shm.region_prefix(int(pid))) for n in names), proc.stderr
+    return int(pid), names
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while _leftovers(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _leftovers(int(pid)) == []
+    return _leftovers(pid)
+
+
+@pytest.mark.parametrize("how", ["exit", "kill"])
+def test_regions_of_a_client_process_that_exits_or_dies_are_removed(shard_addresses, how):
+    pid, _ = _run_child(shard_addresses, how)
+    # On SIGKILL, multiprocessing's resource tracker (a process of its own) unlinks them when it sees the end.
+    assert _wait_gone(pid) == []
+
+
+def test_a_server_unlinks_the_regions_of_a_client_killed_with_its_tracker(feature_dataset):
+    servers, addresses = start_shards(feature_dataset)
+    try:
+        pid, names = _run_child(addresses, "kill+tracker")
+        time.sleep(0.5)  # the tracker is gone: nothing on the client's side cleans up
+        assert _leftovers(pid) == names
+    finally:
+        for server in servers:
+            stop_server(server, grace=0.5)  # sweeps its regions: the owner pid is dead
+    assert _leftovers(pid) == []

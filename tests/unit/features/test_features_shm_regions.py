@@ -33,7 +33,7 @@ def test_names_outside_the_prefix_are_refused(name):
 def test_region_grows_in_place_and_is_unlinked_on_close():
     region = shm.Region(1000)
     try:
-        assert region.name.startswith(f"{shm.PREFIX}{os.getpid()}-") and region.path.exists()
+        assert region.name.startswith(shm.region_prefix()) and region.path.exists()
         assert region.size == 4096 and os.stat(region.path).st_mode & 0o777 == 0o600
         region.write(0, b"abc")
         region.ensure(10_000)
@@ -110,7 +110,7 @@ def test_probe_round_trip_and_failures(tmp_path):
     assert not ok and "same /dev/shm" in why
     with pytest.raises(InvalidArgument, match="length 65"):
         seen.probe(shm.PREFIX + "x", 65)
-    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(f"{shm.PREFIX}{os.getpid()}-")]
+    assert not [n for n in os.listdir(shm.SHM_DIR) if n.startswith(shm.region_prefix())]
 
 
 def test_copy_float16_rows_matches_numpy():
@@ -123,3 +123,15 @@ def test_copy_float16_rows_matches_numpy():
     expected = np.zeros_like(out)
     expected[out_rows] = src[src_rows].astype(np.float32)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_owner_is_dead_only_for_a_dead_pid_of_this_namespace():
+    import subprocess
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert shm.owner_is_dead(shm.region_prefix(gone.pid) + "ab12")
+    assert not shm.owner_is_dead(shm.region_name())  # this process lives
+    other_namespace = shm.region_prefix(gone.pid).replace(shm.PREFIX, shm.PREFIX + "1")
+    assert not shm.owner_is_dead(other_namespace + "ab12")
+    assert not shm.owner_is_dead(shm.PREFIX + "handmade") and not shm.owner_is_dead("psm_1")
