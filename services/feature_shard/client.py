@@ -253,7 +253,8 @@ class FeatureClient:
         # Ids per request message, so that a request never exceeds the smallest server limit;
         # answers of up to _max_rows_unary rows fit in one message and are asked for with GatherUnary.
         limit = min(int(i.max_message_bytes) for i in infos)
-        self._max_ids_per_call = max(1, (limit - 64) // 8)
+        # 320: room for the small fields, a shared-memory target with the longest region name among them.
+        self._max_ids_per_call = max(1, (limit - 320) // 8)
         row_bytes = self.feature_dim * (2 if self._wire_dtype else np.dtype(self.stored_dtype).itemsize)
         self._max_rows_unary = max(0, (limit - CHUNK_OVERHEAD) // row_bytes)
         # Rows in a shared-memory region have the wire dtype (float16 ones are widened on the way out).
