@@ -100,3 +100,6 @@ class TrainerConfig(StrictModel):
     """Fetch the next subgraph's features while the current step computes."""
     threads: pydantic.NonNegativeInt = 0
     """torch intra-op threads (0: torch's default)."""
+    feature_shared_memory: Literal["auto", "on", "off"] = "auto"
+    """Feature rows through same-host shared memory (FeatureClient ``shared_memory``): auto = where the
+    shard servers share this host's /dev/shm, bytes over gRPC elsewhere; on = require it; off = never."""

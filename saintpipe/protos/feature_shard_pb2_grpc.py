@@ -49,6 +49,11 @@ class FeatureShardStub:
                 request_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.InfoRequest.SerializeToString,
                 response_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.ShardInfo.FromString,
                 _registered_method=True)
+        self.ProbeSharedMemory = channel.unary_unary(
+                '/saintpipe.protos.FeatureShard/ProbeSharedMemory',
+                request_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbe.SerializeToString,
+                response_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbeReply.FromString,
+                _registered_method=True)
 
 
 class FeatureShardServicer:
@@ -80,6 +85,17 @@ class FeatureShardServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ProbeSharedMemory(self, request, context):
+        """Whether this server sees a shared-memory region the caller created (same
+        host, shared /dev/shm): it reads the caller's token from the region, writes
+        it back reversed right after it and returns what it read. A caller uses
+        shared-memory targets (GatherRequest.shared_memory) only with servers that
+        passed this probe; any other answer (or UNIMPLEMENTED) means bytes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_FeatureShardServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -97,6 +113,11 @@ def add_FeatureShardServicer_to_server(servicer, server):
                     servicer.Info,
                     request_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.InfoRequest.FromString,
                     response_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.ShardInfo.SerializeToString,
+            ),
+            'ProbeSharedMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ProbeSharedMemory,
+                    request_deserializer=saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbe.FromString,
+                    response_serializer=saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbeReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -180,6 +201,33 @@ class FeatureShard:
             '/saintpipe.protos.FeatureShard/Info',
             saintpipe_dot_protos_dot_feature__shard__pb2.InfoRequest.SerializeToString,
             saintpipe_dot_protos_dot_feature__shard__pb2.ShardInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ProbeSharedMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/saintpipe.protos.FeatureShard/ProbeSharedMemory',
+            saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbe.SerializeToString,
+            saintpipe_dot_protos_dot_feature__shard__pb2.SharedMemoryProbeReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -10,7 +10,8 @@ rows in request order, optionally through a trainer-side cache
 
 Modules: ``server`` (gRPC servicer, ``create_server``), ``client``
 (``FeatureClient``), ``cache`` (static + LRU row cache), ``ranges`` (pure id
-routing), ``addresses`` (shard address lists and manifests), ``wire``
+routing), ``addresses`` (shard address lists and manifests), ``shm`` (same-host
+shared-memory regions for answers), ``wire``
 (payload encoding), ``metrics``, ``config``, ``launch`` (local shard
 subprocesses), ``cli`` and ``bench``.
 """

@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--chunk-bytes", type=int, help="target size of one streamed chunk (default 1 MiB)")
     parser.add_argument(
+        "--no-shared-memory",
+        dest="shared_memory",
+        action="store_const",
+        const=False,
+        help="refuse shared-memory targets (same-host clients then receive rows over the socket)",
+    )
+    parser.add_argument(
         "--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown"
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
@@ -59,6 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
             "max_workers",
             "max_message_bytes",
             "chunk_bytes",
+            "shared_memory",
             "grace_seconds",
         )
     }
@@ -84,6 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_workers=cfg.max_workers,
         max_message_bytes=cfg.max_message_bytes,
         chunk_bytes=cfg.chunk_bytes,
+        shared_memory=cfg.shared_memory,
     )
     try:
         if cfg.metrics_port is not None:

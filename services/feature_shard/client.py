@@ -9,6 +9,16 @@ into the output array at the positions its ids were requested. Every call carrie
 shard's other replicas and then, after a backoff, again, until the retries or
 the deadline run out; then a :class:`~saintpipe.errors.ServiceUnavailable`
 names the shard and every address tried.
+
+Same-host shared memory (``shared_memory="auto"``, the default): the client
+probes each replica once (:func:`services.feature_shard.shm.probe`); for a
+gather, it leases one of its ``/dev/shm`` regions, every shard call names the
+region and the byte offset of its rows (the position of its first id in the
+sorted unique ids), the servers write the rows there and answer with metadata
+only, and one pass copies region -> output in request order (duplicates
+included). Replicas that failed the probe answer in bytes, which the client
+writes into the region itself. Across hosts every probe fails and gathers take
+the bytes path exactly as without shared memory.
 """
 
 from __future__ import annotations
@@ -28,9 +38,10 @@ import numpy as np
 from saintpipe.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeTimeout, ServiceUnavailable
 from saintpipe.grpc_status import error_from_rpc_error
 from saintpipe.protos import feature_shard_pb2 as pb
-from services.feature_shard import ranges
+from services.feature_shard import ranges, shm
 from services.feature_shard.addresses import resolve_shards
 from services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
+from services.feature_shard.config import SHARED_MEMORY_MODES
 from services.feature_shard.malloc import tune_malloc
 from services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, decode_chunk, encode_ids
 
@@ -57,7 +68,10 @@ class _Replica:
     gather: Callable  # streaming: answers larger than one message
     gather_unary: Callable  # one message: every answer that fits
     info: Callable
+    gather_shm: Callable  # GatherUnary with a shared-memory target: a metadata-only GatherChunk
+    probe: Callable  # ProbeSharedMemory
     has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
+    shm: bool | None = None  # sees this host's shared memory (None: not probed yet)
 
 
 @dataclass(eq=False)
@@ -94,6 +108,11 @@ class FeatureClient:
         name: this client's ``trainer`` metric label.
         degrees: node degrees, needed when ``cache.static_rows > 0`` (pins the highest-degree nodes).
         max_workers: threads calling shards concurrently (default: two per shard).
+        shared_memory: ``"auto"``: per replica, have rows written into this process's
+            ``/dev/shm`` regions where a probe shows the server shares them (same host),
+            bytes over gRPC elsewhere; ``"on"``: require it (ConfigError where a replica
+            cannot); ``"off"``: always bytes. Regions are unlinked on :meth:`close`, at
+            exit, and by multiprocessing's resource tracker if the process dies.
 
     Creating a client tunes glibc's malloc for the whole process
     (:func:`services.feature_shard.malloc.tune_malloc`): freed buffers of up to
@@ -121,8 +140,11 @@ class FeatureClient:
         name: str = "trainer",
         degrees: np.ndarray | None = None,
         max_workers: int | None = None,
+        shared_memory: str = "auto",
     ) -> None:
         addresses = resolve_shards(shards)
+        if shared_memory not in SHARED_MEMORY_MODES:
+            raise ConfigError(f"shared_memory must be one of {SHARED_MEMORY_MODES}, got {shared_memory!r}")
         if not deadline > 0:
             raise ConfigError(f"deadline must be > 0 seconds, got {deadline}")
         if retries < 0:
@@ -139,6 +161,7 @@ class FeatureClient:
             "rows_requested": 0,
             "rows_fetched": 0,
             "bytes_received": 0,
+            "shm_bytes": 0,
             "shard_calls": 0,
             "retries": 0,
             "failovers": 0,
@@ -150,6 +173,9 @@ class FeatureClient:
             max_workers or max(2, 2 * len(self._shards)), thread_name_prefix=f"features-{name}"
         )
         self._closed = False
+        self._shm_mode = shared_memory
+        self._shm_dir = shm.SHM_DIR
+        self._regions = shm.RegionPool(self._shm_dir) if shared_memory != "off" else None
         try:
             self._connect(transfer_dtype)
             self._cache = self._build_cache(cache, degrees)
@@ -177,7 +203,17 @@ class FeatureClient:
             request_serializer=pb.InfoRequest.SerializeToString,
             response_deserializer=pb.ShardInfo.FromString,
         )
-        return _Replica(address, channel, gather, gather_unary, info)
+        gather_shm = channel.unary_unary(
+            f"/{SERVICE_NAME}/GatherUnary",
+            request_serializer=pb.GatherRequest.SerializeToString,
+            response_deserializer=pb.GatherChunk.FromString,
+        )
+        probe = channel.unary_unary(
+            f"/{SERVICE_NAME}/ProbeSharedMemory",
+            request_serializer=pb.SharedMemoryProbe.SerializeToString,
+            response_deserializer=pb.SharedMemoryProbeReply.FromString,
+        )
+        return _Replica(address, channel, gather, gather_unary, info, gather_shm, probe)
 
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
@@ -217,9 +253,51 @@ class FeatureClient:
         # Ids per request message, so that a request never exceeds the smallest server limit;
         # answers of up to _max_rows_unary rows fit in one message and are asked for with GatherUnary.
         limit = min(int(i.max_message_bytes) for i in infos)
-        self._max_ids_per_call = max(1, (limit - 64) // 8)
+        # 320: room for the small fields, a shared-memory target with the longest region name among them.
+        self._max_ids_per_call = max(1, (limit - 320) // 8)
         row_bytes = self.feature_dim * (2 if self._wire_dtype else np.dtype(self.stored_dtype).itemsize)
         self._max_rows_unary = max(0, (limit - CHUNK_OVERHEAD) // row_bytes)
+        # Rows in a shared-memory region have the wire dtype (float16 ones are widened on the way out).
+        self._region_dtype = np.dtype(
+            np.float16 if self._wire_dtype or self.stored_dtype == "float16" else np.float32
+        )
+        if self._regions is not None:  # probe the replica that answered Info; the others on first use
+            list(
+                self._pool.map(
+                    lambda shard: self._with_failover(
+                        shard, lambda r, t: self._replica_shm(shard, r, t), deadline_at, "ProbeSharedMemory"
+                    ),
+                    self._shards,
+                )
+            )
+
+    def _replica_shm(self, shard: _Shard, replica: _Replica, timeout: float) -> bool:
+        """Whether ``replica`` takes shared-memory targets from this client (probed once)."""
+        if replica.shm is None:
+            self._probe(shard, replica, timeout)
+        return bool(replica.shm)
+
+    def _probe(self, shard: _Shard, replica: _Replica, timeout: float) -> bool:
+        """Probe ``replica`` (see :func:`shm.probe`); ConfigError with ``shared_memory="on"`` if it fails."""
+        where = f"feature shard {shard.index} at {replica.address}"
+
+        def ask(region: str, length: int) -> pb.SharedMemoryProbeReply:
+            return replica.probe(pb.SharedMemoryProbe(region=region, length=length), timeout=timeout)
+
+        try:
+            ok, why = shm.probe(ask, self._shm_dir)
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            ok, why = False, "the server predates shared memory (no ProbeSharedMemory)"
+        if not ok and self._shm_mode == "on":
+            raise ConfigError(f"shared_memory='on', but {where} cannot use this host's shared memory: {why}")
+        if ok:
+            log.debug("%s: rows through shared memory", where)
+        else:
+            log.info("%s: rows over gRPC, not shared memory (%s)", where, why)
+        replica.shm = ok
+        return ok
 
     def _build_cache(self, config: CacheConfig | None, degrees: np.ndarray | None) -> FeatureCache | None:
         if config is None or not config.enabled:
@@ -277,6 +355,10 @@ class FeatureClient:
             return out
         unique, first, inverse = ranges.first_occurrences(miss_ids)
         first_pos = first if miss_pos is None else miss_pos[first]
+        if self._shm_usable() and self._gather_shared(miss_ids, unique, inverse, miss_pos, out):
+            if self._cache is not None:
+                self._cache.insert(unique, out[first_pos])
+            return out
         self._fetch(unique, out, first_pos)
         # Duplicates were fetched once, into their first position; copy them to the others.
         all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
@@ -288,9 +370,19 @@ class FeatureClient:
             self._cache.insert(unique, out[first_pos])
         return out
 
+    @property
+    def shared_memory_active(self) -> bool:
+        """Whether some replica has taken (or passed the probe for) shared-memory targets."""
+        return self._regions is not None and any(r.shm for s in self._shards for r in s.replicas)
+
+    def shared_memory_regions(self) -> list[str]:
+        """Names of the ``/dev/shm`` regions this client holds now (unlinked on :meth:`close`)."""
+        return self._regions.names() if self._regions is not None else []
+
     def stats(self) -> dict[str, float]:
-        """Counters of this client: requests, rows requested and fetched, bytes received, retries,
-        failovers, and the cache's hits, misses and hit rate (zero without a cache)."""
+        """Counters of this client: requests, rows requested and fetched, bytes received (over gRPC),
+        bytes the servers wrote into shared memory (``shm_bytes``), retries, failovers, and the cache's
+        hits, misses and hit rate (zero without a cache)."""
         with self._stats_lock:
             out: dict[str, float] = dict(self._counters)
         if self._cache is not None:
@@ -308,6 +400,8 @@ class FeatureClient:
         for shard in self._shards:
             for replica in shard.replicas:
                 replica.channel.close()
+        if self._regions is not None:
+            self._regions.close()
 
     def __enter__(self) -> "FeatureClient":
         return self
@@ -324,8 +418,61 @@ class FeatureClient:
             self._fetch(sorted_unique, rows, np.arange(sorted_unique.size))
         return rows
 
-    def _fetch(self, unique: np.ndarray, out: np.ndarray, positions: np.ndarray) -> None:
-        """Write the row of ``unique[i]`` (ascending) to ``out[positions[i]]``, asking shards concurrently."""
+    def _shm_usable(self) -> bool:
+        return self._regions is not None and any(r.shm is not False for s in self._shards for r in s.replicas)
+
+    def _gather_shared(
+        self,
+        ids: np.ndarray,
+        unique: np.ndarray,
+        inverse: np.ndarray,
+        positions: np.ndarray | None,
+        out: np.ndarray,
+    ) -> bool:
+        """Fetch ``unique`` into a shared-memory region, then ``out[positions] = region[inverse]`` in one
+        pass (``positions`` None: all of ``out``). False (nothing fetched) if no region can be had."""
+        nbytes = unique.size * self.feature_dim * self._region_dtype.itemsize
+        try:
+            region = self._regions.acquire(nbytes)
+        except OSError as exc:
+            why = (
+                f"cannot create or grow a shared-memory region of {nbytes} bytes under {self._shm_dir}: {exc}"
+            )
+            if self._shm_mode == "on":
+                raise ConfigError(f"shared_memory='on', but {why}") from None
+            log.warning("%s; this client now uses the bytes path", why)
+            for shard in self._shards:
+                for replica in shard.replicas:
+                    replica.shm = False
+            return False
+        try:
+            rows = region.rows(unique.size, self.feature_dim, self._region_dtype)
+            self._fetch(unique, rows, np.arange(unique.size), region)
+            if rows.dtype == np.float16:
+                from services.feature_shard.half import copy_float16_rows  # loaded on first use
+
+                copy_float16_rows(rows, inverse, out, np.arange(ids.size) if positions is None else positions)
+            elif positions is not None:
+                out[positions] = np.take(rows, inverse, axis=0, mode="clip")
+            elif unique.size == ids.size and np.array_equal(ids, unique):  # sorted unique: one block copy
+                out[...] = rows
+            else:
+                np.take(rows, inverse, axis=0, out=out, mode="clip")
+            del rows
+        except BaseException:
+            region.tainted = True
+            raise
+        finally:
+            self._regions.release(region)
+        return True
+
+    def _fetch(
+        self, unique: np.ndarray, out: np.ndarray, positions: np.ndarray, region: shm.Region | None = None
+    ) -> None:
+        """Write the row of ``unique[i]`` (ascending) to ``out[positions[i]]``, asking shards concurrently.
+
+        With ``region``, ``out`` is that region's rows: replicas that see it write there themselves.
+        """
         deadline_at = time.monotonic() + self.deadline
         calls = [
             (self._shards[k], a, b)
@@ -335,7 +482,7 @@ class FeatureClient:
 
         def run(call: tuple[_Shard, int, int]) -> None:
             shard, a, b = call
-            self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at)
+            self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at, region)
 
         # The calling thread makes the first call itself: one thread hop fewer.
         pending = [self._pool.submit(run, c) for c in calls[1:]]
@@ -348,7 +495,13 @@ class FeatureClient:
                 other.cancel()
 
     def _gather_piece(
-        self, shard: _Shard, ids: np.ndarray, out: np.ndarray, positions: np.ndarray, deadline_at: float
+        self,
+        shard: _Shard,
+        ids: np.ndarray,
+        out: np.ndarray,
+        positions: np.ndarray,
+        deadline_at: float,
+        region: shm.Region | None = None,
     ) -> None:
         request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
         # Sorted unique requests (a subgraph's node_ids) land in one block of ``out``:
@@ -364,7 +517,7 @@ class FeatureClient:
                     f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
                 )
             end = offset + rows.shape[0]
-            if rows.dtype == np.float16:  # numpy's float16 -> float32 cast is slow: a Numba kernel
+            if rows.dtype == np.float16 and out.dtype == np.float32:  # numpy's cast is slow: a Numba kernel
                 from services.feature_shard.half import scatter_float16_rows  # loaded on first use
 
                 where = np.arange(base + offset, base + end) if contiguous else positions[offset:end]
@@ -375,7 +528,42 @@ class FeatureClient:
                 out[positions[offset:end]] = rows
             return rows.shape[0]
 
+        def shared(replica: _Replica, timeout: float) -> None:
+            """The server writes the rows into ``region`` at ``out[base]``; the answer is metadata."""
+            row_bytes = self.feature_dim * out.dtype.itemsize
+            target = pb.SharedMemoryTarget(
+                region=region.name, offset=base * row_bytes, capacity=ids.size * row_bytes
+            )
+            reply = replica.gather_shm(
+                pb.GatherRequest(ids=request.ids, transfer_dtype=self._wire_dtype, shared_memory=target),
+                timeout=timeout,
+            )
+            if (
+                not reply.in_shared_memory
+                or list(reply.shape) != [ids.size, self.feature_dim]
+                or reply.dtype != out.dtype.name
+            ):
+                raise DecodeError(
+                    f"feature shard {shard.index} at {replica.address}: asked for {ids.size} x "
+                    f"{self.feature_dim} {out.dtype.name} rows in shared memory, answered "
+                    f"in_shared_memory={reply.in_shared_memory} shape={list(reply.shape)} dtype={reply.dtype!r}"
+                )
+            self._count(rows_fetched=ids.size, shm_bytes=ids.size * row_bytes, shard_calls=1)
+
         def attempt(replica: _Replica, timeout: float) -> None:
+            if region is not None and self._replica_shm(shard, replica, timeout):
+                try:
+                    return shared(replica, timeout)
+                except grpc.RpcError as exc:
+                    region.tainted = True  # the server may still write into the region later: never reuse it
+                    # A replica that passed the probe but cannot open the region now (restarted elsewhere
+                    # under the same address?): probe again; if it fails, this call and later ones use bytes.
+                    if (
+                        exc.code() != grpc.StatusCode.INVALID_ARGUMENT
+                        or self._shm_mode == "on"
+                        or self._probe(shard, replica, timeout)
+                    ):
+                        raise
             chunks = None
             if replica.has_unary and ids.size <= self._max_rows_unary:  # the answer fits in one message
                 try:

@@ -8,6 +8,7 @@ Read with :func:`saintpipe.config.load_config` from defaults < config file
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pydantic
 
@@ -18,6 +19,10 @@ SECTION = "feature_shard"
 # so most gathers are one unary call; larger answers are streamed in chunks.
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 DEFAULT_CHUNK_BYTES = 1024 * 1024
+# FeatureClient(shared_memory=...): "auto" = per replica, shared memory where a probe shows the server sees
+# this host's /dev/shm, bytes elsewhere; "on" = require it (an error where a replica cannot); "off" = bytes.
+SharedMemoryMode = Literal["auto", "on", "off"]
+SHARED_MEMORY_MODES: tuple[str, ...] = ("auto", "on", "off")
 
 
 class FeatureShardConfig(StrictModel):
@@ -54,6 +59,11 @@ class FeatureShardConfig(StrictModel):
         ge=1024,
         description="target size of one answer chunk (clipped to max_message_bytes); smaller chunks pipeline "
         "reading rows with sending them",
+    )
+    shared_memory: bool = pydantic.Field(
+        True,
+        description="accept shared-memory targets: clients on this host get their rows written into a "
+        "/dev/shm region they name instead of sent over the socket; false: clients use the bytes path",
     )
     grace_seconds: float = pydantic.Field(
         5.0, ge=0, description="on SIGTERM/SIGINT, time in-flight calls get to finish"

@@ -86,6 +86,16 @@ def _scatter_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> No
             out[r, j] = _half_bits_to_float_bits(src[i, j])
 
 
+@njit(cache=True)
+def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_rows: np.ndarray) -> None:
+    dim = src.shape[1]
+    for i in range(src_rows.shape[0]):
+        s = src_rows[i]
+        o = out_rows[i]
+        for j in range(dim):
+            out[o, j] = _half_bits_to_float_bits(src[s, j])
+
+
 def float32_to_float16(values: np.ndarray) -> np.ndarray:
     """``values.astype(np.float16)`` for a C-contiguous float32 array, fast."""
     values = np.ascontiguousarray(values, dtype=np.float32)
@@ -119,3 +129,20 @@ def scatter_float16_rows(rows: np.ndarray, positions: np.ndarray, out: np.ndarra
         return
     bits = np.ascontiguousarray(rows).view(np.uint16)
     _scatter_half_rows(bits, np.ascontiguousarray(positions, dtype=np.int64), out.view(np.uint32))
+
+
+def copy_float16_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_rows: np.ndarray) -> None:
+    """``out[out_rows] = src[src_rows].astype(np.float32)`` for float16 ``src`` and float32 ``out``, in one pass.
+
+    ``src`` [m, dim] needs C-contiguous rows (a view of a shared-memory region is
+    fine); ``out`` is C-contiguous float32 with the same width; the index arrays
+    have equal length and are not checked.
+    """
+    if len(src_rows) == 0:
+        return
+    _copy_half_rows(
+        src.view(np.uint16),
+        np.ascontiguousarray(src_rows, dtype=np.int64),
+        out.view(np.uint32),
+        np.ascontiguousarray(out_rows, dtype=np.int64),
+    )

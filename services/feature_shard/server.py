@@ -3,7 +3,10 @@
 A thin layer: :class:`FeatureShardServicer` decodes ids, checks them against
 the shard's range and gathers rows from the memory-mapped shard file straight
 into the answer's message bytes: one message (``GatherUnary``) when the answer
-fits the message limit, else a stream of chunks below it (``Gather``). Errors are typed
+fits the message limit, else a stream of chunks below it (``Gather``); or, when the
+request names a shared-memory target (a region of the same host's ``/dev/shm``,
+see :mod:`services.feature_shard.shm`), straight into that region, answering
+with metadata only. Errors are typed
 saintpipe errors, turned into status codes by
 :class:`saintpipe.grpc_status.StatusInterceptor` (the one place that maps
 them). The standard gRPC health service is registered beside it.
@@ -28,6 +31,7 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from services.dataset.store import open_dataset, shard_file
 from services.feature_shard import metrics
 from services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
+from services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name
 from services.feature_shard.wire import (
     CHUNK_OVERHEAD,
     SERVICE_NAME,
@@ -39,6 +43,8 @@ from services.feature_shard.wire import (
 log = logging.getLogger(__name__)
 
 _HEALTH: "weakref.WeakKeyDictionary[grpc.Server, health.HealthServicer]" = weakref.WeakKeyDictionary()
+_SERVICERS: "weakref.WeakKeyDictionary[grpc.Server, FeatureShardServicer]" = weakref.WeakKeyDictionary()
+_TARGET = "GatherRequest.shared_memory"
 
 
 class FeatureShardServicer:
@@ -51,6 +57,9 @@ class FeatureShardServicer:
         *,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        shared_memory: bool = True,
+        shared_memory_dir: Path | str = SHM_DIR,
+        max_regions: int = 64,
     ) -> None:
         dataset = open_dataset(dataset_dir)
         manifest = dataset.manifest
@@ -69,6 +78,8 @@ class FeatureShardServicer:
             )
         self._chunk_bytes = min(chunk_bytes, max_message_bytes - CHUNK_OVERHEAD)
         self._label = str(shard)
+        # Regions of clients on this host that asked for their rows in shared memory (None: refused).
+        self._regions = MappedRegions(Path(shared_memory_dir), max_regions) if shared_memory else None
         self.info = pb.ShardInfo(
             shard=shard,
             num_shards=manifest.num_shards,
@@ -80,6 +91,7 @@ class FeatureShardServicer:
             dataset=manifest.name,
             version=manifest.files.get(shard_file(shard), ""),
             max_message_bytes=max_message_bytes,
+            shared_memory=shared_memory,
         )
 
     def Info(self, request: pb.InfoRequest, context: grpc.ServicerContext) -> pb.ShardInfo:
@@ -89,6 +101,10 @@ class FeatureShardServicer:
         """Stream the rows of ``request.ids`` as encoded ``GatherChunk`` messages."""
         began = time.perf_counter()
         ids, send_dtype = self._decode(request)
+        if request.HasField("shared_memory"):  # one metadata chunk; no message limit applies
+            yield self._gather_shared(request.shared_memory, ids, send_dtype)
+            self._done(began)
+            return
         rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
         if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
             yield self._chunk(ids, 0, 0, send_dtype)
@@ -100,6 +116,10 @@ class FeatureShardServicer:
         """The rows of ``request.ids`` as one encoded ``GatherChunk``, if it fits in one message."""
         began = time.perf_counter()
         ids, send_dtype = self._decode(request)
+        if request.HasField("shared_memory"):
+            message = self._gather_shared(request.shared_memory, ids, send_dtype)
+            self._done(began)
+            return message
         size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
         if size > self.max_message_bytes:
             raise InvalidArgument(
@@ -123,27 +143,70 @@ class FeatureShardServicer:
         """
         message, view = allocate_chunk(lo, hi - lo, self.dim, send_dtype)
         if hi > lo:
-            local = ids[lo:hi] - self.start
-            if send_dtype == self.dtype:
-                # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
-                np.take(self._rows, local, axis=0, out=view, mode="clip")
-            elif self.dtype == np.float32 and send_dtype == np.float16:
-                from services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
-
-                gather_float16_rows(self._rows, local, view)
-            else:
-                view[...] = np.take(self._rows, local, axis=0, mode="clip")
+            self._fill(view, ids[lo:hi], send_dtype)
         del view  # the message is complete; nothing may write to it any more
-        self._count(message, hi - lo)
+        self._count(len(message), hi - lo)
         return message
+
+    def _gather_shared(self, target: pb.SharedMemoryTarget, ids: np.ndarray, send_dtype: np.dtype) -> bytes:
+        """Write the rows of ``ids`` into the request's shared-memory region; the metadata-only answer."""
+        if self._regions is None:
+            raise InvalidArgument(
+                f"{_TARGET}: shard {self.shard} does not accept shared-memory targets (started with "
+                "--no-shared-memory); send the request without it"
+            )
+        check_region_name(target.region, f"{_TARGET}.region")
+        nbytes = ids.size * self.dim * send_dtype.itemsize
+        if target.capacity < nbytes:
+            raise InvalidArgument(
+                f"{_TARGET}.capacity {target.capacity} bytes is too small for the answer: {ids.size} rows x "
+                f"{self.dim} {send_dtype.name} = {nbytes} bytes"
+            )
+        if ids.size:
+            view = self._regions.view(target.region, target.offset, nbytes, _TARGET)
+            self._fill(np.ndarray((ids.size, self.dim), dtype=send_dtype, buffer=view), ids, send_dtype)
+            del view
+        self._count(nbytes, ids.size)
+        return pb.GatherChunk(
+            offset=0, dtype=send_dtype.name, shape=(ids.size, self.dim), in_shared_memory=True
+        ).SerializeToString()
+
+    def _fill(self, out: np.ndarray, ids: np.ndarray, send_dtype: np.dtype) -> None:
+        """``out[:] = rows of ids`` (global ids, already checked against the range) in ``send_dtype``."""
+        local = ids - self.start
+        if send_dtype == self.dtype:
+            # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
+            np.take(self._rows, local, axis=0, out=out, mode="clip")
+        elif self.dtype == np.float32 and send_dtype == np.float16:
+            from services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
+
+            gather_float16_rows(self._rows, local, out)
+        else:
+            out[...] = np.take(self._rows, local, axis=0, mode="clip")
+
+    def ProbeSharedMemory(
+        self, request: pb.SharedMemoryProbe, context: grpc.ServicerContext
+    ) -> pb.SharedMemoryProbeReply:
+        """Whether this server sees the caller's region (see :func:`services.feature_shard.shm.probe`)."""
+        if self._regions is None:
+            return pb.SharedMemoryProbeReply(
+                readable=False, detail=f"shard {self.shard} has shared memory disabled (--no-shared-memory)"
+            )
+        readable, token, detail = self._regions.probe(request.region, request.length)
+        return pb.SharedMemoryProbeReply(readable=readable, token=token, detail=detail)
+
+    def close(self) -> None:
+        """Unmap the shared-memory regions this server opened."""
+        if self._regions is not None:
+            self._regions.close()
 
     def _done(self, began: float) -> None:
         metrics.REQUESTS.labels(self._label).inc()
         metrics.REQUEST_SECONDS.labels(self._label).observe(time.perf_counter() - began)
 
-    def _count(self, message: bytes, rows: int) -> None:
+    def _count(self, nbytes: int, rows: int) -> None:
         metrics.ROWS.labels(self._label).inc(rows)
-        metrics.BYTES.labels(self._label).inc(len(message))
+        metrics.BYTES.labels(self._label).inc(nbytes)
 
     def _send_dtype(self, requested: str) -> np.dtype:
         if not requested:
@@ -188,6 +251,11 @@ def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
                 request_deserializer=pb.InfoRequest.FromString,
                 response_serializer=pb.ShardInfo.SerializeToString,
             ),
+            "ProbeSharedMemory": grpc.unary_unary_rpc_method_handler(
+                servicer.ProbeSharedMemory,
+                request_deserializer=pb.SharedMemoryProbe.FromString,
+                response_serializer=pb.SharedMemoryProbeReply.SerializeToString,
+            ),
         },
     )
 
@@ -201,6 +269,8 @@ def create_server(
     max_workers: int = 8,
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    shared_memory: bool = True,
+    shared_memory_dir: Path | str = SHM_DIR,
 ) -> tuple[grpc.Server, int]:
     """Start a server for shard ``shard`` of the dataset at ``dataset_dir``.
 
@@ -211,6 +281,10 @@ def create_server(
         max_workers: handler threads, i.e. calls served at once.
         max_message_bytes: largest message sent or received; answers above it are split into chunks.
         chunk_bytes: target chunk size (clipped to the message limit).
+        shared_memory: accept shared-memory targets from clients on this host (False: refuse them; the
+            probe then tells clients to use the bytes path).
+        shared_memory_dir: where region names are looked up (``/dev/shm``; tests point it elsewhere to
+            play a server that does not share the client's ``/dev/shm``).
 
     Returns:
         ``(server, bound port)``; the server is started. Stop it with :func:`stop_server`.
@@ -227,7 +301,12 @@ def create_server(
         stop_server(server, grace=5.0)
     """
     servicer = FeatureShardServicer(
-        dataset_dir, shard, max_message_bytes=max_message_bytes, chunk_bytes=chunk_bytes
+        dataset_dir,
+        shard,
+        max_message_bytes=max_message_bytes,
+        chunk_bytes=chunk_bytes,
+        shared_memory=shared_memory,
+        shared_memory_dir=shared_memory_dir,
     )
     options = [
         ("grpc.max_send_message_length", max_message_bytes),
@@ -253,6 +332,7 @@ def create_server(
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     _HEALTH[server] = health_servicer
+    _SERVICERS[server] = servicer
     log.info(
         "feature shard %d [%d, %d) of %s listening on %s:%d",
         shard,
@@ -271,3 +351,6 @@ def stop_server(server: grpc.Server, grace: float | None = 5.0) -> None:
     if health_servicer is not None:
         health_servicer.enter_graceful_shutdown()
     server.stop(grace).wait()
+    servicer = _SERVICERS.pop(server, None)
+    if servicer is not None:
+        servicer.close()

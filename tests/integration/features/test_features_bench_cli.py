@@ -11,10 +11,15 @@ def test_bench_features_json(cli):
     report = json.loads(proc.stdout)
     assert report["benchmark"] == "features" and report["params"]["servers"] == "subprocesses"
     paths = [(row["dim"], row["path"]) for row in report["rows"]]
-    assert paths == [(d, p) for d in (8,) for p in ("numpy mmap (baseline)", "service", "service fp16")]
+    names = ("numpy mmap (baseline)", "service bytes", "service shm", "service fp16")
+    assert paths == [(d, p) for d in (8,) for p in names]
     for row in report["rows"]:
         assert row["rows_per_s"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0 and row["cpu_ms"] > 0
         assert row["wait_ms"] >= 0
-    fp32, fp16 = report["rows"][1], report["rows"][2]
-    assert fp16["wire_MB"] * 2 == fp32["wire_MB"] == 64 * 8 * 4 / 1e6
-    assert report["summary"]["ratio_dim8"] == fp32["ratio"] and "target_met" not in report["summary"]
+    fp32, shm, fp16 = report["rows"][1:]
+    assert fp16["wire_MB"] * 2 == fp32["wire_MB"] == shm["shm_MB"] == 64 * 8 * 4 / 1e6
+    assert shm["wire_MB"] == 0 and fp32["shm_MB"] == 0  # rows crossed the socket or shared memory, not both
+    summary = report["summary"]
+    assert summary["target_path"] == "service shm" and "target_met" not in summary
+    assert summary["ratio_dim8"] == summary["ratio_dim8_shm"] == shm["ratio"]
+    assert summary["ratio_dim8_bytes"] == fp32["ratio"] and summary["ratio_dim8_fp16"] == fp16["ratio"]

@@ -1,0 +1,381 @@
+"""Same-host shared memory for gather answers (the pattern of Triton Inference Server's system shared memory).
+
+The client creates a region (a file under ``/dev/shm``), names it in a
+``GatherRequest.shared_memory`` target, and the shard server writes the rows
+straight into it: the answer carries only metadata, so the rows cross no
+socket and none of gRPC's receive-path copies. It works only where client and
+server see the same ``/dev/shm`` (one host, or containers sharing an IPC
+namespace); :func:`probe` finds out per server, and the client falls back to
+the bytes path where it fails.
+
+Client side: :class:`Region` (one region this process owns: created, grown,
+unlinked on close, at interpreter exit, and by multiprocessing's resource
+tracker if the process dies) and :class:`RegionPool` (regions reused across
+gathers, one per gather in flight). Server side: :class:`MappedRegions`, the
+bounded cache of regions a server has opened. Names must start with
+:data:`PREFIX` and hold no ``/``, so a request can only ever reach files of
+this service under the shared-memory directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import mmap
+import os
+import re
+import secrets
+import stat
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from saintpipe.errors import InvalidArgument
+
+log = logging.getLogger(__name__)
+
+SHM_DIR = Path("/dev/shm")
+PREFIX = "saintpipe-features-"
+_NAME = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.-]{1,200}")
+_OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-[0-9a-f]+")  # PREFIX + pid namespace - pid - random
+_PAGE = mmap.PAGESIZE
+PROBE_TOKEN_BYTES = 16
+
+
+def check_region_name(name: str, field: str) -> str:
+    """``name`` if it is a region name this service may open, else InvalidArgument naming ``field``."""
+    if not _NAME.fullmatch(name or ""):
+        raise InvalidArgument(
+            f"{field} {name!r} is not a saintpipe shared-memory region: expected {PREFIX!r} followed by "
+            f"1-200 of [A-Za-z0-9_.-] (a file directly under {SHM_DIR})"
+        )
+    return name
+
+
+def _pid_namespace() -> int:
+    """This process's PID namespace (inode of /proc/self/ns/pid); 0 where unknown."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def region_prefix(pid: int | None = None) -> str:
+    """The start of every region name of process ``pid`` (default: this one): PREFIX, PID namespace, pid."""
+    return f"{PREFIX}{_pid_namespace()}-{pid or os.getpid()}-"
+
+
+def region_name() -> str:
+    """A fresh region name for this process."""
+    return region_prefix() + secrets.token_hex(8)
+
+
+def owner_is_dead(name: str) -> bool:
+    """True only when ``name`` was created by a process of this PID namespace that no longer exists.
+
+    A server uses it to unlink the regions of clients that were killed along
+    with their resource tracker (Ray kills a dead worker's children).
+    Another namespace, an unknown one, or a pid that exists: False.
+    """
+    match = _OWNED.fullmatch(name)
+    namespace = _pid_namespace()
+    if match is None or not namespace or int(match.group(1)) != namespace:
+        return False
+    try:
+        os.kill(int(match.group(2)), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, another user's
+        return False
+    return False
+
+
+def _tracker(action: str, name: str) -> None:
+    """Tell multiprocessing's resource tracker about a region: it unlinks leftovers if this process dies."""
+    try:
+        from multiprocessing import resource_tracker
+
+        getattr(resource_tracker, action)("/" + name, "shared_memory")
+    except (ImportError, OSError, ValueError, RuntimeError) as exc:  # no tracker: close()/atexit still unlink
+        log.debug("resource tracker %s %s: %s", action, name, exc)
+
+
+def _unlink(path: str, name: str, owner: int) -> None:
+    if os.getpid() != owner:  # a forked child inherits the finalizer; the region is the parent's
+        return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    _tracker("unregister", name)
+
+
+class Region:
+    """A shared-memory region this process created and owns (``/dev/shm/NAME``, read-write, mode 0600).
+
+    The size is reserved with ``posix_fallocate``, so a full ``/dev/shm`` fails
+    here with ENOSPC instead of crashing a server with SIGBUS when it writes.
+
+    Raises:
+        OSError: the region cannot be created or sized (no ``/dev/shm``, no space).
+    """
+
+    def __init__(self, size: int, directory: Path = SHM_DIR) -> None:
+        self.name = region_name()
+        self.path = Path(directory) / self.name
+        self.size = 0
+        self.buf: mmap.mmap | None = None
+        self.tainted = False  # a call on it failed: a server may still write to it later, so never reuse it
+        self._fd = os.open(
+            self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        _tracker("register", self.name)
+        self._finalizer = weakref.finalize(self, _unlink, str(self.path), self.name, os.getpid())
+        try:
+            self.ensure(size)
+        except BaseException:
+            self.close()
+            raise
+
+    def ensure(self, size: int) -> None:
+        """Grow to at least ``size`` bytes (to the next power of two, whole pages); the name stays."""
+        if size <= self.size and self.buf is not None:
+            return
+        new = max(_PAGE, 1 << max(0, int(size) - 1).bit_length())
+        os.ftruncate(self._fd, new)
+        try:
+            os.posix_fallocate(self._fd, 0, new)
+        except OSError:
+            os.ftruncate(self._fd, self.size)
+            raise
+        self.buf = mmap.mmap(self._fd, new)  # the old mapping goes when its last view does
+        self.size = new
+
+    def rows(self, n: int, dim: int, dtype: np.dtype) -> np.ndarray:
+        """A writable ``[n, dim]`` array of ``dtype`` over the region's start (call :meth:`ensure` first)."""
+        return np.ndarray((n, dim), dtype=dtype, buffer=self.buf)
+
+    def write(self, offset: int, data: bytes) -> None:
+        self.buf[offset : offset + len(data)] = data
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self.buf[offset : offset + length])
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def close(self) -> None:
+        """Unlink the region and close it. Idempotent."""
+        if self._fd < 0:
+            return
+        if self._finalizer.detach() is not None:  # not yet unlinked at exit
+            _unlink(str(self.path), self.name, os.getpid())
+        os.close(self._fd)
+        self._fd = -1
+        if self.buf is not None:
+            with contextlib.suppress(BufferError):  # a view still alive: the mapping goes with it
+                self.buf.close()
+            self.buf = None
+
+
+class RegionPool:
+    """The client's regions: one leased per gather in flight, grown as needed, reused across gathers."""
+
+    def __init__(self, directory: Path = SHM_DIR) -> None:
+        self._directory = Path(directory)
+        self._free: list[Region] = []
+        self._all: set[Region] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def acquire(self, size: int) -> Region:
+        """A region of at least ``size`` bytes for one gather; hand it back with :meth:`release`.
+
+        Raises:
+            OSError: a region cannot be created or grown (no ``/dev/shm``, no space).
+        """
+        with self._lock:
+            if self._closed:
+                raise InvalidArgument("this FeatureClient is closed")
+            region = self._free.pop() if self._free else None
+        if region is None:
+            region = Region(size, self._directory)
+            with self._lock:
+                self._all.add(region)
+        else:
+            try:
+                region.ensure(size)
+            except OSError:
+                self.release(region, reuse=False)
+                raise
+        return region
+
+    def release(self, region: Region, reuse: bool = True) -> None:
+        """Hand a region back: kept for the next gather, or unlinked when ``reuse`` is false or it is
+        ``tainted`` (a call on it failed, so a server may still write into it later)."""
+        with self._lock:
+            if reuse and not region.tainted and not self._closed:
+                self._free.append(region)
+                return
+            self._all.discard(region)
+        region.close()
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(r.name for r in self._all)
+
+    def close(self) -> None:
+        """Unlink every region (leased ones too: their gathers fail on a closed client anyway)."""
+        with self._lock:
+            self._closed = True
+            regions, self._all, self._free = list(self._all), set(), []
+        for region in regions:
+            region.close()
+
+
+def probe(ask: Callable[[str, int], object], directory: Path = SHM_DIR) -> tuple[bool, str]:
+    """Whether a server sees this process's shared memory.
+
+    Creates a small region holding a random token, calls ``ask(region_name,
+    token_length)`` (the ProbeSharedMemory RPC) and checks that the server read
+    the token and wrote it back reversed right after it. The region is unlinked
+    before returning. Returns ``(ok, why not)``; RPC errors propagate.
+    """
+    token = secrets.token_bytes(PROBE_TOKEN_BYTES)
+    try:
+        region = Region(_PAGE, directory)
+    except OSError as exc:
+        return False, f"cannot create a region under {directory}: {exc.strerror or exc}"
+    try:
+        region.write(0, token)
+        reply = ask(region.name, len(token))
+        if not reply.readable:
+            return False, reply.detail or "the server cannot read the region"
+        if reply.token != token or region.read(len(token), len(token)) != token[::-1]:
+            return False, "the server read another region of the same name (not the same /dev/shm)"
+        return True, ""
+    finally:
+        region.close()
+
+
+class MappedRegions:
+    """Regions a shard server has opened, by name (bounded, least recently used evicted).
+
+    Every use re-checks the file (``fstat``): a grown region is mapped again, an
+    unlinked one is dropped. Every few seconds (on a call) and on :meth:`close`
+    the cache is swept: unlinked regions are dropped, so a client that went away
+    does not keep its memory alive through our mapping, and regions whose owner
+    process is dead (:func:`owner_is_dead`) are unlinked, the last line of
+    defence when neither the client nor its resource tracker could do it.
+    """
+
+    def __init__(self, directory: Path = SHM_DIR, max_regions: int = 64, sweep_seconds: float = 5.0) -> None:
+        self.directory = Path(directory)
+        self._max = max_regions
+        self._sweep_seconds = sweep_seconds
+        self._last_sweep = time.monotonic()
+        self._open: OrderedDict[str, tuple[int, mmap.mmap]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _open_fd(self, name: str, field: str) -> int:
+        path = self.directory / name
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise InvalidArgument(
+                f"{field} {name!r}: cannot open {path}: {exc.strerror} (client and shard must share a host "
+                "and its /dev/shm)"
+            ) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InvalidArgument(f"{field} {name!r}: {path} is not a regular file")
+        return fd
+
+    def view(self, name: str, offset: int, nbytes: int, field: str) -> memoryview:
+        """A writable view of bytes ``[offset, offset + nbytes)`` of region ``name``.
+
+        Raises:
+            InvalidArgument: bad name, the region cannot be opened, or it is smaller than ``offset + nbytes``.
+        """
+        check_region_name(name, f"{field}.region")
+        with self._lock:
+            self._maybe_sweep()
+            entry = self._open.get(name)
+            if entry is not None:
+                st = os.fstat(entry[0])
+                if st.st_nlink == 0 or st.st_size != len(entry[1]):  # unlinked (stale) or resized
+                    self._drop(name)
+                    entry = None
+                else:
+                    self._open.move_to_end(name)
+            if entry is None:
+                fd = self._open_fd(name, f"{field}.region")
+                size = os.fstat(fd).st_size
+                if size == 0:
+                    os.close(fd)
+                    raise InvalidArgument(f"{field}.region {name!r} is empty (0 bytes)")
+                entry = (fd, mmap.mmap(fd, size))
+                self._open[name] = entry
+                while len(self._open) > self._max:
+                    self._drop(next(iter(self._open)))
+            mapping = entry[1]
+        if offset + nbytes > len(mapping):
+            raise InvalidArgument(
+                f"{field}.region {name!r} holds {len(mapping)} bytes: too small for {nbytes} bytes at "
+                f"{field}.offset {offset}"
+            )
+        return memoryview(mapping)[offset : offset + nbytes]
+
+    def probe(self, name: str, length: int) -> tuple[bool, bytes, str]:
+        """Read ``length`` token bytes at offset 0 and write them back reversed at ``length``."""
+        check_region_name(name, "SharedMemoryProbe.region")
+        if not 0 < length <= 64:
+            raise InvalidArgument(f"SharedMemoryProbe.length {length} is not in 1..64")
+        try:
+            fd = self._open_fd(name, "SharedMemoryProbe.region")
+        except InvalidArgument as exc:
+            return False, b"", str(exc)
+        try:
+            token = os.pread(fd, length, 0)
+            if len(token) != length:
+                return False, token, f"region {name!r} holds fewer than {2 * length} bytes"
+            os.pwrite(fd, token[::-1], length)
+            return True, token, ""
+        finally:
+            os.close(fd)
+
+    def _maybe_sweep(self) -> None:
+        now = time.monotonic()
+        if now - self._last_sweep < self._sweep_seconds:
+            return
+        self._last_sweep = now
+        self._sweep()
+
+    def _sweep(self) -> None:
+        for name, (fd, _) in list(self._open.items()):
+            if os.fstat(fd).st_nlink and owner_is_dead(name):
+                log.info("unlinking shared-memory region %s: its owner process is gone", name)
+                with contextlib.suppress(OSError):
+                    os.unlink(self.directory / name)
+            if os.fstat(fd).st_nlink == 0:
+                self._drop(name)
+
+    def _drop(self, name: str) -> None:
+        fd, mapping = self._open.pop(name)
+        os.close(fd)
+        with contextlib.suppress(BufferError):  # a gather still writing: the mapping goes with its view
+            mapping.close()
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def close(self) -> None:
+        """Unmap every region (server shutdown), unlinking those of dead owners first."""
+        with self._lock:
+            self._sweep()
+            for name in list(self._open):
+                self._drop(name)
