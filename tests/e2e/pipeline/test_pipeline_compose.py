@@ -44,7 +44,11 @@ def prometheus_targets(compose: LocalCompose) -> dict[str, str]:
 
 
 @pytest.mark.slow  # three Ray nodes start (head, sampler node, the trainer's own): about a minute
-def test_the_compose_services_as_local_processes_train_together(tmp_path):
+def test_the_compose_services_as_local_processes_train_together(tmp_path, monkeypatch):
+    # Train until stopped: on this small graph early stopping could end the trainer, and take its metrics
+    # endpoint with it, before Prometheus has scraped every target (compose.env leaves these unset).
+    monkeypatch.setenv("SAINTPIPE_TRAINER__EPOCHS", "100000")
+    monkeypatch.setenv("SAINTPIPE_TRAINER__PATIENCE", "0")
     env = read_env_file(ROOT / ".env.example")
     env.update({"DEMO_NODES": "3000", "SAMPLER_WORKERS": "1"})  # what a user sets in .env for a small box
     services = SERVICES + (["prometheus"] if shutil.which("prometheus") else [])  # Debian's, when installed
@@ -73,14 +77,19 @@ def test_the_compose_services_as_local_processes_train_together(tmp_path):
             time.sleep(1)
         sample_tree()
         assert steps >= 3
-        pool = scrape(sampler_metrics)
+        # The trainer acknowledges with its next get, and the sampler service refreshes its pool gauges
+        # every few seconds: the counts arrive a little after the steps.
+        deadline = time.monotonic() + 30
+        while (pool := scrape(sampler_metrics)).get("saintpipe_pool_acknowledged_total", 0) < 1:
+            assert time.monotonic() < deadline, pool
+            time.sleep(1)
         assert pool["saintpipe_sampler_subgraphs_total"] >= 3
         assert pool["saintpipe_pool_acknowledged_total"] >= 1  # the trainer acknowledged what it trained on
         assert compose.services["prepare-data"].proc.returncode == 0
         if "prometheus" in compose.services:  # deploy/prometheus/prometheus.yml scrapes every service
             deadline = time.monotonic() + 30
             while (targets := prometheus_targets(compose)) and set(targets.values()) != {"up"}:
-                assert time.monotonic() < deadline, targets
+                assert time.monotonic() < deadline, (targets, compose.log_tail("trainer"))
                 time.sleep(1)
             assert len(targets) == 5, targets  # 2 shards, samplers, trainer, prometheus itself
     finally:
