@@ -165,21 +165,43 @@ def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
 def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
     """Algorithm 6: the data array of the transpose, by one pass over the CSR.
 
-    Row ``v``'s entry ``(v, u)`` carries the transpose's weight at ``(u, v)``,
-    which sits at the next free slot of row ``u`` because rows are sorted. The
-    pattern must be symmetric: each slot written is checked to hold column
-    ``v``. Returns ``-1`` on success, else the local row whose entry broke it.
+    Entry ``(v, u)`` carries the transpose's weight at ``(u, v)``, which sits
+    at the next free slot of row ``u`` because rows are sorted. The pattern
+    being symmetric, the two entries swap weights, so only the entries below
+    the diagonal (``u < v``) are visited: ``ptr[u]`` walks the part of row
+    ``u`` above the diagonal, set up when row ``u`` was passed. That halves
+    the random accesses of the textbook pass (every entry visiting its
+    partner) and gives the same array.
+
+    The pattern must be symmetric: each partner is checked to hold column
+    ``v``, and every row's part above the diagonal to be used up. Returns
+    ``-1`` on success, else a local row with an entry whose reverse is missing.
     """
     n = sub_indptr.size - 1
-    ptr = sub_indptr[:n].copy()
+    ptr = np.empty(n, dtype=np.int64)
     for v in range(n):
-        for j in range(sub_indptr[v], sub_indptr[v + 1]):
+        j = sub_indptr[v]
+        end = sub_indptr[v + 1]
+        while j < end:
             u = sub_indices[j]
+            if u >= v:
+                break
             p = ptr[u]
-            if p >= sub_indptr[u + 1] or sub_indices[p] != v:
-                return v
+            if p >= sub_indptr[u + 1] or sub_indices[p] > v:
+                return v  # (u, v) is missing
+            if sub_indices[p] < v:
+                return u  # (u, sub_indices[p]) found no partner in its row
             weights_t[p] = weights[j]
+            weights_t[j] = weights[p]
             ptr[u] = p + 1
+            j += 1
+        if j < end and sub_indices[j] == v:
+            weights_t[j] = weights[j]
+            j += 1
+        ptr[v] = j
+    for u in range(n):
+        if ptr[u] != sub_indptr[u + 1]:
+            return u
     return -1
 
 
