@@ -8,16 +8,20 @@ so that tests can check every step is an edge; the node set is their union.
 
 Both loops are latency-bound on small graphs (cora: 9000 steps in tens of
 microseconds), so the random stream's state lives in registers for the whole
-walk (see :func:`services.sampler.kernels.rng.step`) and the union is taken
-without a data-dependent branch.
+walk (see :func:`services.sampler.kernels.rng.step`), the union is taken
+without a data-dependent branch, and arrays are indexed with uint64, which
+spares Numba's negative-index wraparound on every access.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from services.sampler.kernels.rng import bounded_local, load, store
 from services.sampler.kernels.select import ABSENT, SELECTED, take
+
+_ONE = np.uint64(1)
 
 
 @njit(cache=True)
@@ -27,16 +31,17 @@ def random_walks(indptr, indices, state, paths):
     length = paths.shape[1]
     s0, s1, s2, s3 = load(state)
     for i in range(paths.shape[0]):
-        u, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, num_nodes)
+        root, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, num_nodes)
+        u = np.uint64(root)
         paths[i, 0] = u
         j = 1
         while j < length:
-            start = indptr[u]
-            deg = indptr[u + 1] - start
-            if deg == 0:
+            start = np.uint64(indptr[u])
+            stop = np.uint64(indptr[u + _ONE])
+            if stop == start:
                 break
-            b, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, deg)
-            u = indices[start + b]
+            b, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, stop - start)
+            u = np.uint64(indices[start + np.uint64(b)])
             paths[i, j] = u
             j += 1
         while j < length:
@@ -63,9 +68,10 @@ def random_walk_select(indptr, indices, state, paths, g2l, sel):
             if v < 0:
                 break
             if count < spare:
-                sel[count] = v
-                count += g2l[v] == ABSENT
-                g2l[v] = SELECTED
+                uv = np.uint64(v)
+                sel[np.uint64(count)] = v
+                count += g2l[uv] == ABSENT
+                g2l[uv] = SELECTED
             else:
                 count = take(v, g2l, sel, count)
     return count
