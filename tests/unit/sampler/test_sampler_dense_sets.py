@@ -130,7 +130,7 @@ def _branch(node_ids: np.ndarray) -> str:
 @pytest.mark.parametrize("roots,branch", [(8, "sort"), (20_000, "scan")])
 @pytest.mark.parametrize("clip", [None, 16])
 def test_dense_and_sparse_node_sets_equal_the_reference(roots, branch, clip):
-    indptr, indices = random_graph(30_000, 90_000, seed=8, isolated=100)
+    indptr, indices = random_graph(100_000, 200_000, seed=8, isolated=100)
     sampler = make_sampler(RandomWalkConfig(roots=roots, walk_length=2, clip_multiple=clip), indptr, indices)
     for seed in range(3):
         g = sampler.sample(seed)
