@@ -39,7 +39,7 @@ from services.sampler.graph import prepare_graph, readonly
 from services.sampler.kernels import rng
 from services.sampler.kernels.edge import build_edge_table, edge_select
 from services.sampler.kernels.frontier import NUM_STATS, frontier_select
-from services.sampler.kernels.induce import STATUS_OK, finish_subgraph
+from services.sampler.kernels.induce import STATUS_OK, bitset_words, finish_subgraph
 from services.sampler.kernels.node import build_node_table, node_select
 from services.sampler.kernels.random_walk import random_walk_select
 from services.subgraph import Subgraph
@@ -86,7 +86,7 @@ class Sampler:
         self._state = rng.new_state()
         # The global-to-local map, -1 between calls; kernels reset what they touch.
         self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
-        self._bits = np.zeros((self.num_nodes + 7) // 8, dtype=np.uint8)
+        self._bits = np.zeros(bitset_words(self.num_nodes), dtype=np.uint64)
         self._sel = np.empty(max(1, min(self._selection_bound(), self.num_nodes)), dtype=np.int32)
 
     def _selection_bound(self) -> int:

@@ -5,14 +5,23 @@ does), each walking ``h`` steps to a uniformly chosen neighbour. A walk that
 reaches a node without neighbours stops there. The walks are written out as
 paths first (``paths[i, j]`` is the j-th node of walk i, ``-1`` after a stop)
 so that tests can check every step is an edge; the node set is their union.
+
+Both loops are latency-bound on small graphs (cora: 9000 steps in tens of
+microseconds), so the random stream's state lives in registers for the whole
+walk (see :func:`services.sampler.kernels.rng.step`), the union is taken
+without a data-dependent branch, and arrays are indexed with uint64, which
+spares Numba's negative-index wraparound on every access.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from services.sampler.kernels.rng import bounded
-from services.sampler.kernels.select import take
+from services.sampler.kernels.rng import bounded_local, load, store
+from services.sampler.kernels.select import ABSENT, SELECTED, take
+
+_ONE = np.uint64(1)
 
 
 @njit(cache=True)
@@ -20,32 +29,49 @@ def random_walks(indptr, indices, state, paths):
     """Fill ``paths`` (int32 [r, h + 1]) with r walks of h steps from uniform roots."""
     num_nodes = indptr.size - 1
     length = paths.shape[1]
+    s0, s1, s2, s3 = load(state)
     for i in range(paths.shape[0]):
-        u = bounded(state, num_nodes)
+        root, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, num_nodes)
+        u = np.uint64(root)
         paths[i, 0] = u
         j = 1
         while j < length:
-            start = indptr[u]
-            deg = indptr[u + 1] - start
-            if deg == 0:
+            start = np.uint64(indptr[u])
+            stop = np.uint64(indptr[u + _ONE])
+            if stop == start:
                 break
-            u = indices[start + bounded(state, deg)]
+            b, s0, s1, s2, s3 = bounded_local(s0, s1, s2, s3, stop - start)
+            u = np.uint64(indices[start + np.uint64(b)])
             paths[i, j] = u
             j += 1
         while j < length:
             paths[i, j] = -1
             j += 1
+    store(state, s0, s1, s2, s3)
 
 
 @njit(cache=True)
 def random_walk_select(indptr, indices, state, paths, g2l, sel):
-    """Walk and return the number of distinct visited nodes written to ``sel``."""
+    """Walk and return the number of distinct visited nodes written to ``sel``.
+
+    The union is branchless (a walk revisits nodes unpredictably): each
+    visited node is written at ``sel[count]`` and the count advances only if
+    the node was new. That write needs a spare slot, so the last slot of
+    ``sel`` is filled by :func:`~services.sampler.kernels.select.take`.
+    """
     random_walks(indptr, indices, state, paths)
     count = 0
+    spare = sel.size - 1
     for i in range(paths.shape[0]):
         for j in range(paths.shape[1]):
             v = paths[i, j]
             if v < 0:
                 break
-            count = take(v, g2l, sel, count)
+            if count < spare:
+                uv = np.uint64(v)
+                sel[np.uint64(count)] = v
+                count += g2l[uv] == ABSENT
+                g2l[uv] = SELECTED
+            else:
+                count = take(v, g2l, sel, count)
     return count

@@ -44,13 +44,18 @@ def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True)
-def next_u64(state):
-    """The next 64 random bits (xoshiro256**)."""
-    s0 = state[0]
-    s1 = state[1]
-    s2 = state[2]
-    s3 = state[3]
+@njit(cache=True, inline="always")
+def step(s0, s1, s2, s3):
+    """One xoshiro256** step on a state held in four locals: ``(64 random bits, s0, s1, s2, s3)``.
+
+    A kernel that draws in a hot loop loads the state array into locals once
+    (:func:`load`), draws with :func:`step` / :func:`bounded_local` and stores
+    it back (:func:`store`): the state then stays in registers, where through
+    the array every draw waits for the previous draw's stores (Numba cannot
+    tell the state from the kernel's other arrays). The stream is the same.
+    Inlined at the Numba level: LLVM alone leaves the tuple-returning call in
+    place (twice as slow on cora's random walks).
+    """
     result = _rotl(s1 * np.uint64(5), 7) * np.uint64(9)
     t = s1 << np.uint64(17)
     s2 ^= s0
@@ -59,10 +64,29 @@ def next_u64(state):
     s0 ^= s3
     s2 ^= t
     s3 = _rotl(s3, 45)
+    return result, s0, s1, s2, s3
+
+
+@njit(cache=True)
+def load(state):
+    """The state array's four words, for :func:`step` and :func:`bounded_local`."""
+    return state[0], state[1], state[2], state[3]
+
+
+@njit(cache=True)
+def store(state, s0, s1, s2, s3):
+    """Write four words back into the state array."""
     state[0] = s0
     state[1] = s1
     state[2] = s2
     state[3] = s3
+
+
+@njit(cache=True)
+def next_u64(state):
+    """The next 64 random bits (xoshiro256**)."""
+    result, s0, s1, s2, s3 = step(state[0], state[1], state[2], state[3])
+    store(state, s0, s1, s2, s3)
     return result
 
 
@@ -72,22 +96,21 @@ def next_u32(state):
     return next_u64(state) >> np.uint64(32)
 
 
-@njit(cache=True)
-def bounded(state, n):
-    """A uniform integer in ``[0, n)`` as int64, exactly (no modulo bias); ``n >= 1``.
-
-    Lemire's multiply-and-reject for ``n < 2**32``; a masked rejection loop above.
-    """
+@njit(cache=True, inline="always")
+def bounded_local(s0, s1, s2, s3, n):
+    """:func:`bounded` on a state in locals: ``(value, s0, s1, s2, s3)``."""
     un = np.uint64(n)
     if un <= _MASK32:
-        m = next_u32(state) * un
+        x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
+        m = (x >> np.uint64(32)) * un
         low = m & _MASK32
         if low < un:
             threshold = (np.uint64(0x100000000) - un) % un
             while low < threshold:
-                m = next_u32(state) * un
+                x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
+                m = (x >> np.uint64(32)) * un
                 low = m & _MASK32
-        return np.int64(m >> np.uint64(32))
+        return np.int64(m >> np.uint64(32)), s0, s1, s2, s3
     mask = un - np.uint64(1)
     mask |= mask >> np.uint64(1)
     mask |= mask >> np.uint64(2)
@@ -95,10 +118,23 @@ def bounded(state, n):
     mask |= mask >> np.uint64(8)
     mask |= mask >> np.uint64(16)
     mask |= mask >> np.uint64(32)
-    x = next_u64(state) & mask
+    x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
+    x &= mask
     while x >= un:
-        x = next_u64(state) & mask
-    return np.int64(x)
+        x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
+        x &= mask
+    return np.int64(x), s0, s1, s2, s3
+
+
+@njit(cache=True)
+def bounded(state, n):
+    """A uniform integer in ``[0, n)`` as int64, exactly (no modulo bias); ``n >= 1``.
+
+    Lemire's multiply-and-reject for ``n < 2**32``; a masked rejection loop above.
+    """
+    value, s0, s1, s2, s3 = bounded_local(state[0], state[1], state[2], state[3], n)
+    store(state, s0, s1, s2, s3)
+    return value
 
 
 @njit(cache=True)
