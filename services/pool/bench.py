@@ -93,18 +93,18 @@ def _bench(args: argparse.Namespace) -> int:
             encode_subgraph_parts(sg)
             decode_subgraph(data)
 
-        # Two phases. The comparison: the pool (both ack modes), its baseline, the I/O floor and the codec
-        # alone, interleaved. Then the default redis-py client apart: it churns megabyte buffers through
-        # the allocator (hundreds of page faults per cycle), which slows whatever runs next.
+        # Two phases. First the pool (both ack modes), the I/O floor and the codec alone, interleaved. Then
+        # the baseline and the default client apart: redis-py churns megabyte buffers through the allocator
+        # (hundreds of page faults per cycle), which slows whatever runs next, itself included when
+        # interleaved (2.5-3 ms per cycle instead of ~1). Apart it runs at its best: a conservative baseline.
         phases = [
             {
                 "pool": pool_cycle,
-                "redispy": redispy_cycle,
                 "pool_wait": pool_wait_cycle,
                 "baseline": baseline_cycle,
                 "codec": codec_cycle,
             },
-            {"default": default_cycle},
+            {"redispy": redispy_cycle, "default": default_cycle},
         ]
         seconds: dict[str, list[float]] = {name: [] for phase in phases for name in phase}
         try:
