@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from features_helpers import NUM_NODES
+from features_helpers import NUM_NODES, freeze
 
 from saintpipe.errors import SaintpipeTimeout, ServiceUnavailable
 from services.feature_shard.client import FeatureClient
@@ -38,27 +38,6 @@ def processes(feature_dataset):
             p.stop(kill=True)
 
 
-def _freeze(process) -> None:
-    """SIGSTOP ``process`` and wait until every one of its threads is stopped.
-
-    kill() only marks the stop pending: until the kernel has parked each thread,
-    a handler thread that wakes for an incoming call can still answer it (seen
-    on a loaded 2-core CI machine). /proc shows state T once a thread is parked.
-    """
-    process.send_signal(signal.SIGSTOP)
-    tasks = f"/proc/{process.pid}/task"
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        states = []
-        for tid in os.listdir(tasks):
-            with open(f"{tasks}/{tid}/stat") as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-        if all(state in ("T", "t") for state in states):
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"pid {process.pid} did not stop within 10 s: thread states {states}")
-
-
 def _elapsed_raising(fn, error: type[Exception]) -> tuple[float, Exception]:
     """Run ``fn``, which must raise ``error``; return (seconds it took, the error)."""
     began = time.monotonic()
@@ -80,7 +59,7 @@ def test_killed_replica_fails_over_then_errors_clearly(processes, full_matrix):
             np.testing.assert_array_equal(client.gather(ids), full_matrix[ids])
         assert client.stats()["failovers"] >= 1
 
-        _freeze(b0.process)  # the live one hangs: a timeout, not a hang
+        freeze(b0.process)  # the live one hangs: a timeout, not a hang
         elapsed, err = _elapsed_raising(lambda: client.gather(ids), SaintpipeTimeout)
         assert elapsed < DEADLINE + SLACK
         assert f"feature shard 0 at {b0.address}" in str(err)

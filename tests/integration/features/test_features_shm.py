@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from features_helpers import FEATURE_DIM, NUM_NODES, start_shards
+from features_helpers import FEATURE_DIM, NUM_NODES, freeze, start_shards
 from prometheus_client import REGISTRY
 
 from saintpipe.errors import ConfigError
@@ -211,22 +211,6 @@ def test_bad_targets_are_refused_with_the_field_named(shard_addresses, full_matr
     assert not region.path.exists()
 
 
-def _freeze(process: subprocess.Popen) -> None:
-    """SIGSTOP and wait until every thread is parked (state T), so that none answers any more."""
-    process.send_signal(signal.SIGSTOP)
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        tasks = f"/proc/{process.pid}/task"
-        states = []
-        for tid in os.listdir(tasks):
-            with open(f"{tasks}/{tid}/stat") as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-        if all(s in ("T", "t") for s in states):
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"pid {process.pid} did not stop")
-
-
 def test_server_killed_mid_call_fails_over_and_leaks_nothing(feature_dataset, shard_addresses, full_matrix):
     replicas = [ShardProcess(feature_dataset, 0, wait=False) for _ in range(2)]
     try:
@@ -238,7 +222,7 @@ def test_server_killed_mid_call_fails_over_and_leaks_nothing(feature_dataset, sh
             np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
             [used] = c.shared_memory_regions()
             victim = replicas[0]  # the preferred replica of shard 0
-            _freeze(victim.process)
+            freeze(victim.process)
             result: dict = {}
             call = threading.Thread(target=lambda: result.update(rows=c.gather(ids)))
             call.start()
