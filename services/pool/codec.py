@@ -22,6 +22,8 @@ rather than decoded into a subgraph other than the one encoded.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 import xxhash
@@ -85,21 +87,7 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     Raises:
         InvalidArgument: naming the field that is malformed, out of range or of the wrong dtype.
     """
-    arrays = {name: _wire_array(name, getattr(sg, name)) for name in ARRAYS}
-    for name, value, (lo, hi) in (
-        ("worker", sg.worker, _INT64),
-        ("sequence", sg.sequence, _INT64),
-        ("seed", sg.seed, _UINT64),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-            raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
-    if not isinstance(sg.job_id, str):
-        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(sg.job_id).__name__}")
-    meta = (sg.job_id, int(sg.worker), int(sg.sequence), int(sg.seed))
-    try:
-        job = meta[0].encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
+    job, meta, arrays = _prepare(sg)
     if fused.AVAILABLE:  # one compiled pass: frame, hash and check
         parts = _encode_fused(job, meta, arrays, validate)
         if parts is not None:
@@ -132,6 +120,96 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     return parts
 
 
+def _prepare(sg: Subgraph) -> tuple[bytes, tuple[str, int, int, int], dict[str, np.ndarray]]:
+    """The job id's UTF-8 bytes, the metadata and the wire arrays of ``sg``; InvalidArgument if unfit."""
+    arrays = {name: _wire_array(name, getattr(sg, name)) for name in ARRAYS}
+    for name, value, (lo, hi) in (
+        ("worker", sg.worker, _INT64),
+        ("sequence", sg.sequence, _INT64),
+        ("seed", sg.seed, _UINT64),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
+            raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
+    if not isinstance(sg.job_id, str):
+        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(sg.job_id).__name__}")
+    meta = (sg.job_id, int(sg.worker), int(sg.sequence), int(sg.seed))
+    try:
+        job = meta[0].encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
+    return job, meta, arrays
+
+
+def encode_subgraph_into(
+    sg: Subgraph, allocate: Callable[[int], np.ndarray], *, validate: bool = True
+) -> int:
+    """Encode ``sg`` straight into a buffer, e.g. a shared-memory file: one pass over the arrays.
+
+    ``allocate(size)`` is called once, before the arrays are read, and must
+    return a writable, C-contiguous ``uint8`` array of at least ``size`` bytes;
+    the message is written to its first ``nbytes`` bytes. ``nbytes`` is
+    ``size``, except 9 bytes less in the 1-in-2**64 case of a zero checksum
+    (proto3 omits the field). The bytes are exactly
+    ``encode_subgraph(sg, validate=validate)``. On the compiled path each array
+    is hashed, checked and copied while it is in cache, so this costs about one
+    ``encode_subgraph_parts`` rather than that plus a copy of the parts.
+
+    Args:
+        sg: the subgraph.
+        allocate: gives the destination buffer for a message of ``size`` bytes.
+        validate: as for :func:`encode_subgraph_parts`.
+
+    Returns:
+        nbytes, the length of the message written at the start of the buffer.
+
+    Raises:
+        InvalidArgument: as :func:`encode_subgraph_parts`, or when the buffer is
+            unfit (too small, not uint8, read-only, not contiguous). ``allocate``
+            may already have been called when a check of the arrays fails: the
+            buffer then holds garbage, and the caller should discard it.
+    """
+    job, meta, arrays = _prepare(sg)
+    dest = None
+    if fused.AVAILABLE:  # frame, allocate, then one compiled pass: hash, check and copy each array
+        job_array = np.frombuffer(job, dtype=np.uint8)
+        scalars = (np.uint64(wire.unsigned(meta[1])), np.uint64(wire.unsigned(meta[2])), np.uint64(meta[3]))
+        views = [_read_only(a) for a in arrays.values()]
+        arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
+        cuts = np.empty(8, dtype=np.int64)
+        size = int(fused.layout(job_array, *scalars, *views, arena, cuts))  # reads no array contents
+        dest = _destination(allocate(size), size)
+        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest, True)
+        if status == fused.INVALID:
+            _refuse(arrays)
+        if status == fused.OK:
+            return size - 9 + int(cuts[7] - cuts[6])
+    # The Python path (or the kernel could not run: then into the buffer already allocated, as long or longer).
+    parts = encode_subgraph_parts(sg, validate=validate)
+    size = sum(memoryview(p).nbytes for p in parts)
+    dest = _destination(allocate(size) if dest is None else dest, size)
+    at = 0
+    for part in parts:
+        piece = np.frombuffer(part, dtype=np.uint8)
+        dest[at : at + piece.size] = piece
+        at += piece.size
+    return at
+
+
+def _destination(buf: object, size: int) -> np.ndarray:
+    """The first ``size`` bytes of ``allocate``'s buffer as a flat uint8 array; InvalidArgument if unfit."""
+    if not isinstance(buf, np.ndarray):
+        raise InvalidArgument(f"encode buffer: expected a numpy uint8 array, got {type(buf).__name__}")
+    if buf.dtype != np.uint8:
+        raise InvalidArgument(f"encode buffer: dtype {buf.dtype}, expected uint8")
+    if not buf.flags.writeable:
+        raise InvalidArgument("encode buffer: read-only")
+    if not buf.flags.c_contiguous:
+        raise InvalidArgument("encode buffer: not C-contiguous")
+    if buf.size < size:
+        raise InvalidArgument(f"encode buffer: {buf.size} bytes, the message needs {size}")
+    return buf.reshape(-1)[:size]
+
+
 def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], validate: bool) -> list | None:
     """``encode_subgraph_parts`` through ``fused.encode``; None when it could not run (then the Python path)."""
     arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
@@ -147,11 +225,7 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
         cuts,
     )
     if status == fused.INVALID:
-        try:
-            check_subgraph_arrays(arrays)
-        except DecodeError as exc:
-            raise InvalidArgument(f"cannot encode: {exc}") from None
-        raise InvalidArgument("cannot encode: the subgraph failed a structural check")  # not expected
+        _refuse(arrays)
     if status != fused.OK:
         return None
     c = cuts.tolist()
@@ -164,6 +238,15 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
     if c[7] > c[6]:
         parts.append(small[c[6] : c[7]])
     return parts
+
+
+def _refuse(arrays: dict[str, np.ndarray]) -> NoReturn:
+    """Raise InvalidArgument naming what the compiled checks refused (the Python checks locate it)."""
+    try:
+        check_subgraph_arrays(arrays)
+    except DecodeError as exc:
+        raise InvalidArgument(f"cannot encode: {exc}") from None
+    raise InvalidArgument("cannot encode: the subgraph failed a structural check")  # not expected
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:

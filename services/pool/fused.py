@@ -15,7 +15,9 @@ at fault (tests compare the two paths byte for byte and on fuzzed messages).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from services.pool import xxh3
 from services.pool.scan import _DTYPES, _ITEMSIZES, T_ARRAYS, T_CHECKSUM, T_JOB_AT, T_JOB_LEN, scan
@@ -135,26 +137,16 @@ def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
-def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts):  # pragma: no cover
-    """Frame, hash and (with ``validate``) check a subgraph's wire arrays.
+def layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts):  # pragma: no cover
+    """Frame a subgraph's message without reading its arrays' contents: scalars and array headers.
 
-    Writes the message's small pieces into ``arena``: the message is
-    ``arena[cuts[0]:cuts[1]]``, array 0, ``arena[cuts[1]:cuts[2]]``, array 1, ...,
-    array 5, ``arena[cuts[6]:cuts[7]]``. ``worker``, ``sequence`` and ``seed``
-    come as the bits of their uint64 varints. The arrays should be read-only
-    views (one compiled specialization for all callers). Returns OK, INVALID
-    (a check failed) or FALLBACK (no hash state could be allocated).
+    Writes the message's small pieces but the checksum into ``arena``: the
+    message is ``arena[cuts[0]:cuts[1]]``, array 0, ``arena[cuts[1]:cuts[2]]``,
+    array 1, ..., array 5, then the checksum field (``fill`` sets ``cuts[7]``).
+    ``worker``, ``sequence`` and ``seed`` come as the bits of their uint64
+    varints. Returns the message's length with a checksum field (9 bytes,
+    absent only when the digest is 0).
     """
-    n = a0.size
-    e = a2.size
-    if validate and (a1.size != n + 1 or a3.size != e or a4.size != e or a5.size != n):
-        return INVALID
-    state = xxh3.create_state()
-    if state == 0:
-        return FALLBACK
-    xxh3.reset(state)
-    scratch = np.empty(36, dtype=np.uint8)
-    _hash_head(state, scratch, job.ctypes.data, job.size, worker, sequence, seed)
     # Scalars, proto3 style: fields equal to their default are omitted.
     arena[0] = 0x08
     arena[1] = _VERSION
@@ -170,34 +162,112 @@ def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena,
             pos = _put_varint(arena, pos + 1, value)
     msg_pos = pos
     cuts[0] = 0
-    # Each array hashed, then checked while in cache, then its header written.
+    for index, count in enumerate((a0.size, a1.size, a2.size, a3.size, a4.size, a5.size)):
+        pos, msg_pos = _frame(arena, pos, msg_pos, cuts, index, count, count * _ITEMSIZES[index])
+    return msg_pos + 9
+
+
+@intrinsic
+def _copy(typingctx, dst, dst_at, src, src_at, count):  # pragma: no cover - compiled
+    """``memcpy`` of ``count`` bytes from ``src[src_at:]`` to ``dst[dst_at:]`` (uint8 arrays, unchecked).
+
+    Numba's slice assignment copies a byte at a time (several times slower).
+    """
+    if not all(isinstance(a, types.Array) and a.dtype == types.uint8 for a in (dst, src)):
+        return None
+    sig = types.void(dst, types.intp, src, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        to = context.make_array(signature.args[0])(context, builder, args[0])
+        frm = context.make_array(signature.args[2])(context, builder, args[2])
+        cgutils.raw_memcpy(builder, builder.gep(to.data, [args[1]]), builder.gep(frm.data, [args[3]]), args[4], 1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _emit(dest, at, arena, cuts, index, data, copy):  # pragma: no cover - compiled
+    """With ``copy``: write the small piece before array ``index``, then its bytes, at ``dest[at:]``."""
+    if not copy:
+        return at
+    piece = cuts[index + 1] - cuts[index]
+    _copy(dest, at, arena, cuts[index], piece)
+    _copy(dest, at + piece, data, 0, data.size)
+    return at + piece + data.size
+
+
+@njit(cache=True, nogil=True)
+def fill(
+    job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, dest, copy
+):  # pragma: no cover - compiled
+    """Hash and (with ``validate``) check each array of a message framed by ``layout``; finish the message.
+
+    Each array is hashed, checked and, with ``copy``, written with the piece
+    before it into ``dest`` while it is in cache. Then the checksum field goes
+    into ``arena`` (``cuts[7]`` set) and, with ``copy``, at the end of ``dest``,
+    which must hold ``layout``'s length. The arrays should be read-only views
+    (one compiled specialization for all callers). Returns OK, INVALID (a check
+    failed; ``dest`` then holds garbage) or FALLBACK (no hash state could be
+    allocated).
+    """
+    n = a0.size
+    e = a2.size
+    if validate and (a1.size != n + 1 or a3.size != e or a4.size != e or a5.size != n):
+        return INVALID
+    data = a0.nbytes + a1.nbytes + a2.nbytes + a3.nbytes + a4.nbytes + a5.nbytes
+    if copy and dest.size < cuts[6] + 9 + data:  # not framed by ``layout`` for these arrays
+        return FALLBACK
+    state = xxh3.create_state()
+    if state == 0:
+        return FALLBACK
+    xxh3.reset(state)
+    scratch = np.empty(36, dtype=np.uint8)
+    _hash_head(state, scratch, job.ctypes.data, job.size, worker, sequence, seed)
+    # Each array hashed, then checked and copied while in cache.
     _hash_array(state, scratch, 0, a0.size, a0.view(np.uint8))
     ok = ids_ok(a0) if validate else True
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 0, a0.size, a0.nbytes)
+    at = _emit(dest, 0, arena, cuts, 0, a0.view(np.uint8), copy)
     _hash_array(state, scratch, 1, a1.size, a1.view(np.uint8))
     ok = ok and (indptr_ok(a1, e) if validate else True)
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 1, a1.size, a1.nbytes)
+    at = _emit(dest, at, arena, cuts, 1, a1.view(np.uint8), copy)
     _hash_array(state, scratch, 2, a2.size, a2.view(np.uint8))
     ok = ok and (indices_ok(a2, a1) if validate else True)
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 2, a2.size, a2.nbytes)
+    at = _emit(dest, at, arena, cuts, 2, a2.view(np.uint8), copy)
     _hash_array(state, scratch, 3, a3.size, a3.view(np.uint8))
     ok = ok and (finite(a3.view(np.uint32)) if validate else True)
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 3, a3.size, a3.nbytes)
+    at = _emit(dest, at, arena, cuts, 3, a3.view(np.uint8), copy)
     _hash_array(state, scratch, 4, a4.size, a4.view(np.uint8))
     ok = ok and (finite(a4.view(np.uint32)) if validate else True)
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 4, a4.size, a4.nbytes)
+    at = _emit(dest, at, arena, cuts, 4, a4.view(np.uint8), copy)
     _hash_array(state, scratch, 5, a5.size, a5.view(np.uint8))
     ok = ok and (finite(a5.view(np.uint32)) if validate else True)
-    pos, msg_pos = _frame(arena, pos, msg_pos, cuts, 5, a5.size, a5.nbytes)
+    at = _emit(dest, at, arena, cuts, 5, a5.view(np.uint8), copy)
     checksum = xxh3.digest(state)
     xxh3.free_state(state)
     if not ok:
         return INVALID
+    pos = cuts[6]
     if checksum:
         arena[pos] = 0x61  # field 12, fixed64
         pos = _put_u64(arena, pos + 1, checksum)
     cuts[7] = pos
+    if copy:
+        _copy(dest, at, arena, cuts[6], pos - cuts[6])
     return OK
+
+
+@njit(cache=True, nogil=True)
+def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts):  # pragma: no cover
+    """Frame, hash and (with ``validate``) check a subgraph's wire arrays: ``layout`` then ``fill``.
+
+    Leaves the message's small pieces in ``arena``, cut by ``cuts`` (see
+    ``layout``: the message is ``arena[cuts[0]:cuts[1]]``, array 0, ...,
+    array 5, ``arena[cuts[6]:cuts[7]]``) for the caller to send with the arrays
+    in place. Returns ``fill``'s status.
+    """
+    layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts)
+    return fill(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, arena[:0], False)
 
 
 @njit(cache=True, nogil=True)
