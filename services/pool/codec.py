@@ -151,8 +151,9 @@ def encode_subgraph_into(
     ``size``, except 9 bytes less in the 1-in-2**64 case of a zero checksum
     (proto3 omits the field). The bytes are exactly
     ``encode_subgraph(sg, validate=validate)``. On the compiled path each array
-    is hashed, checked and copied while it is in cache, so this costs about one
-    ``encode_subgraph_parts`` rather than that plus a copy of the parts.
+    is hashed, checked and copied while it is in cache, saving the second read
+    of the arrays that copying ``encode_subgraph_parts`` would take; the stores
+    into the buffer still cost what they cost (docs/pool.md has figures).
 
     Args:
         sg: the subgraph.
