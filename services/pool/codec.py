@@ -132,6 +132,19 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     return parts
 
 
+def encode_subgraph_into(sg: Subgraph, allocate, *, validate: bool = True) -> int:
+    """Encode ``sg`` into the buffer ``allocate(nbytes)`` returns; returns nbytes."""
+    parts = encode_subgraph_parts(sg, validate=validate)
+    nbytes = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
+    out = allocate(nbytes)
+    pos = 0
+    for p in parts:
+        size = len(p) if isinstance(p, bytes) else p.nbytes
+        out[pos : pos + size] = np.frombuffer(p, dtype=np.uint8)
+        pos += size
+    return nbytes
+
+
 def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], validate: bool) -> list | None:
     """``encode_subgraph_parts`` through ``fused.encode``; None when it could not run (then the Python path)."""
     arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
