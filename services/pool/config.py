@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pydantic
 
 from saintpipe.config import StrictModel
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+TRANSPORTS = ("auto", "redis", "shared_memory")
 
 
 class PoolConfig(StrictModel):
@@ -34,6 +37,13 @@ class PoolConfig(StrictModel):
         le=86_400,
         description="Seconds a delivered, unacknowledged subgraph stays with its trainer before another "
         "trainer may take it (the first trainer is presumed dead).",
+    )
+    transport: Literal["auto", "redis", "shared_memory"] = pydantic.Field(
+        default="auto",
+        description="Where producers leave subgraph bytes: 'redis' (in Redis; works across hosts), "
+        "'shared_memory' (a same-host /dev/shm slot that the Redis entry references; consumers must see "
+        "the same /dev/shm), or 'auto' (shared memory when the Redis URL is a loopback one). Consumers "
+        "read either kind.",
     )
     put_timeout: float | None = pydantic.Field(
         default=None,

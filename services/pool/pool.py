@@ -17,6 +17,12 @@ Each put and each get is one round trip (see docs/pool.md); ``ack(entry_id,
 wait=False)`` adds none: the acknowledgement travels with the pool object's
 next call.
 
+``transport`` says where a producer leaves the bytes: in Redis (``"redis"``,
+which works from anywhere), or in a same-host shared-memory slot that the
+pool entry references (``"shared_memory"``, :mod:`services.pool.shared_memory`),
+or the latter whenever the Redis URL is a loopback one (``"auto"``). Consumers
+read both kinds of entry whatever their own setting.
+
 Example::
 
     with SubgraphPool(url, job_id="cora-gcn", capacity=64) as pool:
@@ -40,12 +46,13 @@ import weakref
 from dataclasses import dataclass
 from typing import Self
 
+import numpy as np
 import redis
 
 from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeError, SaintpipeTimeout
-from services.pool import scripts
-from services.pool.codec import decode_owned, encode_subgraph_parts
-from services.pool.config import JOB_ID_PATTERN, PoolConfig
+from services.pool import scripts, shared_memory
+from services.pool.codec import decode_owned, encode_subgraph_into, encode_subgraph_parts
+from services.pool.config import JOB_ID_PATTERN, TRANSPORTS, PoolConfig
 from services.pool.connection import (
     ReconnectPolicy,
     call_with_reconnect,
@@ -71,6 +78,22 @@ _FORKS = [0]
 os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 # Longest an ack(wait=False) waits for a round trip to carry it before a background flush sends it.
 _MAX_ACK_DELAY = 0.1
+# Shared-memory producers: oldest entries asked about along with each put (is its slot free again?),
+# and, when no slot is free, before creating another.
+_SLOT_CHECKS_PER_PUT, _SLOT_CHECKS_WHEN_SHORT = 2, 32
+
+
+def resolve_transport(transport: str, url: str) -> str:
+    """``"redis"`` or ``"shared_memory"``: what ``transport`` means for a pool on ``url`` in this process.
+
+    Raises:
+        InvalidArgument: an unknown transport.
+    """
+    if transport not in TRANSPORTS:
+        raise InvalidArgument(f"transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
+    if transport == "auto":
+        return "shared_memory" if shared_memory.is_local(url) and shared_memory.available() else "redis"
+    return transport
 
 
 @dataclass(frozen=True)
@@ -148,9 +171,13 @@ class SubgraphPool:
             before another consumer may take it.
         reconnect: backoff and deadline while Redis is unreachable.
         socket_timeout: seconds one Redis call may take.
+        transport: where this object's puts leave the bytes: ``"redis"``,
+            ``"shared_memory"`` (same-host slots), or ``"auto"`` (shared memory
+            when the URL is a loopback one).
 
     Raises:
-        InvalidArgument: a bad job id, capacity or timeout.
+        InvalidArgument: a bad job id, capacity, timeout or transport.
+        ConfigError: ``"shared_memory"`` where ``/dev/shm`` is not usable.
         ServiceUnavailable: Redis unreachable for ``reconnect.give_up_after`` seconds.
         AuthenticationFailed: Redis refused the URL's password.
     """
@@ -164,6 +191,7 @@ class SubgraphPool:
         visibility_timeout: float = 30.0,
         reconnect: ReconnectPolicy | None = None,
         socket_timeout: float = 10.0,
+        transport: str = "redis",
     ) -> None:
         if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
             raise InvalidArgument(
@@ -178,6 +206,11 @@ class SubgraphPool:
         self.capacity = capacity
         self.visibility_timeout = float(visibility_timeout)
         self.reconnect = reconnect or ReconnectPolicy()
+        self.transport = resolve_transport(transport, url)
+        if self.transport == "shared_memory":
+            shared_memory.require_available()
+        self._slot_writer: shared_memory.SlotWriter | None = None
+        self._slot_fork = -1
         self.stream_key = f"{KEY_PREFIX}{{{job_id}}}:stream"
         self.counters_key = f"{KEY_PREFIX}{{{job_id}}}:counters"
         self.at_key = f"{KEY_PREFIX}{{{job_id}}}:at"
@@ -225,6 +258,7 @@ class SubgraphPool:
                 config.reconnect_initial_backoff, config.reconnect_max_backoff, config.reconnect_timeout
             ),
             socket_timeout=config.socket_timeout,
+            transport=config.transport,
         )
 
     # -- producing ---------------------------------------------------------------------------------------
@@ -243,31 +277,74 @@ class SubgraphPool:
             SaintpipeTimeout: the pool stayed full for ``timeout`` seconds.
             InvalidArgument: the subgraph is malformed.
         """
+        if self.transport == "shared_memory":
+            return self._put_in_slot(lambda allocate: encode_subgraph_into(sg, allocate), timeout)
         return self._put_parts(encode_subgraph_parts(sg), timeout)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
+        if self.transport == "shared_memory":
+            return self._put_in_slot(lambda allocate: _copy_into(data, allocate), timeout)
         return self._put_parts([data], timeout)
 
-    def _put_parts(self, parts: list, timeout: float | None) -> str:
+    def _put_in_slot(self, encode_into, timeout: float | None) -> str:
+        """Write the message into a shared-memory slot, then put a reference to it."""
+        writer = self._slots()
+        if not writer.has_free:
+            self._reclaim_slots(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
+        slot, reference = writer.write(encode_into)
+        entry_id = None
+        try:
+            entry_id = self._put_parts([reference], timeout, writer)
+        finally:
+            if entry_id is None:
+                writer.release(slot)
+            else:
+                writer.committed(slot, entry_id)
+        return entry_id
+
+    def _slots(self) -> shared_memory.SlotWriter:
+        if self._slot_writer is None or self._slot_fork != _FORKS[0]:  # a forked child writes its own slots
+            self._slot_writer = shared_memory.SlotWriter(self.url, self.job_id)
+            self._slot_fork = _FORKS[0]
+        return self._slot_writer
+
+    def _slot_checks(self, entry_ids: list[str]) -> list[list]:
+        return [pack("XRANGE", self.stream_key, eid, eid) for eid in entry_ids]
+
+    def _reclaim_slots(self, writer: shared_memory.SlotWriter, entry_ids: list[str]) -> None:
+        """Ask Redis which of these entries have left the stream; their slots are free again."""
+        if entry_ids:
+            replies = self._run(self._slot_checks(entry_ids), "look for free shared-memory slots")
+            writer.gone([eid for eid, entry in zip(entry_ids, replies) if not entry])
+
+    def _put_parts(
+        self, parts: list, timeout: float | None, writer: shared_memory.SlotWriter | None = None
+    ) -> str:
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         upload = self._new_bytes_key()
         added = False
         keys = [*self._entry_keys, upload]
         try:
             # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT,
-            # which first acknowledges what ack(wait=False) queued.
+            # which first acknowledges what ack(wait=False) queued. A shared-memory producer also asks
+            # whether its oldest entries have left the stream (their slots are then free).
             acks = self._take_acks()
+            checked = writer.oldest(_SLOT_CHECKS_PER_PUT) if writer is not None else []
             upload_and_put = [
                 pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
                 self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
+                *self._slot_checks(checked),
             ]
             try:
-                result = self._run(upload_and_put, "put a subgraph")[1]
+                replies = self._run(upload_and_put, "put a subgraph")
             except BaseException:
                 self._requeue_acks(acks)
                 raise
-            upload_and_put[1] = self._scripts["PUT"].command(keys, self._put_args)  # acks are done
+            result = replies[1]
+            if checked:
+                writer.gone([eid for eid, entry in zip(checked, replies[2:]) if not entry])
+            upload_and_put = [upload_and_put[0], self._scripts["PUT"].command(keys, self._put_args)]  # acks done
             poll = _POLL_MIN
             while True:
                 if isinstance(result, bytes):
@@ -394,6 +471,12 @@ class SubgraphPool:
     ) -> PoolEntry | None:
         """Decode the bytes of a delivered entry; None if another consumer took it over meanwhile."""
         try:
+            if payload is not None and shared_memory.is_reference(payload):
+                reference, payload = payload, shared_memory.read(payload)  # ConfigError: not readable here
+                if payload is None:
+                    raise DecodeError(
+                        f"its shared-memory slot {shared_memory.SlotReference.parse(reference).name} is gone"
+                    )
             if payload is None:
                 raise DecodeError("its bytes are missing from Redis")
             return PoolEntry(entry_id=eid, subgraph=decode_owned(payload), deliveries=deliveries)
@@ -513,7 +596,14 @@ class SubgraphPool:
                 removed += self._client.unlink(*batch)
             return removed
 
-        return int(self._call(delete, "delete the job"))
+        removed = int(self._call(delete, "delete the job"))
+        if self._slot_writer is not None:  # its slots are swept below: a later put starts with new ones
+            self._slot_writer.close()
+            self._slot_writer = None
+        swept = shared_memory.sweep(self.url, self.job_id)
+        if swept:
+            log.info("pool job %s: removed %d shared-memory slots", self.job_id, swept)
+        return removed
 
     # -- plumbing ----------------------------------------------------------------------------------------
 
@@ -601,6 +691,8 @@ class SubgraphPool:
         except (redis.RedisError, SaintpipeError) as exc:  # they come back after the visibility timeout
             log.warning("pool job %s: could not send queued acknowledgements on close: %s", self.job_id, exc)
         finally:
+            if self._slot_writer is not None:
+                self._slot_writer.close()
             self._conns.close()
             self._client.close()
 
@@ -611,4 +703,12 @@ class SubgraphPool:
         self.close()
 
     def __repr__(self) -> str:
-        return f"SubgraphPool({redact_url(self.url)}, job_id={self.job_id!r}, capacity={self.capacity})"
+        return (
+            f"SubgraphPool({redact_url(self.url)}, job_id={self.job_id!r}, capacity={self.capacity}, "
+            f"transport={self.transport!r})"
+        )
+
+
+def _copy_into(data: bytes, allocate) -> int:
+    allocate(len(data))[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return len(data)

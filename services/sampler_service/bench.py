@@ -7,7 +7,16 @@ In one run, on one graph (default: the Kronecker graph of scale 18, degree
   process pinned to one core (``sample(seed)`` only: no encoding, no Redis);
 * the service with 1 worker and with one worker per core: subgraphs/s that
   reach the pool (sampled, stamped, encoded, pushed to a real Redis), over a
-  window that starts once every worker has pushed.
+  window that starts once every worker has pushed. The pool's transport is
+  ``--transport`` (default auto: the private Redis is a loopback one, so the
+  bytes go to shared-memory slots and Redis holds references); unless that is
+  ``redis``, a second 1-worker run with the bytes in Redis shows what the
+  transport is worth.
+
+Plain loops run before, between and after the service runs, and each service
+run is compared with the mean of the plain loops on either side of it, so a
+change in the machine's speed during the run (a shared VM's neighbours) moves
+both sides of a ratio alike.
 
 Summary ratios: service(1 worker) / plain loop (target >= 0.90) and
 service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
@@ -53,6 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--pool-memory-mb", type=float, default=256.0,
                         help="Redis memory the pooled subgraphs may take: sets the pool's capacity (default 256)")
     parser.add_argument("--norm-subgraphs", type=int, default=50, help="pre-sampled subgraphs (default 50)")
+    parser.add_argument("--transport", default="auto", choices=["auto", "redis", "shared_memory"],
+                        help="the pool's transport (default auto: shared memory, the Redis being local)")
     parser.add_argument("--seed", type=int, default=0, help="graph and job seed")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
@@ -198,6 +209,7 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.errors import InvalidArgument
     from services.dataset.store import open_dataset
     from services.pool.codec import encode_subgraph
+    from services.pool.pool import resolve_transport
     from services.pool.redis_server import RedisServer
     from services.sampler.normalization import load_or_estimate
     from services.sampler.parallel import available_cores
@@ -215,7 +227,8 @@ def _bench(args: argparse.Namespace) -> int:
     with RedisServer(use_env=False) as redis_server:
         config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
                                       norm_subgraphs=args.norm_subgraphs,
-                                      pool={"url": redis_server.url, "job_id": "bench-samplers"})
+                                      pool={"url": redis_server.url, "job_id": "bench-samplers",
+                                            "transport": args.transport})
         # The sampler package's own estimate, stored where the service looks: the service reuses it.
         norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
         sampler = build_sampler(config.sampler, dataset, norm)
@@ -223,36 +236,54 @@ def _bench(args: argparse.Namespace) -> int:
         capacity = max(16, int(args.pool_memory_mb * 2**20 / sg_bytes))
         config = config.model_copy(update={"pool": config.pool.model_copy(update={"capacity": capacity})})
         ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
+        transport = resolve_transport(args.transport, redis_server.url)
+        # (label, workers, transport) of each service run; a plain loop before, between and after them.
+        runs = [(f"service ({transport})", 1, transport)]
+        if transport != "redis":
+            runs.append(("service (redis)", 1, "redis"))
+        if workers > 1:
+            runs.append((f"service ({transport})", workers, transport))
         try:
-            # Plain loops before and after the 1-worker run, so a change in machine load shows.
-            plain_a = plain_loop(sampler, args.seconds, args.seed)
-            one = service_run(config, 1, args.seconds, redis_server.pid)
-            plain_b = plain_loop(sampler, args.seconds, args.seed)
-            many = service_run(config, workers, args.seconds, redis_server.pid) \
-                if workers > 1 else one
+            plains = [plain_loop(sampler, args.seconds, args.seed)]
+            results = []
+            for _, count, run_transport in runs:
+                pool = config.pool.model_copy(update={"transport": run_transport})
+                results.append(service_run(config.model_copy(update={"pool": pool}), count, args.seconds,
+                                           redis_server.pid))
+                plains.append(plain_loop(sampler, args.seconds, args.seed))
         finally:
             ray.shutdown()
-    plain_rate = (plain_a["subgraphs"] + plain_b["subgraphs"]) / (plain_a["seconds"] + plain_b["seconds"])
-    plain_cpu = (plain_a["cpu_ms"] * plain_a["subgraphs"] + plain_b["cpu_ms"] * plain_b["subgraphs"]) / (
-        plain_a["subgraphs"] + plain_b["subgraphs"])
-    rows = [{"run": "plain loop (kernel only)", "workers": 1, **plain_a},
-            {"run": "service", "workers": 1, **one},
-            {"run": "plain loop (again)", "workers": 1, **plain_b}]
-    if workers > 1:
-        rows.append({"run": "service", "workers": workers, **many})
-    scaling = many["subgraphs_per_s"] / one["subgraphs_per_s"]
+    rows = [{"run": "plain loop (kernel only)", "workers": 1, **plains[0]}]
+    for (label, count, _), result, plain in zip(runs, results, plains[1:], strict=True):
+        rows += [{"run": label, "workers": count, **result}, {"run": "plain loop", "workers": 1, **plain}]
+
+    def versus_plain(i: int, field: str) -> float:
+        """Run i against the mean of the plain loops on either side of it (rate, or CPU per subgraph)."""
+        if field == "subgraphs_per_s":
+            return results[i][field] / ((plains[i][field] + plains[i + 1][field]) / 2)
+        return ((plains[i][field] + plains[i + 1][field]) / 2) / results[i][field]
+
+    one = results[0]
+    many = results[-1] if workers > 1 else one
+    # Per core, each run against its own plain loops (the machine's speed may drift between the runs).
+    scaling = (versus_plain(len(runs) - 1, "subgraphs_per_s") / versus_plain(0, "subgraphs_per_s")
+               if workers > 1 else 1.0)
     summary = {
-        "service(1) / plain loop, subgraphs/s": one["subgraphs_per_s"] / plain_rate,
-        "service(1) / plain loop, by CPU per subgraph": plain_cpu / one["cpu_ms"],
-        f"scaling service({workers}) / service(1), subgraphs/s": scaling,
-        "scaling / workers": scaling / workers,
+        "service(1) / plain loop, subgraphs/s": versus_plain(0, "subgraphs_per_s"),
+        "service(1) / plain loop, by CPU per subgraph": versus_plain(0, "cpu_ms"),
+        f"scaling service({workers}) / service(1), subgraphs/s": many["subgraphs_per_s"] / one["subgraphs_per_s"],
+        "scaling / workers (each run against its plain loops)": scaling / workers,
         f"CPU per subgraph, 1 worker / {workers} workers": one["cpu_ms"] / many["cpu_ms"],
         # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
         "one Redis thread's ceiling, subgraphs/s": 1000 / max(many["redis_cpu_ms"], 1e-9),
         "subgraph size (MB encoded)": sg_bytes / 2**20,
     }
+    if transport != "redis":
+        summary["service(1) with the bytes in Redis / plain loop, subgraphs/s"] = versus_plain(1, "subgraphs_per_s")
+        summary["service(1) with the bytes in Redis / plain loop, by CPU"] = versus_plain(1, "cpu_ms")
     params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
               "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
+              "transport": transport,
               "seconds": args.seconds, "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
     emit_report("samplers", rows, params=params, summary=summary, as_json=args.json,
                 columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",

@@ -32,6 +32,7 @@ def test_defaults_and_environment_overrides():
         ({"SAINTPIPE_POOL__JOB_ID": "bad job{x}"}, "job_id"),
         ({"SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "-1"}, "visibility_timeout"),
         ({"SAINTPIPE_POOL__CAPACTY": "3"}, "capacty"),
+        ({"SAINTPIPE_POOL__TRANSPORT": "carrier-pigeon"}, "transport"),
     ],
 )
 def test_bad_values_name_the_field(env, field):

@@ -1,0 +1,351 @@
+"""The pool's same-host transport: subgraph bytes in ``/dev/shm``, a short reference in Redis.
+
+With ``transport="shared_memory"`` a producer writes each encoded subgraph
+into a *slot*, a file under ``/dev/shm`` that it owns and reuses, and puts a
+reference to it into the pool where the bytes would go. Everything else (the
+stream, the consumer group, capacity, acknowledgements, redelivery) is the
+same Redis logic; only the megabytes no longer cross a socket twice. The
+producer's cost of a put drops to one pass that hashes, checks and copies
+the arrays into a page-cache-resident slot (no socket send, no page faults),
+and Redis handles ~100-byte values.
+
+A slot is reused once the entry that names it has left the stream
+(acknowledged, deleted, or lost in a Redis restart): the producer asks Redis
+about its oldest outstanding entries along with its puts. A consumer copies
+the slot's bytes out before decoding (``os.preadv``), so a slot reused later
+never changes a subgraph a trainer holds; the message's checksum catches a
+slot rewritten while a late consumer was still reading it.
+
+A reference only works where producer and consumer see the same
+``/dev/shm``: one host, or containers sharing an IPC namespace. Each such
+``/dev/shm`` carries a random identity (:func:`namespace_id`) that
+references name, so a consumer elsewhere gets a :class:`ConfigError` (and
+leaves the entry for a consumer that can read it) instead of losing data.
+
+Slot names: ``saintpipe-pool-<server>-<job>+<owner>-<n>``, where ``server``
+hashes the Redis address, so :func:`sweep` (called by ``delete_job``) removes
+exactly one job's slots on one server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import logging
+import mmap
+import os
+import re
+import secrets
+import threading
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from saintpipe.errors import ConfigError, DecodeError
+
+log = logging.getLogger(__name__)
+
+SHM_DIR = Path("/dev/shm")
+PREFIX = "saintpipe-pool-"
+# 0xff cannot start a protobuf message (its tag would have wire type 7), so a reference is never
+# mistaken for an encoded subgraph, nor the other way round.
+MAGIC = b"\xffsaintpipe-slot:"
+_NAMESPACE_FILE = PREFIX + "namespace"
+_NAME = re.compile(re.escape(PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\+[0-9a-f]{16}-\d{1,9}")
+# Slots grow in whole mebibytes, with a quarter to spare, so sizes that vary a little reuse one slot.
+_GRAIN = 1 << 20
+
+
+def available(directory: Path | None = None) -> bool:
+    """Whether this process can create files in the shared-memory directory."""
+    directory = directory or SHM_DIR
+    return directory.is_dir() and os.access(directory, os.W_OK | os.X_OK)
+
+
+def require_available(directory: Path | None = None) -> None:
+    """Raises ConfigError, naming the setting, when the shared-memory directory is not usable here."""
+    directory = directory or SHM_DIR
+    if not available(directory):
+        raise ConfigError(
+            f"pool.transport 'shared_memory': {directory} is missing or not writable here; "
+            "use 'redis' (or 'auto', which picks it where shared memory is not usable)"
+        )
+
+
+def is_reference(payload: bytes | memoryview) -> bool:
+    """Whether a pool payload is a slot reference rather than an encoded subgraph."""
+    return bytes(payload[: len(MAGIC)]) == MAGIC
+
+
+def server_tag(url: str) -> str:
+    """Eight hex digits naming a Redis server (host, port, db or socket path) in slot names."""
+    parts = urlsplit(url)
+    where = parts.path if parts.scheme == "unix" else f"{parts.hostname}:{parts.port or 6379}{parts.path or '/0'}"
+    return hashlib.blake2b(where.encode(), digest_size=4).hexdigest()
+
+
+def is_local(url: str) -> bool:
+    """Whether a Redis URL can only be reached from this host (loopback or a unix socket)."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return True
+    host = (parts.hostname or "").lower()
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+_namespace: dict[Path, str] = {}
+
+
+def namespace_id(directory: Path | None = None) -> str:
+    """The random identity of this shared-memory directory, created by the first process that asks.
+
+    Raises:
+        OSError: the directory cannot be written.
+    """
+    directory = directory or SHM_DIR
+    cached = _namespace.get(directory)
+    if cached is not None:
+        return cached
+    path = directory / _NAMESPACE_FILE
+    if not path.exists():
+        # Written under a private name, then linked: no reader ever sees a half-written identity.
+        tmp = directory / f"{_NAMESPACE_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        tmp.write_text(secrets.token_hex(16))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process won the race: use its identity
+        finally:
+            tmp.unlink()
+    value = path.read_text().strip()
+    _namespace[directory] = value
+    return value
+
+
+@dataclass(frozen=True)
+class SlotReference:
+    """What a pool entry holds in place of the bytes: where they are, and how many."""
+
+    namespace: str
+    name: str
+    nbytes: int
+
+    def encode(self) -> bytes:
+        return MAGIC + f"{self.namespace} {self.name} {self.nbytes}".encode()
+
+    @classmethod
+    def parse(cls, payload: bytes | memoryview) -> SlotReference:
+        """Raises DecodeError when the reference is malformed or names a file outside the pool's slots."""
+        try:
+            namespace, name, nbytes = bytes(payload[len(MAGIC) :]).decode("ascii").split(" ")
+            size = int(nbytes)
+        except (UnicodeDecodeError, ValueError):
+            raise DecodeError(f"shared-memory reference {bytes(payload)[:120]!r} is malformed") from None
+        if not _NAME.fullmatch(name) or size < 0:
+            raise DecodeError(f"shared-memory reference names {name!r} ({size} bytes): not a pool slot")
+        return cls(namespace, name, size)
+
+
+def read(payload: bytes | memoryview, directory: Path | None = None) -> bytearray | None:
+    """The bytes a reference points to, copied out of the slot; None when the slot is gone or too short.
+
+    Raises:
+        ConfigError: the slot lives in another host's (or container's) ``/dev/shm``.
+        DecodeError: the reference is malformed.
+    """
+    directory = directory or SHM_DIR
+    ref = SlotReference.parse(payload)
+    mine = namespace_id(directory) if available(directory) else "(none)"
+    if ref.namespace != mine:
+        raise ConfigError(
+            f"pool entry's bytes are in shared-memory slot {ref.name} of another host or container "
+            f"(/dev/shm {ref.namespace}, here {mine}): run this consumer where its producers run, or set "
+            "pool.transport (SAINTPIPE_POOL__TRANSPORT) to 'redis' on the producers"
+        )
+    try:
+        fd = os.open(directory / ref.name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    try:
+        buf = bytearray(ref.nbytes)
+        got = os.preadv(fd, [buf], 0) if ref.nbytes else 0
+    finally:
+        os.close(fd)
+    return buf if got == ref.nbytes else None
+
+
+def sweep(url: str, job_id: str, directory: Path | None = None) -> int:
+    """Remove every slot of one job on one Redis server (its producers and consumers have stopped)."""
+    directory = directory or SHM_DIR
+    if not directory.is_dir():
+        return 0
+    removed = 0
+    for path in directory.glob(f"{PREFIX}{server_tag(url)}-{glob_escape(job_id)}+*"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            removed += 1
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally by ``Path.glob`` (job ids hold no glob characters, but be sure)."""
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+class _Slot:
+    """One slot file, mapped for writing and kept populated (its pages are allocated once)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = 0
+        self.view: np.ndarray | None = None
+        self._map: mmap.mmap | None = None
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+    def intact(self) -> bool:
+        """Whether the file is still linked at full size (nobody removed or truncated it meanwhile)."""
+        st = os.fstat(self._fd)
+        return st.st_nlink > 0 and st.st_size >= self.size
+
+    def ensure(self, nbytes: int) -> np.ndarray:
+        """A writable view of at least ``nbytes`` (grown, and its pages reserved, as needed)."""
+        if nbytes > self.size:
+            size = -(-(nbytes + nbytes // 4) // _GRAIN) * _GRAIN
+            os.ftruncate(self._fd, size)
+            # Reserved now: a full /dev/shm fails here with ENOSPC rather than SIGBUS on a write.
+            os.posix_fallocate(self._fd, 0, size)
+            self.view = None
+            if self._map is not None:
+                with contextlib.suppress(BufferError):
+                    self._map.close()
+            self._map = mmap.mmap(self._fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
+            self.view = np.frombuffer(self._map, dtype=np.uint8)
+            self.size = size
+        return self.view
+
+    def close(self) -> None:
+        """Unmap and close; the file stays (an entry may still name it)."""
+        self.view = None
+        if self._map is not None:
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def unlink(self) -> None:
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+class SlotWriter:
+    """One producer's slots: written by its puts, reused once Redis no longer holds their entries.
+
+    Args:
+        url: the pool's Redis URL (names the server in slot names).
+        job_id: the pool's job.
+        directory: the shared-memory directory.
+
+    Raises:
+        ConfigError: the directory is not usable.
+    """
+
+    def __init__(self, url: str, job_id: str, directory: Path | None = None) -> None:
+        directory = directory or SHM_DIR
+        require_available(directory)
+        self.namespace = namespace_id(directory)
+        self._base = f"{PREFIX}{server_tag(url)}-{job_id}+{secrets.token_hex(8)}-"
+        self._directory = directory
+        self._slots: list[_Slot] = []
+        self._names = itertools.count()
+        self._free: list[int] = []
+        self._busy: set[int] = set()
+        self._outstanding: deque[tuple[str, int]] = deque()  # (entry id, slot), oldest first
+        self._lock = threading.Lock()
+
+    def write(self, encode_into: Callable[[Callable[[int], np.ndarray]], int]) -> tuple[int, bytes]:
+        """Take a free slot (or a new one), let ``encode_into(allocate)`` write a message into it.
+
+        Returns:
+            (slot, reference): hand the slot back with :meth:`committed` or :meth:`release`.
+        """
+        with self._lock:
+            index = self._free.pop() if self._free else self._new_slot()
+            self._busy.add(index)
+            if not self._slots[index].intact():  # removed or cut from outside: writing there would be lost
+                log.warning("pool slot %s was removed or truncated from outside; using a new file",
+                            self._slots[index].path.name)
+                self._slots[index].close()
+                self._slots[index] = self._open_slot()
+        slot = self._slots[index]
+        try:
+            nbytes = encode_into(slot.ensure)
+        except BaseException:
+            self.release(index)
+            raise
+        return index, SlotReference(self.namespace, slot.path.name, nbytes).encode()
+
+    def _new_slot(self) -> int:
+        self._slots.append(self._open_slot())
+        log.debug("pool slot %s created (%d slots)", self._slots[-1].path.name, len(self._slots))
+        return len(self._slots) - 1
+
+    def _open_slot(self) -> _Slot:
+        return _Slot(self._directory / f"{self._base}{next(self._names)}")
+
+    def committed(self, index: int, entry_id: str) -> None:
+        """The slot's message is entry ``entry_id`` now: reuse it once that entry is gone."""
+        with self._lock:
+            self._outstanding.append((entry_id, index))
+
+    def release(self, index: int) -> None:
+        """The slot's message never became an entry: reuse it at once."""
+        with self._lock:
+            if index in self._busy:
+                self._busy.discard(index)
+                self._free.append(index)
+
+    @property
+    def has_free(self) -> bool:
+        return bool(self._free)
+
+    @property
+    def slots(self) -> int:
+        return len(self._slots)
+
+    def oldest(self, count: int) -> list[str]:
+        """The ids of up to ``count`` of the oldest entries whose slots wait to be reused."""
+        with self._lock:
+            return [eid for eid, _ in list(self._outstanding)[:count]]
+
+    def gone(self, entry_ids: list[str]) -> None:
+        """These entries have left the stream: their slots are free."""
+        done = set(entry_ids)
+        with self._lock:
+            keep: deque[tuple[str, int]] = deque()
+            for eid, index in self._outstanding:
+                if eid in done:
+                    self._busy.discard(index)
+                    self._free.append(index)
+                else:
+                    keep.append((eid, index))
+            self._outstanding = keep
+
+    def close(self) -> None:
+        """Unmap every slot. Slots no entry names any more are removed; the others stay for their consumers
+        (``delete_job`` sweeps what is left when the job ends)."""
+        with self._lock:
+            for index, slot in enumerate(self._slots):
+                if index in self._busy:
+                    slot.close()
+                else:
+                    slot.unlink()
+            self._slots, self._free, self._busy = [], [], set()
+            self._outstanding.clear()

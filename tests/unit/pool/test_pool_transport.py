@@ -1,0 +1,79 @@
+"""Choosing the pool's transport, and slot references (pure logic, no server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from saintpipe.errors import ConfigError, DecodeError, InvalidArgument
+from services.pool import shared_memory
+from services.pool.pool import resolve_transport
+from services.pool.shared_memory import SlotReference, SlotWriter
+
+
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("redis://:pw@127.0.0.1:6379/0", True),
+        ("redis://localhost:6379", True),
+        ("redis://127.0.0.2:7000/1", True),
+        ("redis://[::1]:6379/0", True),
+        ("unix:///run/redis.sock?db=0", True),
+        ("redis://redis:6379/0", False),  # compose's service name: another container
+        ("rediss://cache.example.com:6380/0", False),
+        ("redis://10.0.0.5:6379/0", False),
+    ],
+)
+def test_auto_picks_shared_memory_only_for_a_loopback_redis(url, local, tmp_path, monkeypatch):
+    monkeypatch.setattr(shared_memory, "SHM_DIR", tmp_path)
+    assert shared_memory.is_local(url) is local
+    assert resolve_transport("auto", url) == ("shared_memory" if local else "redis")
+    assert resolve_transport("redis", url) == "redis"
+    assert resolve_transport("shared_memory", url) == "shared_memory"
+
+
+def test_auto_falls_back_to_redis_without_a_usable_shm_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr(shared_memory, "SHM_DIR", tmp_path / "missing")
+    assert resolve_transport("auto", "redis://127.0.0.1:6379/0") == "redis"
+    with pytest.raises(ConfigError, match="missing or not writable.*'redis'"):
+        SlotWriter("redis://127.0.0.1:6379/0", "job")
+
+
+def test_an_unknown_transport_is_refused():
+    with pytest.raises(InvalidArgument, match="transport 'tcp'.*auto, redis, shared_memory"):
+        resolve_transport("tcp", "redis://127.0.0.1:6379/0")
+
+
+def test_server_tags_tell_servers_apart():
+    tags = {shared_memory.server_tag(u) for u in (
+        "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6380/0", "redis://127.0.0.1:6379/1",
+        "unix:///a.sock", "unix:///b.sock")}
+    assert len(tags) == 5
+    assert shared_memory.server_tag("redis://:secret@127.0.0.1:6379/0") == shared_memory.server_tag(
+        "redis://127.0.0.1:6379/0")  # the password does not matter
+
+
+def test_a_reference_round_trips_and_is_never_a_subgraph_message():
+    ref = SlotReference("ab" * 16, "saintpipe-pool-0123abcd-cora.gcn:1+0123456789abcdef-7", 1234)
+    payload = ref.encode()
+    assert shared_memory.is_reference(payload) and shared_memory.is_reference(memoryview(payload))
+    assert SlotReference.parse(payload) == ref
+    from services.pool.codec import encode_subgraph
+    from services.pool.synthetic import random_subgraph
+
+    assert not shared_memory.is_reference(encode_subgraph(random_subgraph(5, 8, seed=0)))
+
+
+@pytest.mark.parametrize(
+    "body, why",
+    [
+        (b"ns only-two", "malformed"),
+        (b"ns saintpipe-pool-0123abcd-j+0123456789abcdef-1 many", "malformed"),
+        (b"ns ../../etc/passwd 10", "not a pool slot"),
+        (b"ns saintpipe-features-1-2-ab 10", "not a pool slot"),
+        (b"ns saintpipe-pool-0123abcd-j+0123456789abcdef-1 -5", "not a pool slot"),
+        (b"\xff\xfe saintpipe-pool-0123abcd-j+0123456789abcdef-1 5", "malformed"),
+    ],
+)
+def test_malformed_or_foreign_references_are_refused(body, why):
+    with pytest.raises(DecodeError, match=why):
+        SlotReference.parse(shared_memory.MAGIC + body)
