@@ -41,6 +41,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Self
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ class Drain:
         finally:
             client.close()
 
-    def __enter__(self) -> "Drain":
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
