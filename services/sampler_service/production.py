@@ -1,10 +1,14 @@
-"""The production loop of one worker: draw on this thread, push on a helper thread.
+"""The production loop of one worker: draw a subgraph, push it, count.
 
-Drawing a subgraph is CPU work on the worker's core; pushing it is mostly
-waiting for Redis to take a megabyte or two. Doing them one after the other
-leaves the core idle during every push, so the push of subgraph k overlaps the
-drawing of subgraph k+1 (a hand-off of depth one: at most one subgraph waits
-for the pusher). When the pool is full the pusher waits, the hand-off fills,
+Drawing is CPU work on the worker's core. When the pool keeps the bytes in
+Redis, a push is mostly waiting for Redis to take a megabyte or two; doing the
+two one after the other would leave the core idle during every push, so the
+push of subgraph k runs on a helper thread and overlaps the drawing of
+subgraph k+1 (a hand-off of depth one: at most one subgraph waits for the
+pusher). When the pool's transport is shared memory, a push is CPU work too
+(one pass into a slot, then a ~100-byte round trip) and nothing is left to
+overlap on one core: the worker pushes on its own thread, sparing the
+hand-off between threads. Either way, when the pool is full the push waits
 and drawing stops too: nothing is ever dropped to make room.
 
 Sequence numbers are reserved before drawing (:mod:`sequence`), so a crash or
@@ -37,13 +41,15 @@ class Producer:
         job_id, worker, job_seed: stamped on every subgraph; the seed of sequence s is
             ``subgraph_seed(job_seed, worker, s)``.
         push_poll_s: how long one push waits on a full pool before looking at the stop event again.
+        inline: push on the drawing thread (default: when the pool's transport is shared memory).
     """
 
     def __init__(self, sampler: Any, pool: Any, cursor: Any, *, job_id: str, worker: int, job_seed: int,
-                 push_poll_s: float) -> None:
+                 push_poll_s: float, inline: bool | None = None) -> None:
         self._sampler, self._pool, self._cursor = sampler, pool, cursor
         self._job_id, self._worker, self._job_seed = job_id, worker, job_seed
         self._push_poll_s = push_poll_s
+        self._inline = getattr(pool, "transport", "redis") == "shared_memory" if inline is None else inline
         self._lock = threading.Lock()
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
@@ -66,6 +72,10 @@ class Producer:
             whatever drawing or pushing raised (ServiceUnavailable when Redis stays away, ...).
         """
         self._error = None  # a failed earlier run() of this producer is behind us
+        if self._inline:
+            while not stop.is_set() and self._deliver(*self._draw(), stop):
+                pass
+            return self._counters.subgraphs
         handoff: queue.Queue = queue.Queue(maxsize=1)
         done = threading.Event()
         pusher = threading.Thread(target=self._push_loop, args=(handoff, stop, done), name="sampler-pusher",
@@ -73,13 +83,7 @@ class Producer:
         pusher.start()
         try:
             while not stop.is_set() and self._error is None:
-                sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
-                seed = subgraph_seed(self._job_seed, self._worker, sequence)
-                t0 = time.perf_counter()
-                subgraph = self._sampler.sample(seed)
-                sample_s = time.perf_counter() - t0
-                item = (replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed),
-                        sample_s)
+                item = self._draw()
                 while not stop.is_set() and self._error is None:
                     try:
                         handoff.put(item, timeout=_HANDOFF_POLL_S)
@@ -93,6 +97,26 @@ class Producer:
             raise self._error
         return self._counters.subgraphs
 
+    def _draw(self) -> tuple[Any, float]:
+        """The next subgraph, stamped, and the seconds its drawing took."""
+        sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
+        seed = subgraph_seed(self._job_seed, self._worker, sequence)
+        t0 = time.perf_counter()
+        subgraph = self._sampler.sample(seed)
+        sample_s = time.perf_counter() - t0
+        return replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed), sample_s
+
+    def _deliver(self, subgraph: Any, sample_s: float, stop: threading.Event) -> bool:
+        """Push and count one subgraph; False when stopped while waiting for room."""
+        waited = self._push(subgraph, stop)
+        with self._lock:  # one step: a wait in progress becomes a finished one
+            if waited is not None:
+                self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
+            elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
+                self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
+            self._waiting_since = None
+        return waited is not None
+
     def _push_loop(self, handoff: queue.Queue, stop: threading.Event, done: threading.Event) -> None:
         try:
             while True:
@@ -102,16 +126,7 @@ class Producer:
                     if done.is_set():
                         return
                     continue
-                if stop.is_set():
-                    return
-                waited = self._push(subgraph, stop)
-                with self._lock:  # one step: a wait in progress becomes a finished one
-                    if waited is not None:
-                        self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
-                    elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
-                        self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
-                    self._waiting_since = None
-                if waited is None:
+                if stop.is_set() or not self._deliver(subgraph, sample_s, stop):
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to run(), which raises it in the actor call
             self._error = exc

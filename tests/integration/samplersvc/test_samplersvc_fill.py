@@ -6,6 +6,7 @@ import os
 from dataclasses import replace
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from services.dataset.store import open_dataset
@@ -26,12 +27,19 @@ def _assert_induced(sg, adjacency: sp.csr_matrix) -> None:
     assert np.all(np.isfinite(sg.edge_weights)) and np.all(np.isfinite(sg.loss_weights))
 
 
+@pytest.mark.parametrize("transport", ["shared_memory", "redis"])
 def test_workers_fill_the_pool_with_valid_distinct_redrawable_subgraphs(make_service, svc_dataset, wait,
-                                                                       drain_pool, scrape_metrics):
-    service = make_service(workers=2, capacity=16)
+                                                                       drain_pool, scrape_metrics, transport,
+                                                                       redis_server_session):
+    service = make_service(workers=2, capacity=16, transport=transport)
     pool = SubgraphPool(service.redis_url, service.config.job, capacity=16)
     wait(lambda: pool.stats().depth == 16, 60, "the pool to fill up to its capacity")
     assert pool.stats().produced == 16  # producers wait at capacity: nothing beyond it was added
+    # Where the bytes are: a ~100-byte reference to a shared-memory slot, or the subgraph itself.
+    client = redis_server_session.client()
+    sizes = [client.strlen(k) for k in client.scan_iter(match=f"saintpipe:pool:{{{service.config.job}}}:sg:*")]
+    assert 16 <= len(sizes) <= 18  # the entries, and the upload of each worker waiting for room
+    assert (max(sizes) < 200) if transport == "shared_memory" else (min(sizes) > 1000)
 
     subgraphs = drain_pool(pool, 48)  # draining lets the workers go on
     # A worker whose process started late (a loaded machine) shows up a little later.
