@@ -34,10 +34,14 @@ class WorkerCounters:
     pool_wait_seconds: float = 0.0
     # CPU seconds of the worker process while producing (all its threads); for benchmarks, not exported.
     cpu_seconds: float = 0.0
+    # CPU seconds of the drawing thread inside the sampler's sample() calls; for benchmarks, not exported.
+    sample_cpu_seconds: float = 0.0
 
-    def observe(self, nodes: int, edges: int, sample_seconds: float, pool_wait_seconds: float) -> None:
+    def observe(self, nodes: int, edges: int, sample_seconds: float, pool_wait_seconds: float,
+                sample_cpu_seconds: float = 0.0) -> None:
         """Count one subgraph pushed to the pool."""
         self.subgraphs += 1
+        self.sample_cpu_seconds += sample_cpu_seconds
         self.nodes += nodes
         self.edges += edges
         self.sample_seconds_sum += sample_seconds
@@ -54,6 +58,7 @@ class WorkerCounters:
             sample_seconds_buckets=[a + b for a, b in zip(self.sample_seconds_buckets, other.sample_seconds_buckets)],
             pool_wait_seconds=self.pool_wait_seconds + other.pool_wait_seconds,
             cpu_seconds=self.cpu_seconds + other.cpu_seconds,
+            sample_cpu_seconds=self.sample_cpu_seconds + other.sample_cpu_seconds,
         )
 
     def cumulative_buckets(self) -> list[tuple[str, int]]:

@@ -97,21 +97,21 @@ class Producer:
             raise self._error
         return self._counters.subgraphs
 
-    def _draw(self) -> tuple[Any, float]:
-        """The next subgraph, stamped, and the seconds its drawing took."""
+    def _draw(self) -> tuple[Any, tuple[float, float]]:
+        """The next subgraph, stamped, and the (wall, CPU) seconds its drawing took."""
         sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
         seed = subgraph_seed(self._job_seed, self._worker, sequence)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         subgraph = self._sampler.sample(seed)
-        sample_s = time.perf_counter() - t0
-        return replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed), sample_s
+        took = (time.perf_counter() - t0, time.thread_time() - c0)
+        return replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed), took
 
-    def _deliver(self, subgraph: Any, sample_s: float, stop: threading.Event) -> bool:
+    def _deliver(self, subgraph: Any, took: tuple[float, float], stop: threading.Event) -> bool:
         """Push and count one subgraph; False when stopped while waiting for room."""
         waited = self._push(subgraph, stop)
         with self._lock:  # one step: a wait in progress becomes a finished one
             if waited is not None:
-                self._counters.observe(subgraph.num_nodes, subgraph.num_edges, sample_s, waited)
+                self._counters.observe(subgraph.num_nodes, subgraph.num_edges, took[0], waited, took[1])
             elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
                 self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
             self._waiting_since = None
@@ -121,12 +121,12 @@ class Producer:
         try:
             while True:
                 try:
-                    subgraph, sample_s = handoff.get(timeout=_HANDOFF_POLL_S)
+                    subgraph, took = handoff.get(timeout=_HANDOFF_POLL_S)
                 except queue.Empty:
                     if done.is_set():
                         return
                     continue
-                if stop.is_set() or not self._deliver(subgraph, sample_s, stop):
+                if stop.is_set() or not self._deliver(subgraph, took, stop):
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to run(), which raises it in the actor call
             self._error = exc
