@@ -297,7 +297,9 @@ _VERSION_FIELD = wire.tag(1, wire.VARINT) + wire.varint(FORMAT_VERSION)
 _JOB_KEY = wire.tag(2, wire.LEN)
 _WORKER_KEY, _SEQUENCE_KEY, _SEED_KEY = (wire.tag(n, wire.VARINT) for n in (3, 4, 5))
 _CHECKSUM_KEY = wire.tag(12, wire.I64)
-_PAD_SIZES = (0, *range(3, 3 + ALIGN))
+# Up to two alignments of sizes: where the padding lengthens the field's length varint (a length near
+# 128, 16384, ...), the residues that one alignment's worth of sizes reaches skip the one that aligns.
+_PAD_SIZES = (0, *range(3, 3 + 2 * ALIGN))
 _PADDINGS = {p: (wire.tag(3, wire.LEN) + wire.varint(p - 2) + bytes(p - 2)) if p else b"" for p in _PAD_SIZES}
 
 

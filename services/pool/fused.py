@@ -28,7 +28,7 @@ OK, INVALID, FALLBACK = 0, 1, 2
 # Bytes of the encoder's buffer beyond the job id: scalars, six array headers, the checksum field.
 ARENA = 400
 _VERSION = 1
-_PADS = np.array([0, 3, 4, 5, 6, 7, 8, 9, 10], dtype=np.int64)
+_PADS = np.array([0, *range(3, 19)], dtype=np.int64)  # codec._PAD_SIZES
 
 
 @njit(cache=True, nogil=True)
@@ -111,10 +111,17 @@ def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - comp
     else:
         fixed = header + 1 + _varint_size(nbytes)
         before = msg_pos + 1 + fixed
-        for p in _PADS:  # a padding field of p zero bytes takes 2 + p bytes (absent when p = 0)
-            if (before + _varint_size(fixed + p + nbytes) + p) % 8 == 0:
-                pad = p
-                break
+        # codec._array_header's choice, byte for byte: the padding that aligns the data if the length
+        # varint keeps its size (a padding field of p zero bytes takes 2 + p bytes, so 1 and 2 become
+        # 9 and 10); only when the padding lengthens the varint, the smallest padding that works.
+        pad = (8 - (before + _varint_size(fixed + nbytes)) % 8) % 8
+        if pad == 1 or pad == 2:
+            pad += 8
+        if (before + _varint_size(fixed + pad + nbytes) + pad) % 8 != 0:
+            for p in _PADS:
+                if (before + _varint_size(fixed + p + nbytes) + p) % 8 == 0:
+                    pad = p
+                    break
         pos = _put_varint(out, pos, fixed + pad + nbytes)
     out[pos] = 0x0A  # dtype
     out[pos + 1] = 3

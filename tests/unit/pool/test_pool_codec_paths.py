@@ -163,3 +163,26 @@ def _decode_python(data: bytes):
     assert meta[4] == _checksum(1, meta[:4], arrays)
     check_subgraph_arrays(arrays)
     return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
+
+
+def _python_encoded(sg: Subgraph, monkeypatch) -> bytes:
+    with monkeypatch.context() as patch:
+        patch.setattr(fused, "AVAILABLE", False)
+        return encode_subgraph(sg)
+
+
+@pytest.mark.parametrize("job_len", range(0, 12))
+@pytest.mark.parametrize("n", [13, 14, 15, 16])
+def test_array_data_is_aligned_when_padding_lengthens_the_length_varint(n, job_len, monkeypatch):
+    # A node_ids field of 14 ids (112 bytes) has a length near 128: for some start positions every padding
+    # of up to one alignment's worth of bytes lengthened the varint past the aligned position, and the two
+    # encoders then picked different (misaligned) paddings. Both must pick the same, aligned one.
+    sg = random_subgraph(n, 0, seed=128, job_id="j" * job_len, worker=-1, sequence=-1)
+    data = encode_subgraph(sg)
+    assert data == _python_encoded(sg, monkeypatch)
+    table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
+    assert scan.scan(np.frombuffer(data, dtype=np.uint8), table)
+    _, arrays = _fields_from_table(data, table)
+    base = np.frombuffer(data, dtype=np.uint8).ctypes.data
+    for name, arr in arrays.items():
+        assert arr.size == 0 or (arr.ctypes.data - base) % 8 == 0, f"{name} not 8-aligned in the message"
