@@ -211,6 +211,7 @@ class SubgraphPool:
             shared_memory.require_available()
         self._slot_writer: shared_memory.SlotWriter | None = None
         self._slot_fork = -1
+        self._slot_failure_logged = False
         self.stream_key = f"{KEY_PREFIX}{{{job_id}}}:stream"
         self.counters_key = f"{KEY_PREFIX}{{{job_id}}}:counters"
         self.at_key = f"{KEY_PREFIX}{{{job_id}}}:at"
@@ -278,21 +279,39 @@ class SubgraphPool:
             InvalidArgument: the subgraph is malformed.
         """
         if self.transport == "shared_memory":
-            return self._put_in_slot(lambda allocate: encode_subgraph_into(sg, allocate), timeout)
+            entry_id = self._put_in_slot(lambda allocate: encode_subgraph_into(sg, allocate), timeout)
+            if entry_id is not None:
+                return entry_id
         return self._put_parts(encode_subgraph_parts(sg), timeout)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
         if self.transport == "shared_memory":
-            return self._put_in_slot(lambda allocate: _copy_into(data, allocate), timeout)
+            entry_id = self._put_in_slot(lambda allocate: _copy_into(data, allocate), timeout)
+            if entry_id is not None:
+                return entry_id
         return self._put_parts([data], timeout)
 
-    def _put_in_slot(self, encode_into, timeout: float | None) -> str:
-        """Write the message into a shared-memory slot, then put a reference to it."""
+    def _put_in_slot(self, encode_into, timeout: float | None) -> str | None:
+        """Write the message into a shared-memory slot, then put a reference to it.
+
+        Returns None when no slot could be written (``/dev/shm`` full): the caller puts the bytes in Redis.
+        """
         writer = self._slots()
         if not writer.has_free:
             self._reclaim_slots(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
-        slot, reference = writer.write(encode_into)
+        try:
+            slot, reference = writer.write(encode_into)
+        except OSError as exc:  # ENOSPC from posix_fallocate, EMFILE, ...: nothing was put yet
+            if not self._slot_failure_logged:
+                self._slot_failure_logged = True
+                log.warning(
+                    "pool job %s: cannot write a shared-memory slot under %s (%s); putting subgraph bytes "
+                    "in Redis until a slot can be written again (raise the size of /dev/shm, or lower the "
+                    "pool's capacity)", self.job_id, shared_memory.SHM_DIR, exc,
+                )
+            return None
+        self._slot_failure_logged = False
         entry_id = None
         try:
             entry_id = self._put_parts([reference], timeout, writer)

@@ -221,3 +221,28 @@ def test_the_default_shared_memory_directory_works(redis_server):
     pool.delete_job()
     assert not slots(shared_memory.SHM_DIR, "devshm")
     pool.close()
+
+
+def test_a_full_shm_directory_sends_the_bytes_through_redis_instead(redis_server, shm_dir, monkeypatch, caplog):
+    def no_space(self, nbytes):
+        raise OSError(28, "No space left on device")
+
+    producer = SubgraphPool(redis_server.url, "nospace", transport="shared_memory")
+    consumer = SubgraphPool(redis_server.url, "nospace")
+    client = redis_server.client()
+    producer.put(sg(0, "nospace"))  # a slot
+    with monkeypatch.context() as patch:
+        patch.setattr(shared_memory._Slot, "ensure", no_space)
+        with caplog.at_level("WARNING", logger="services.pool.pool"):
+            producer.put(sg(1, "nospace", nodes=300, edges=2000))  # slot 0 is held; a new one finds no room
+            producer.put(sg(2, "nospace", nodes=300, edges=2000))
+        assert sum("cannot write a shared-memory slot" in r.message for r in caplog.records) == 1  # once
+    sizes = sorted(bytes_keys(client, "nospace").values())
+    assert sizes[0] < 200 and sizes[1] > 1000 and sizes[2] > 1000  # one reference, two subgraphs in Redis
+    producer.put(sg(3, "nospace"))  # room again: back to slots
+    assert sum(1 for v in bytes_keys(client, "nospace").values() if v < 200) == 2
+    got = [consumer.get("t", timeout=1).subgraph for _ in range(4)]
+    assert [g.sequence for g in got] == [0, 1, 2, 3]
+    assert got[1].equals(sg(1, "nospace", nodes=300, edges=2000))
+    producer.close()
+    consumer.close()
