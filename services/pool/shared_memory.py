@@ -155,7 +155,7 @@ def read(payload: bytes | memoryview, directory: Path | None = None) -> bytearra
     """The bytes a reference points to, copied out of the slot; None when the slot is gone or too short.
 
     Raises:
-        ConfigError: the slot lives in another host's (or container's) ``/dev/shm``.
+        ConfigError: the slot lives in another host's (or container's) ``/dev/shm``, or another user's.
         DecodeError: the reference is malformed.
     """
     directory = directory or SHM_DIR
@@ -171,6 +171,12 @@ def read(payload: bytes | memoryview, directory: Path | None = None) -> bytearra
         fd = os.open(directory / ref.name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
+    except PermissionError:
+        raise ConfigError(
+            f"pool entry's bytes are in shared-memory slot {directory / ref.name}, which this process may not "
+            "read (slots are private to the user that wrote them): run producers and consumers as one user, "
+            "or set pool.transport (SAINTPIPE_POOL__TRANSPORT) to 'redis' on the producers"
+        ) from None
     try:
         buf = bytearray(ref.nbytes)
         got = os.preadv(fd, [buf], 0) if ref.nbytes else 0

@@ -246,3 +246,22 @@ def test_a_full_shm_directory_sends_the_bytes_through_redis_instead(redis_server
     assert got[1].equals(sg(1, "nospace", nodes=300, edges=2000))
     producer.close()
     consumer.close()
+
+
+def test_a_slot_this_consumer_may_not_read_is_a_configuration_error(redis_server, shm_dir, monkeypatch):
+    producer = SubgraphPool(redis_server.url, "private", transport="shared_memory")
+    producer.put(sg(0, "private"))
+    real_open = shared_memory.os.open
+
+    def refused(path, flags, *args):
+        if str(path).startswith(str(shm_dir / shared_memory.PREFIX)) and not flags & shared_memory.os.O_CREAT:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(shared_memory.os, "open", refused)  # as if another user had written the slot
+    consumer = SubgraphPool(redis_server.url, "private")
+    with pytest.raises(ConfigError, match="may not read.*one user.*'redis'"):
+        consumer.get("t", timeout=1)
+    assert (consumer.stats().held, consumer.stats().malformed) == (1, 0)  # the entry stays for another consumer
+    producer.close()
+    consumer.close()
