@@ -132,11 +132,15 @@ class LocalPipeline:
         from services.pool.connection import redact_url
         from services.pool.pool import SubgraphPool
         from services.pool.redis_server import RedisServer
+        from services.pool.shared_memory import sweep
         from services.sampler_service.sequence import delete_sequences
 
         server = RedisServer(self.config.pool.url)
         self.supervisor.on_stop("redis", server.stop)
         server.start()
+        # Stopped after the samplers and trainers (registered before them): the job's shared-memory slots go
+        # with the run. Without Redis: it may already be down, and the next run deletes the job's keys.
+        self.supervisor.on_stop("shared-memory slots", lambda: sweep(server.url, self.config.pool.job_id))
         self.redis_url = server.url
         self.endpoints.redis = redact_url(server.url)
         if server.external:

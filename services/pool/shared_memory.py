@@ -57,8 +57,9 @@ PREFIX = "saintpipe-pool-"
 MAGIC = b"\xffsaintpipe-slot:"
 _NAMESPACE_FILE = PREFIX + "namespace"
 _NAME = re.compile(re.escape(PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\+[0-9a-f]{16}-\d{1,9}")
-# Slots grow in whole mebibytes, with a quarter to spare, so sizes that vary a little reuse one slot.
-_GRAIN = 1 << 20
+# Slots grow in whole pages, a quarter above the message that needed it, so sizes that vary a little
+# reuse one slot without growing it again.
+_GRAIN = mmap.PAGESIZE
 
 
 def available(directory: Path | None = None) -> bool:

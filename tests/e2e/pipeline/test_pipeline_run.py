@@ -63,6 +63,14 @@ def assert_nothing_left(run: PipelineProcess) -> None:
     assert left == [], "processes left behind:\n" + "\n".join(left)
     assert run.ports, "no listening port was observed"
     assert run.open_ports() == [], f"ports still open: {run.open_ports()}"
+    assert job_slots() == [], f"shared-memory slots left behind: {job_slots()}"
+
+
+def job_slots() -> list[str]:
+    """The shared-memory slots of the run's job (the pool's same-host transport: the Redis is on loopback)."""
+    from services.pool import shared_memory
+
+    return sorted(p.name for p in shared_memory.SHM_DIR.glob(f"{shared_memory.PREFIX}*-local+*"))
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +122,7 @@ def test_every_dashboard_query_returns_data_from_a_running_pipeline(training, tm
 
 def test_sigint_stops_every_child_and_frees_every_port(training):
     training.sample_tree()
+    assert job_slots(), "the samplers should leave subgraphs in shared memory (a loopback Redis)"
     training.signal(signal.SIGINT)
     code = training.wait(90)
     assert code == 130, training.output()
