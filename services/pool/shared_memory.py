@@ -224,8 +224,12 @@ class _Slot:
         if nbytes > self.size:
             size = -(-(nbytes + nbytes // 4) // _GRAIN) * _GRAIN
             os.ftruncate(self._fd, size)
-            # Reserved now: a full /dev/shm fails here with ENOSPC rather than SIGBUS on a write.
-            os.posix_fallocate(self._fd, 0, size)
+            try:
+                # Reserved now: a full /dev/shm fails here with ENOSPC rather than SIGBUS on a write.
+                os.posix_fallocate(self._fd, 0, size)
+            except OSError:
+                os.ftruncate(self._fd, self.size)  # as it was: its current mapping stays valid
+                raise
             self.view = None
             if self._map is not None:
                 with contextlib.suppress(BufferError):

@@ -224,7 +224,7 @@ def test_the_default_shared_memory_directory_works(redis_server):
 
 
 def test_a_full_shm_directory_sends_the_bytes_through_redis_instead(redis_server, shm_dir, monkeypatch, caplog):
-    def no_space(self, nbytes):
+    def no_space(fd, offset, length):
         raise OSError(28, "No space left on device")
 
     producer = SubgraphPool(redis_server.url, "nospace", transport="shared_memory")
@@ -232,11 +232,12 @@ def test_a_full_shm_directory_sends_the_bytes_through_redis_instead(redis_server
     client = redis_server.client()
     producer.put(sg(0, "nospace"))  # a slot
     with monkeypatch.context() as patch:
-        patch.setattr(shared_memory._Slot, "ensure", no_space)
+        patch.setattr(shared_memory.os, "posix_fallocate", no_space)  # /dev/shm is full
         with caplog.at_level("WARNING", logger="services.pool.pool"):
             producer.put(sg(1, "nospace", nodes=300, edges=2000))  # slot 0 is held; a new one finds no room
             producer.put(sg(2, "nospace", nodes=300, edges=2000))
         assert sum("cannot write a shared-memory slot" in r.message for r in caplog.records) == 1  # once
+    assert all((shm_dir / n).stat().st_size in (0, 4096, 8192) for n in slots(shm_dir, "nospace"))  # no growth
     sizes = sorted(bytes_keys(client, "nospace").values())
     assert sizes[0] < 200 and sizes[1] > 1000 and sizes[2] > 1000  # one reference, two subgraphs in Redis
     producer.put(sg(3, "nospace"))  # room again: back to slots
