@@ -333,21 +333,32 @@ class SlotWriter:
 
     def oldest(self, count: int) -> list[str]:
         """The ids of up to ``count`` of the oldest entries whose slots wait to be reused."""
-        with self._lock:
-            return [eid for eid, _ in list(self._outstanding)[:count]]
+        with self._lock:  # not a copy of the whole queue: a full pool keeps `capacity` entries outstanding
+            return [eid for eid, _ in itertools.islice(self._outstanding, count)]
 
     def gone(self, entry_ids: list[str]) -> None:
         """These entries have left the stream: their slots are free."""
         done = set(entry_ids)
+        if not done:
+            return
         with self._lock:
+            # The entries asked about are the oldest ones, so those gone are usually at the front.
+            while self._outstanding and self._outstanding[0][0] in done:
+                done.discard(self._free_slot(*self._outstanding.popleft()))
+            if not done:
+                return
             keep: deque[tuple[str, int]] = deque()
             for eid, index in self._outstanding:
                 if eid in done:
-                    self._busy.discard(index)
-                    self._free.append(index)
+                    self._free_slot(eid, index)
                 else:
                     keep.append((eid, index))
             self._outstanding = keep
+
+    def _free_slot(self, entry_id: str, index: int) -> str:
+        self._busy.discard(index)
+        self._free.append(index)
+        return entry_id
 
     def close(self) -> None:
         """Unmap every slot. Slots no entry names any more are removed; the others stay for their consumers

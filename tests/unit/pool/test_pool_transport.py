@@ -77,3 +77,43 @@ def test_a_reference_round_trips_and_is_never_a_subgraph_message():
 def test_malformed_or_foreign_references_are_refused(body, why):
     with pytest.raises(DecodeError, match=why):
         SlotReference.parse(shared_memory.MAGIC + body)
+
+
+def test_slot_writer_frees_exactly_the_slots_of_entries_gone(tmp_path):
+    writer = SlotWriter("redis://127.0.0.1:6379/0", "book", directory=tmp_path)
+
+    def put(entry_id: str) -> int:
+        slot, _ = writer.write(lambda allocate: _write(allocate, b"x" * 10))
+        writer.committed(slot, entry_id)
+        return slot
+
+    slots = {eid: put(eid) for eid in ("1-0", "2-0", "3-0", "4-0")}
+    assert writer.slots == 4 and not writer.has_free
+    assert writer.oldest(2) == ["1-0", "2-0"] and writer.oldest(10) == ["1-0", "2-0", "3-0", "4-0"]
+    writer.gone(["2-0"])  # not at the front: found all the same
+    assert writer.oldest(10) == ["1-0", "3-0", "4-0"] and writer.has_free
+    writer.gone(["1-0", "3-0", "9-0"])  # the front, and one it never had
+    assert writer.oldest(10) == ["4-0"]
+    reused = {put(eid) for eid in ("5-0", "6-0", "7-0")}
+    assert reused == {slots["1-0"], slots["2-0"], slots["3-0"]} and writer.slots == 4  # no new file
+    writer.gone([])
+    assert writer.oldest(10) == ["4-0", "5-0", "6-0", "7-0"]
+    writer.close()
+    assert len(list(tmp_path.glob(f"{shared_memory.PREFIX}*+*"))) == 4  # every slot is named by an entry: kept
+
+
+def test_slot_writer_close_removes_the_slots_no_entry_names(tmp_path):
+    writer = SlotWriter("redis://127.0.0.1:6379/0", "close", directory=tmp_path)
+    held, _ = writer.write(lambda allocate: _write(allocate, b"held"))
+    writer.committed(held, "1-0")
+    spare, _ = writer.write(lambda allocate: _write(allocate, b"spare"))
+    writer.release(spare)  # its put failed: free again
+    writer.close()
+    assert [p.name.endswith(f"-{held}") for p in tmp_path.glob(f"{shared_memory.PREFIX}*+*")] == [True]
+
+
+def _write(allocate, data: bytes) -> int:
+    import numpy as np
+
+    allocate(len(data))[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return len(data)
