@@ -161,7 +161,7 @@ def read(payload: bytes | memoryview, directory: Path | None = None) -> bytearra
     """
     directory = directory or SHM_DIR
     ref = SlotReference.parse(payload)
-    mine = namespace_id(directory) if available(directory) else "(none)"
+    mine = _namespace.get(directory) or (namespace_id(directory) if available(directory) else "(none)")
     if ref.namespace != mine:
         raise ConfigError(
             f"pool entry's bytes are in shared-memory slot {ref.name} of another host or container "
@@ -192,16 +192,12 @@ def sweep(url: str, job_id: str, directory: Path | None = None) -> int:
     if not directory.is_dir():
         return 0
     removed = 0
-    for path in directory.glob(f"{PREFIX}{server_tag(url)}-{glob_escape(job_id)}+*"):
+    # Job ids hold no glob characters (JOB_ID_PATTERN), so the id is matched literally.
+    for path in directory.glob(f"{PREFIX}{server_tag(url)}-{job_id}+*"):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             removed += 1
     return removed
-
-
-def glob_escape(text: str) -> str:
-    """``text`` matched literally by ``Path.glob`` (job ids hold no glob characters, but be sure)."""
-    return re.sub(r"([*?\[])", r"[\1]", text)
 
 
 class _Slot:
@@ -276,8 +272,7 @@ class SlotWriter:
         self._directory = directory
         self._slots: list[_Slot] = []
         self._names = itertools.count()
-        self._free: list[int] = []
-        self._busy: set[int] = set()
+        self._free: list[int] = []  # slots no entry names; every other slot is being written or is named
         self._outstanding: deque[tuple[str, int]] = deque()  # (entry id, slot), oldest first
         self._lock = threading.Lock()
 
@@ -289,7 +284,6 @@ class SlotWriter:
         """
         with self._lock:
             index = self._free.pop() if self._free else self._new_slot()
-            self._busy.add(index)
             if not self._slots[index].intact():  # removed or cut from outside: writing there would be lost
                 log.warning("pool slot %s was removed or truncated from outside; using a new file",
                             self._slots[index].path.name)
@@ -319,8 +313,7 @@ class SlotWriter:
     def release(self, index: int) -> None:
         """The slot's message never became an entry: reuse it at once."""
         with self._lock:
-            if index in self._busy:
-                self._busy.discard(index)
+            if index not in self._free:
                 self._free.append(index)
 
     @property
@@ -356,7 +349,6 @@ class SlotWriter:
             self._outstanding = keep
 
     def _free_slot(self, entry_id: str, index: int) -> str:
-        self._busy.discard(index)
         self._free.append(index)
         return entry_id
 
@@ -364,10 +356,11 @@ class SlotWriter:
         """Unmap every slot. Slots no entry names any more are removed; the others stay for their consumers
         (``delete_job`` sweeps what is left when the job ends)."""
         with self._lock:
+            free = set(self._free)
             for index, slot in enumerate(self._slots):
-                if index in self._busy:
-                    slot.close()
-                else:
+                if index in free:
                     slot.unlink()
-            self._slots, self._free, self._busy = [], [], set()
+                else:
+                    slot.close()
+            self._slots, self._free = [], []
             self._outstanding.clear()
