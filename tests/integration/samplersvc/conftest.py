@@ -8,6 +8,7 @@ from typing import Callable
 
 import pytest
 
+from tests.support.ray_local import start_local_ray
 
 HERE = Path(__file__).resolve().parent
 _OWN_RAY = []  # set while this directory's fixture holds a Ray it started
@@ -23,7 +24,7 @@ def ray_local():
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        start_local_ray()
         _OWN_RAY.append(True)
     yield
 

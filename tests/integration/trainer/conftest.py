@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.ray_local import start_local_ray
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -52,7 +54,7 @@ def ray_local():
     import ray
 
     os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray()
     yield ray
     ray.shutdown()
 
