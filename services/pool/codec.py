@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
@@ -123,21 +124,27 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
 def _prepare(sg: Subgraph) -> tuple[bytes, tuple[str, int, int, int], dict[str, np.ndarray]]:
     """The job id's UTF-8 bytes, the metadata and the wire arrays of ``sg``; InvalidArgument if unfit."""
     arrays = {name: _wire_array(name, getattr(sg, name)) for name in ARRAYS}
+    job, meta = _meta(sg.job_id, sg.worker, sg.sequence, sg.seed)
+    return job, meta, arrays
+
+
+def _meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[bytes, tuple[str, int, int, int]]:
+    """The job id's UTF-8 bytes and the checked metadata; InvalidArgument if unfit."""
     for name, value, (lo, hi) in (
-        ("worker", sg.worker, _INT64),
-        ("sequence", sg.sequence, _INT64),
-        ("seed", sg.seed, _UINT64),
+        ("worker", worker, _INT64),
+        ("sequence", sequence, _INT64),
+        ("seed", seed, _UINT64),
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
             raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
-    if not isinstance(sg.job_id, str):
-        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(sg.job_id).__name__}")
-    meta = (sg.job_id, int(sg.worker), int(sg.sequence), int(sg.seed))
+    if not isinstance(job_id, str):
+        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
+    meta = (job_id, int(worker), int(sequence), int(seed))
     try:
-        job = meta[0].encode("utf-8")
+        job = job_id.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
-    return job, meta, arrays
+    return job, meta
 
 
 def encode_subgraph_into(
@@ -179,7 +186,7 @@ def encode_subgraph_into(
         cuts = np.empty(8, dtype=np.int64)
         size = int(fused.layout(job_array, *scalars, *views, arena, cuts))  # reads no array contents
         dest = _destination(allocate(size), size)
-        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest, True)
+        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest, fused.COPY_ALL)
         if status == fused.INVALID:
             _refuse(arrays)
         if status == fused.OK:
@@ -194,6 +201,90 @@ def encode_subgraph_into(
         dest[at : at + piece.size] = piece
         at += piece.size
     return at
+
+
+# Whether frame_subgraph/seal_subgraph can run (they need the compiled framing and hashing).
+DIRECT_AVAILABLE = fused.AVAILABLE
+_PLACED_DTYPES = tuple(dtype for _, dtype in ARRAYS.values())
+
+
+@dataclass(eq=False)
+class FramedSubgraph:
+    """A message buffer laid out for a subgraph of known sizes, its six arrays still to be written.
+
+    ``arrays`` are the writable views where the arrays' bytes go inside the
+    message (field order: node_ids, indptr, indices, edge_weights,
+    edge_weights_t, loss_weights); write them, then :func:`seal_subgraph`.
+    """
+
+    buffer: np.ndarray
+    arrays: tuple[np.ndarray, ...]
+    job: np.ndarray
+    scalars: tuple
+    arena: np.ndarray
+    cuts: np.ndarray
+    meta: tuple[str, int, int, int]
+
+
+def frame_subgraph(
+    allocate: Callable[[int], np.ndarray], num_nodes: int, num_edges: int, *, job_id: str = "",
+    worker: int = 0, sequence: int = 0, seed: int = 0,
+) -> FramedSubgraph:
+    """Lay out the message of a subgraph with these sizes and ids in ``allocate(size)``'s buffer.
+
+    The counterpart of :func:`encode_subgraph_into` for a producer that writes
+    the arrays itself (``Sampler.sample_into``): their bytes are written once,
+    where the message holds them, instead of being copied there afterwards.
+    ``allocate`` is called once, as for ``encode_subgraph_into``.
+
+    Raises:
+        InvalidArgument: ids out of range (as ``encode_subgraph``), or an unfit buffer.
+    """
+    if not DIRECT_AVAILABLE:
+        raise InvalidArgument("frame_subgraph needs the compiled codec (services.pool.fused)")
+    job, meta = _meta(job_id, worker, sequence, seed)
+    job_array = np.frombuffer(job, dtype=np.uint8)
+    scalars = (np.uint64(wire.unsigned(meta[1])), np.uint64(wire.unsigned(meta[2])), np.uint64(meta[3]))
+    sizes = np.array([num_nodes, num_nodes + 1, num_edges, num_edges, num_edges, num_nodes], dtype=np.int64)
+    arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
+    cuts = np.empty(8, dtype=np.int64)
+    size = int(fused.layout_sizes(job_array, *scalars, sizes, arena, cuts))
+    dest = _destination(allocate(size), size)
+    views = []
+    at = 0
+    for index, dtype in enumerate(_PLACED_DTYPES):
+        at += int(cuts[index + 1] - cuts[index])
+        nbytes = int(sizes[index]) * dtype.itemsize
+        views.append(dest[at : at + nbytes].view(dtype))
+        at += nbytes
+    return FramedSubgraph(dest, tuple(views), job_array, scalars, arena, cuts, meta)
+
+
+def seal_subgraph(framed: FramedSubgraph, *, validate: bool = True) -> int:
+    """Finish a message whose arrays were written in place: its small pieces and its checksum.
+
+    One pass hashes (and with ``validate`` checks) the arrays where they lie;
+    the bytes are then exactly ``encode_subgraph`` of the subgraph they hold.
+
+    Returns:
+        nbytes, the message's length at the start of the buffer.
+
+    Raises:
+        InvalidArgument: a check failed (as ``encode_subgraph``); the buffer holds garbage.
+    """
+    views = tuple(_read_only(a) for a in framed.arrays)
+    status = fused.fill(framed.job, *framed.scalars, *views, bool(validate), framed.arena, framed.cuts,
+                        framed.buffer, fused.COPY_PIECES)
+    if status == fused.INVALID:
+        _refuse(dict(zip(ARRAYS, framed.arrays)))
+    if status == fused.OK:
+        return framed.buffer.size - 9 + int(framed.cuts[7] - framed.cuts[6])  # no field for a zero checksum
+    # No hash state (FALLBACK): the Python path, through a copy (the parts point into the buffer itself).
+    job_id, worker, sequence, seed = framed.meta
+    sg = Subgraph(*framed.arrays, job_id=job_id, worker=worker, sequence=sequence, seed=seed)
+    data = encode_subgraph(sg, validate=validate)
+    framed.buffer[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+    return len(data)
 
 
 def _destination(buf: object, size: int) -> np.ndarray:

@@ -145,6 +145,14 @@ def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - comp
 
 @njit(cache=True, nogil=True)
 def layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts):  # pragma: no cover
+    """:func:`layout_sizes` for these arrays' sizes (their contents are not read)."""
+    sizes = np.empty(6, dtype=np.int64)
+    sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5] = a0.size, a1.size, a2.size, a3.size, a4.size, a5.size
+    return layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
+
+
+@njit(cache=True, nogil=True)
+def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
     """Frame a subgraph's message without reading its arrays' contents: scalars and array headers.
 
     Writes the message's small pieces but the checksum into ``arena``: the
@@ -169,7 +177,8 @@ def layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts):  #
             pos = _put_varint(arena, pos + 1, value)
     msg_pos = pos
     cuts[0] = 0
-    for index, count in enumerate((a0.size, a1.size, a2.size, a3.size, a4.size, a5.size)):
+    for index in range(6):
+        count = sizes[index]
         pos, msg_pos = _frame(arena, pos, msg_pos, cuts, index, count, count * _ITEMSIZES[index])
     return msg_pos + 9
 
@@ -193,14 +202,20 @@ def _copy(typingctx, dst, dst_at, src, src_at, count):  # pragma: no cover - com
     return sig, codegen
 
 
+# fill's ``copy`` modes: leave ``dest`` alone; write the whole message; write only the small pieces
+# around arrays that already lie in place in ``dest`` (written there by the sampler).
+NO_COPY, COPY_ALL, COPY_PIECES = 0, 1, 2
+
+
 @njit(cache=True, nogil=True)
 def _emit(dest, at, arena, cuts, index, data, copy):  # pragma: no cover - compiled
-    """With ``copy``: write the small piece before array ``index``, then its bytes, at ``dest[at:]``."""
-    if not copy:
+    """Write the small piece before array ``index`` at ``dest[at:]``, then (COPY_ALL) the array's bytes."""
+    if copy == NO_COPY:
         return at
     piece = cuts[index + 1] - cuts[index]
     _copy(dest, at, arena, cuts[index], piece)
-    _copy(dest, at + piece, data, 0, data.size)
+    if copy == COPY_ALL:
+        _copy(dest, at + piece, data, 0, data.size)
     return at + piece + data.size
 
 
@@ -223,7 +238,7 @@ def fill(
     if validate and (a1.size != n + 1 or a3.size != e or a4.size != e or a5.size != n):
         return INVALID
     data = a0.nbytes + a1.nbytes + a2.nbytes + a3.nbytes + a4.nbytes + a5.nbytes
-    if copy and dest.size < cuts[6] + 9 + data:  # not framed by ``layout`` for these arrays
+    if copy != NO_COPY and dest.size < cuts[6] + 9 + data:  # not framed by ``layout`` for these arrays
         return FALLBACK
     state = xxh3.create_state()
     if state == 0:
@@ -259,7 +274,7 @@ def fill(
         arena[pos] = 0x61  # field 12, fixed64
         pos = _put_u64(arena, pos + 1, checksum)
     cuts[7] = pos
-    if copy:
+    if copy != NO_COPY:
         _copy(dest, at, arena, cuts[6], pos - cuts[6])
     return OK
 
@@ -274,7 +289,7 @@ def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena,
     in place. Returns ``fill``'s status.
     """
     layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts)
-    return fill(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, arena[:0], False)
+    return fill(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, arena[:0], NO_COPY)
 
 
 @njit(cache=True, nogil=True)

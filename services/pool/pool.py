@@ -44,6 +44,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Self
 
 import numpy as np
@@ -60,7 +61,7 @@ from services.pool.connection import (
     redact_url,
     translate_error,
 )
-from services.pool.resp import Connections, pack, raise_first_error
+from services.pool.resp import Connections, PendingExchange, pack, raise_first_error
 from services.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
@@ -139,6 +140,27 @@ class PoolStats:
         return self.depth + self.pending
 
 
+_UNANSWERED = object()
+
+
+@dataclass(eq=False)
+class _Put:
+    """One put in progress: its upload key, its commands, and what Redis has answered so far."""
+
+    upload: str
+    keys: list
+    commands: list
+    acks: list[str]
+    checked: list[str]
+    writer: shared_memory.SlotWriter | None = None
+    slot: int | None = None
+    exchange: PendingExchange | None = None
+    result: object = _UNANSWERED  # an entry id (bytes), the number held (full), -1 (upload gone), None (ask)
+
+
+PreparedPut = _Put  # what SubgraphPool.prepare returns, for put_nowait
+
+
 class _Script:
     """A Lua script called by its SHA, loaded again when a restarted Redis has forgotten it."""
 
@@ -212,6 +234,7 @@ class SubgraphPool:
         self._slot_writer: shared_memory.SlotWriter | None = None
         self._slot_fork = -1
         self._slot_failure_logged = False
+        self._pending: _Put | None = None  # a put_nowait() to settle()
         self.stream_key = f"{KEY_PREFIX}{{{job_id}}}:stream"
         self.counters_key = f"{KEY_PREFIX}{{{job_id}}}:counters"
         self.at_key = f"{KEY_PREFIX}{{{job_id}}}:at"
@@ -276,24 +299,150 @@ class SubgraphPool:
 
         Raises:
             SaintpipeTimeout: the pool stayed full for ``timeout`` seconds.
-            InvalidArgument: the subgraph is malformed.
+            InvalidArgument: the subgraph is malformed, or a ``put_nowait`` is still unsettled.
         """
-        if self.transport == "shared_memory":
-            entry_id = self._put_in_slot(lambda allocate: encode_subgraph_into(sg, allocate), timeout)
-            if entry_id is not None:
-                return entry_id
-        return self._put_parts(encode_subgraph_parts(sg), timeout)
+        put = self._prepare(sg)
+        try:
+            self._answer(put)
+        except BaseException:
+            self._conclude(put, None)
+            raise
+        return self._room(put, timeout, keep=False)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
+        self._require_settled()
+        put = None
         if self.transport == "shared_memory":
-            entry_id = self._put_in_slot(lambda allocate: _copy_into(data, allocate), timeout)
-            if entry_id is not None:
-                return entry_id
-        return self._put_parts([data], timeout)
+            put = self._in_slot(lambda allocate: _copy_into(data, allocate))
+        put = put or self._new_put([data])
+        try:
+            self._answer(put)
+        except BaseException:
+            self._conclude(put, None)
+            raise
+        return self._room(put, timeout, keep=False)
 
-    def _put_in_slot(self, encode_into, timeout: float | None) -> str | None:
-        """Write the message into a shared-memory slot, then put a reference to it.
+    def put_nowait(self, sg: Subgraph | PreparedPut) -> None:
+        """Start a put and return without waiting for Redis's answer.
+
+        Redis handles the put while the caller draws the next subgraph, instead
+        of the caller idling for the round trip. :meth:`settle` then reads the
+        answer (it has long arrived) and waits while the pool is full; every
+        ``put_nowait`` must be settled before the next put of this object.
+
+        Args:
+            sg: a subgraph, or a put made ready by :meth:`prepare`. With the
+                ``redis`` transport the arrays are sent in place: leave them
+                unchanged until :meth:`settle` returns.
+
+        Raises:
+            InvalidArgument: the subgraph is malformed, or the previous ``put_nowait`` is unsettled.
+        """
+        self._require_settled()
+        put = sg if isinstance(sg, _Put) else self._prepare(sg)
+        try:
+            put.exchange = self._conns.start(put.commands)
+        except (redis.ConnectionError, redis.TimeoutError):
+            put.exchange = None  # settle() sends it again, through the reconnect path
+        self._pending = put
+
+    def prepare(
+        self,
+        write_into: Callable[[Callable[[int], np.ndarray]], int],
+        or_else: Callable[[], Subgraph],
+    ) -> PreparedPut:
+        """Make a put ready to send, its message written by the caller: no Redis traffic yet.
+
+        With the shared-memory transport ``write_into(allocate)`` writes an
+        encoded message (``codec.frame_subgraph``/``seal_subgraph``, or
+        ``encode_subgraph_into``) straight into a slot and returns its length;
+        otherwise, or when no slot can be written, the subgraph ``or_else()``
+        returns is encoded as usual. This may run while a ``put_nowait`` is
+        unsettled: a producer draws subgraph k+1 into its slot while Redis
+        handles subgraph k. Send it with :meth:`put_nowait`, or give it up with
+        :meth:`cancel`.
+        """
+        if self.transport == "shared_memory":
+            put = self._in_slot(write_into)
+            if put is not None:
+                return put
+        return self._new_put(encode_subgraph_parts(or_else()))
+
+    def cancel(self, put: PreparedPut) -> None:
+        """Give up a prepared put that was never sent (its slot is free again)."""
+        if put is self._pending:
+            raise InvalidArgument(f"pool job {self.job_id}: that put was sent; settle() or abandon() it")
+        self._requeue_acks(put.acks)  # they were to travel with it
+        put.acks = []
+        if put.writer is not None and put.slot is not None:
+            put.writer.release(put.slot)
+            put.slot = None
+
+    def settle(self, timeout: float | None = None) -> str | None:
+        """Finish the put started by :meth:`put_nowait`, waiting while the pool is full.
+
+        Args:
+            timeout: seconds to wait for room; ``None`` waits forever, ``0`` does not wait.
+
+        Returns:
+            The new entry id; None when no put was pending.
+
+        Raises:
+            SaintpipeTimeout: the pool stayed full for ``timeout`` seconds. The put
+                stays pending: call ``settle`` again, or :meth:`abandon` it.
+            ServiceUnavailable: Redis stayed away; the put is abandoned.
+        """
+        put = self._pending
+        if put is None:
+            return None
+        try:
+            if put.result is _UNANSWERED:
+                self._answer(put)
+            entry_id = self._room(put, timeout, keep=True)
+        except SaintpipeTimeout:
+            raise
+        except BaseException:
+            self._pending = None
+            self._conclude(put, None)
+            raise
+        self._pending = None
+        return entry_id
+
+    def abandon(self) -> str | None:
+        """Give up the pending ``put_nowait``, unless Redis already took it.
+
+        Returns:
+            The entry id when Redis had added it after all (it stays), else None.
+        """
+        try:
+            return self.settle(timeout=0)
+        except SaintpipeTimeout:
+            put, self._pending = self._pending, None
+            if put is not None:
+                self._conclude(put, None)
+            return None
+
+    @property
+    def unsettled(self) -> bool:
+        """Whether a ``put_nowait`` awaits :meth:`settle`."""
+        return self._pending is not None
+
+    def _require_settled(self) -> None:
+        if self._pending is not None:
+            raise InvalidArgument(f"pool job {self.job_id}: settle() the previous put_nowait() first")
+
+    def _prepare(self, sg: Subgraph) -> _Put:
+        """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
+        self._require_settled()
+        if self.transport == "shared_memory":
+            put = self._in_slot(lambda allocate: encode_subgraph_into(sg, allocate))
+            if put is not None:
+                return put
+        return self._new_put(encode_subgraph_parts(sg))
+
+    def _in_slot(self, encode_into) -> _Put | None:
+        """Write the message into a shared-memory slot and frame a put of a reference to it.
 
         Returns None when no slot could be written (``/dev/shm`` full): the caller puts the bytes in Redis.
         """
@@ -312,15 +461,7 @@ class SubgraphPool:
                 )
             return None
         self._slot_failure_logged = False
-        entry_id = None
-        try:
-            entry_id = self._put_parts([reference], timeout, writer)
-        finally:
-            if entry_id is None:
-                writer.release(slot)
-            else:
-                writer.committed(slot, entry_id)
-        return entry_id
+        return self._new_put([reference], writer, slot)
 
     def _slots(self) -> shared_memory.SlotWriter:
         if self._slot_writer is None or self._slot_fork != _FORKS[0]:  # a forked child writes its own slots
@@ -337,53 +478,100 @@ class SubgraphPool:
             replies = self._run(self._slot_checks(entry_ids), "look for free shared-memory slots")
             writer.gone([eid for eid, entry in zip(entry_ids, replies) if not entry])
 
-    def _put_parts(
-        self, parts: list, timeout: float | None, writer: shared_memory.SlotWriter | None = None
-    ) -> str:
-        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    def _new_put(
+        self, parts: list, writer: shared_memory.SlotWriter | None = None, slot: int | None = None
+    ) -> _Put:
+        """Frame one round trip: SET the bytes (expiring, in case this producer dies while waiting), then
+        PUT, which first acknowledges what ack(wait=False) queued. A shared-memory producer also asks
+        whether its oldest entries have left the stream (their slots are then free)."""
         upload = self._new_bytes_key()
-        added = False
         keys = [*self._entry_keys, upload]
-        try:
-            # One round trip: SET the bytes (expiring, in case this producer dies while waiting), then PUT,
-            # which first acknowledges what ack(wait=False) queued. A shared-memory producer also asks
-            # whether its oldest entries have left the stream (their slots are then free).
-            acks = self._take_acks()
-            checked = writer.oldest(_SLOT_CHECKS_PER_PUT) if writer is not None else []
-            upload_and_put = [
-                pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
-                self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
-                *self._slot_checks(checked),
-            ]
+        acks = self._take_acks()
+        checked = writer.oldest(_SLOT_CHECKS_PER_PUT) if writer is not None else []
+        commands = [
+            pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
+            self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
+            *self._slot_checks(checked),
+        ]
+        return _Put(upload, keys, commands, acks, checked, writer, slot)
+
+    def _answer(self, put: _Put) -> None:
+        """Get the first round trip's replies (read those already sent, else send): sets ``put.result``."""
+        replies = None
+        exchange, put.exchange = put.exchange, None
+        if exchange is not None:
             try:
-                replies = self._run(upload_and_put, "put a subgraph")
+                replies = exchange.replies()
+            except (redis.ConnectionError, redis.TimeoutError):
+                replies = None  # whether it ran is unknown: sent again below, as a failed round trip would be
+            else:
+                if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+                    replies = None  # a restarted Redis forgot the scripts: nothing ran
+                else:
+                    try:
+                        raise_first_error(replies)
+                    except redis.ResponseError as exc:
+                        self._requeue_acks(put.acks)
+                        raise translate_error(self.url, exc) from None
+        if replies is None:
+            try:
+                replies = self._run(put.commands, "put a subgraph")
             except BaseException:
-                self._requeue_acks(acks)
+                self._requeue_acks(put.acks)
                 raise
-            result = replies[1]
-            if checked:
-                writer.gone([eid for eid, entry in zip(checked, replies[2:]) if not entry])
-            upload_and_put = [upload_and_put[0], self._scripts["PUT"].command(keys, self._put_args)]  # acks done
-            poll = _POLL_MIN
+        put.result = replies[1]
+        if put.checked:
+            put.writer.gone([eid for eid, entry in zip(put.checked, replies[2:]) if not entry])
+        put.commands = [put.commands[0], self._scripts["PUT"].command(put.keys, self._put_args)]  # acks done
+
+    def _room(self, put: _Put, timeout: float | None, *, keep: bool) -> str:
+        """Wait while the pool is full until ``put`` is added; its entry id.
+
+        On a timeout, ``keep`` leaves the put as it is (to be tried again); else it is given up.
+        """
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        poll = _POLL_MIN
+        try:
             while True:
+                result = put.result
                 if isinstance(result, bytes):
-                    added = True
-                    return result.decode()
+                    entry_id = result.decode()
+                    self._conclude(put, entry_id)
+                    return entry_id
                 if result == -1:  # the upload vanished (a restart, or it expired): send it again
-                    result = self._run(upload_and_put, "put a subgraph")[1]
+                    put.result = self._run(put.commands, "put a subgraph")[1]
                     continue
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise SaintpipeTimeout(
-                        f"subgraph pool of job {self.job_id!r} stayed full for {timeout:g} s: {result} "
-                        f"unacknowledged entries held, capacity {self.capacity}. Are trainers consuming and "
-                        "acknowledging?"
-                    )
-                time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic())))
-                poll = min(poll * 2, _POLL_MAX)
-                result = self._eval("PUT", keys, self._put_args, "put a subgraph")
-        finally:
-            if not added:
-                self._discard(upload)
+                if result is not None:  # the number held: full
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise SaintpipeTimeout(
+                            f"subgraph pool of job {self.job_id!r} stayed full for {timeout:g} s: {result} "
+                            f"unacknowledged entries held, capacity {self.capacity}. Are trainers consuming "
+                            "and acknowledging?"
+                        )
+                    time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic())))
+                    poll = min(poll * 2, _POLL_MAX)
+                put.result = self._eval("PUT", put.keys, self._put_args, "put a subgraph")
+        except SaintpipeTimeout:
+            if keep:
+                put.result = None  # ask again first thing next time
+            else:
+                self._conclude(put, None)
+            raise
+        except BaseException:
+            self._conclude(put, None)
+            raise
+
+    def _conclude(self, put: _Put, entry_id: str | None) -> None:
+        """A put is over: its slot holds an entry (``entry_id``), or it was not added and is given up."""
+        if put.writer is not None and put.slot is not None:
+            if entry_id is None:
+                put.writer.release(put.slot)
+            else:
+                put.writer.committed(put.slot, entry_id)
+            put.slot = None
+        if entry_id is None:
+            put.exchange = None
+            self._discard(put.upload)
 
     def _new_bytes_key(self) -> str:
         """A key no other pool object, process or call uses: a random token of this object, and a counter."""
@@ -702,6 +890,11 @@ class SubgraphPool:
     def close(self) -> None:
         """Send queued acknowledgements, then close the connections (entries stay in Redis)."""
         self._closed.set()
+        if self._pending is not None:
+            try:
+                self.abandon()
+            except (redis.RedisError, SaintpipeError) as exc:
+                log.warning("pool job %s: could not settle the last put on close: %s", self.job_id, exc)
         try:
             with self._lock:
                 queued = bool(self._acks)

@@ -305,6 +305,22 @@ class Connections:
             self._idle.append(conn)
         return raise_first_error(replies) if raise_errors else replies
 
+    def start(self, commands: Sequence[list]) -> "PendingExchange":
+        """Send packed commands in one write and return at once; the replies are read later.
+
+        The connection stays out of the idle list until :meth:`PendingExchange.replies`
+        has read them. A failure to send drops the connection and raises as
+        :meth:`exchange` does (no reconnect here: the caller's fallback is ``exchange``).
+        """
+        conn = self._take()
+        try:
+            send(conn, commands)
+        except BaseException:
+            conn.disconnect()
+            self._idle.append(conn)
+            raise
+        return PendingExchange(self, conn, len(commands))
+
     def _take(self) -> redis.Connection:
         if self._forks != _FORKS[0]:  # forked: the parent's sockets are not ours to use
             self._idle, self._forks = [], _FORKS[0]
@@ -318,3 +334,26 @@ class Connections:
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.disconnect()
+
+
+class PendingExchange:
+    """Commands sent by :meth:`Connections.start` whose replies are still on the wire."""
+
+    def __init__(self, owner: Connections, conn: redis.Connection, count: int) -> None:
+        self._owner, self._conn, self._count = owner, conn, count
+
+    def replies(self) -> list:
+        """Read the replies (error replies as exception objects) and give the connection back.
+
+        Raises:
+            redis.ConnectionError, redis.TimeoutError: the connection broke; whether
+                Redis ran the commands is unknown.
+        """
+        try:
+            return receive(self._conn, self._count)
+        except BaseException:
+            self._conn.disconnect()
+            raise
+        finally:
+            if self._owner._forks == _FORKS[0]:
+                self._owner._idle.append(self._conn)

@@ -50,6 +50,16 @@ def subgraph_seed(job_seed: int, worker: int, sequence: int) -> int:
     return stream_seed(job_seed, worker, sequence)
 
 
+def subgraph_seeds(job_seed: int, worker: int, start: int, count: int) -> list[int]:
+    """``subgraph_seed`` of sequences ``start .. start + count - 1``, computed back to back.
+
+    A producer asks for a block at a time: one derivation right after a
+    sampling kernel runs on cold caches (about 0.1 ms), a block of them runs
+    hot (about 0.015 ms each).
+    """
+    return [stream_seed(job_seed, worker, s) for s in range(start, start + count)]
+
+
 def available_cores() -> list[int]:
     """The cores this process may run on."""
     return sorted(os.sched_getaffinity(0))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -39,7 +40,8 @@ from services.sampler.graph import prepare_graph, readonly
 from services.sampler.kernels import rng
 from services.sampler.kernels.edge import build_edge_table, edge_select
 from services.sampler.kernels.frontier import NUM_STATS, frontier_select
-from services.sampler.kernels.induce import STATUS_OK, bitset_words, finish_subgraph
+from services.sampler.kernels.induce import (STATUS_OK, bitset_words, complete_subgraph, finish_subgraph,
+                                            release_nodes, stage_subgraph)
 from services.sampler.kernels.node import build_node_table, node_select
 from services.sampler.kernels.random_walk import random_walk_select
 from services.subgraph import Subgraph
@@ -110,12 +112,50 @@ class Sampler:
             self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
             self._alpha, self._train_mask, self._loss_coef, want_positions)
         if status != STATUS_OK:
-            raise InvalidArgument(
-                f"graph is not symmetric: node {int(node_ids[bad_row])} has an edge whose reverse is missing "
-                f"(samplers need an undirected graph storing both directions)")
+            _asymmetric(node_ids, bad_row)
         subgraph = Subgraph(node_ids=node_ids, indptr=sub_indptr, indices=sub_indices, edge_weights=weights,
                             edge_weights_t=weights_t, loss_weights=loss, seed=seed)
         return subgraph, eids
+
+    def sample_into(self, seed: int, place: Callable[[int, int], tuple[np.ndarray, ...]]) -> Subgraph:
+        """Like :meth:`sample`, with the subgraph's arrays written where ``place`` puts them.
+
+        Once the node set is chosen and induced (its size known), the kernels
+        call ``place(num_nodes, num_edges)``, which returns six writable arrays
+        of exactly these dtypes and sizes: node_ids int64 [n], indptr int64
+        [n+1], indices int32 [e], edge_weights and edge_weights_t float32 [e],
+        loss_weights float32 [n]. The rest of the kernels write into them, so
+        when they are views of an encoded message's buffer
+        (:func:`services.pool.codec.frame_subgraph`) no copy of the subgraph
+        follows. The values are those of ``sample(seed)``, bit for bit.
+
+        Raises:
+            InvalidArgument: as :meth:`sample`, or arrays from ``place`` that do not fit.
+            Whatever ``place`` raises; the sampler is left ready for the next call.
+        """
+        seed = check_seed(seed)
+        rng.seed_state(self._state, np.uint64(seed))
+        count = self._select()
+        node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
+            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
+            self._alpha.size > 0)
+        n, e = node_ids.size, int(sub_indptr[-1])
+        try:
+            out = tuple(place(n, e))
+            _check_placed(out, n, e)
+        except BaseException:
+            release_nodes(self._g2l, node_ids)
+            raise
+        ids, indptr, indices, weights, weights_t, loss = out
+        ids[:] = node_ids
+        indptr[:] = sub_indptr
+        status, bad_row = complete_subgraph(self.indptr, self._g2l, node_ids, sub_indptr, kept, tmp_eid,
+                                            self._alpha, self._train_mask, self._loss_coef, indices, weights,
+                                            weights_t, loss)
+        if status != STATUS_OK:
+            _asymmetric(node_ids, bad_row)
+        return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
+                        edge_weights_t=weights_t, loss_weights=loss, seed=seed)
 
     def sample(self, seed: int, *, job_id: str = "", worker: int = 0, sequence: int = 0) -> Subgraph:
         """Sample one subgraph; the same seed gives the same subgraph bit for bit.
@@ -132,6 +172,29 @@ class Sampler:
         if job_id or worker or sequence:
             subgraph = dataclasses.replace(subgraph, job_id=job_id, worker=worker, sequence=sequence)
         return subgraph
+
+
+_PLACED = (("node_ids", np.int64, 0, 0), ("indptr", np.int64, 0, 1), ("indices", np.int32, 1, 0),
+           ("edge_weights", np.float32, 1, 0), ("edge_weights_t", np.float32, 1, 0),
+           ("loss_weights", np.float32, 0, 0))
+
+
+def _check_placed(out: tuple, n: int, e: int) -> None:
+    """The kernels write without bounds checks: refuse arrays of another dtype, size or layout."""
+    if len(out) != len(_PLACED):
+        raise InvalidArgument(f"sample_into: place() returned {len(out)} arrays, expected {len(_PLACED)}")
+    for arr, (name, dtype, by_edges, extra) in zip(out, _PLACED):
+        size = (e if by_edges else n) + extra
+        if (not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.ndim != 1 or arr.size != size
+                or not arr.flags.c_contiguous or not arr.flags.writeable):
+            raise InvalidArgument(f"sample_into: {name} must be a writable contiguous {np.dtype(dtype)} "
+                                  f"array of {size} entries")
+
+
+def _asymmetric(node_ids: np.ndarray, bad_row: int) -> None:
+    raise InvalidArgument(
+        f"graph is not symmetric: node {int(node_ids[bad_row])} has an edge whose reverse is missing "
+        f"(samplers need an undirected graph storing both directions)")
 
 
 class FrontierSampler(Sampler):

@@ -89,15 +89,18 @@ def _dataset(args: argparse.Namespace) -> Path:
 
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
-    from services.sampler.parallel import subgraph_seed
+    from services.sampler.parallel import subgraph_seed, subgraph_seeds
 
     saved = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
     try:
         sampler.sample(subgraph_seed(job_seed, 0, 2**32))  # warm-up: compiled code, touched pages
         count, start, cpu = 0, time.perf_counter(), time.thread_time()
+        seeds: list[int] = []
         while True:
-            sampler.sample(subgraph_seed(job_seed, 0, count))
+            if count % 16 == 0:  # seeds a block at a time, as the workers derive them
+                seeds = subgraph_seeds(job_seed, 0, count, 16)
+            sampler.sample(seeds[count % 16])
             count += 1
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
@@ -166,6 +169,7 @@ class Drain:
 def service_run(config, workers: int, seconds: float, redis_pid: int | None) -> dict:
     """Run the service with ``workers`` workers, drained; the fill rate over the measurement window."""
     from services.pool.pool import SubgraphPool
+    from services.sampler_service.pinning import keep_off_cores
     from services.sampler_service.service import SamplerService
 
     service = SamplerService(config.model_copy(update={"workers": workers}))
@@ -178,6 +182,8 @@ def service_run(config, workers: int, seconds: float, redis_pid: int | None) -> 
                 if time.monotonic() > deadline:
                     raise RuntimeError("the workers did not start pushing within 300 s")
                 time.sleep(0.05)
+            if redis_pid is not None:  # the private Redis keeps off the workers' cores while any is spare
+                keep_off_cores(redis_pid, {info.core for info in service.worker_info()})
             first, redis0 = service.stats(), _redis_cpu(redis_pid)
             t0 = time.perf_counter()
             while True:

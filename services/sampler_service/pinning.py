@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Iterable, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +93,30 @@ def pin_process(core: int) -> None:
     threads), and threads started later inherit from their creator, so pin
     them all.
     """
-    for tid in os.listdir("/proc/self/task"):
+    _set_affinity("self", {core})
+    os.sched_setaffinity(0, {core})
+
+
+def keep_off_cores(pid: int, busy: Iterable[int]) -> set[int]:
+    """Bind every thread of process ``pid`` to the cores not in ``busy``, or to all when none is left.
+
+    For a helper the samplers depend on, such as a private Redis: left free to
+    roam, the scheduler wakes it on the core of the worker that just sent it a
+    request and the worker waits out the request on its own core. Returns the
+    cores the process may now use.
+    """
+    available = set(os.sched_getaffinity(0))
+    cores = available - set(busy) or available
+    _set_affinity(str(pid), cores)
+    return cores
+
+
+def _set_affinity(pid: str, cores: set[int]) -> None:
+    for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            os.sched_setaffinity(int(tid), {core})
+            os.sched_setaffinity(int(tid), cores)
         except (ProcessLookupError, PermissionError):  # thread exited meanwhile / not ours to touch
             continue
-    os.sched_setaffinity(0, {core})
 
 
 def pin_to_core(worker: int) -> CoreClaim:

@@ -1,19 +1,27 @@
 """The production loop of one worker: draw a subgraph, push it, count.
 
-Drawing is CPU work on the worker's core. When the pool keeps the bytes in
-Redis, a push is mostly waiting for Redis to take a megabyte or two; doing the
-two one after the other would leave the core idle during every push, so the
-push of subgraph k runs on a helper thread and overlaps the drawing of
-subgraph k+1 (a hand-off of depth one: at most one subgraph waits for the
-pusher). When the pool's transport is shared memory, a push is CPU work too
-(one pass into a slot, then a ~100-byte round trip) and nothing is left to
-overlap on one core: the worker pushes on its own thread, sparing the
-hand-off between threads. Either way, when the pool is full the push waits
-and drawing stops too: nothing is ever dropped to make room.
+Drawing is CPU work on the worker's core; a push is partly CPU work (encoding,
+or one pass into a shared-memory slot) and partly waiting for Redis. The
+waiting is overlapped with the next draw in one of two ways:
+
+* shared memory (``pool.transport == "shared_memory"``): the push is split.
+  ``pool.put_nowait`` writes the slot and sends the ~100-byte put on the
+  drawing thread; Redis handles it on another core while subgraph k+1 is
+  drawn, and ``pool.settle`` then reads the answer that has long arrived.
+  One thread, no hand-off, no idle round trip.
+* bytes in Redis: sending a megabyte or two is itself mostly waiting, so the
+  push of subgraph k runs on a helper thread and overlaps the drawing of
+  subgraph k+1 (a hand-off of depth one: at most one subgraph waits for the
+  pusher).
+
+Either way, when the pool is full the push waits and drawing stops too:
+nothing is ever dropped to make room.
 
 Sequence numbers are reserved before drawing (:mod:`sequence`), so a crash or
 a stop leaves gaps (the rest of the reserved block, the subgraph being drawn
-and the one being pushed), never a repeated (worker, sequence) pair.
+and the one being pushed), never a repeated (worker, sequence) pair. Their
+seeds are derived a block at a time, on warm caches rather than after each
+kernel call.
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ from dataclasses import replace
 from typing import Any
 
 from saintpipe.errors import SaintpipeTimeout
-from services.sampler.parallel import subgraph_seed
+from services.pool.codec import DIRECT_AVAILABLE, frame_subgraph, seal_subgraph
+from services.sampler.parallel import subgraph_seeds
 from services.sampler_service.counters import WorkerCounters
 
 _HANDOFF_POLL_S = 0.1
+# Seeds derived per batch (a sequence block is 16).
+_SEED_BATCH = 16
 
 
 class Producer:
@@ -41,7 +52,8 @@ class Producer:
         job_id, worker, job_seed: stamped on every subgraph; the seed of sequence s is
             ``subgraph_seed(job_seed, worker, s)``.
         push_poll_s: how long one push waits on a full pool before looking at the stop event again.
-        inline: push on the drawing thread (default: when the pool's transport is shared memory).
+        inline: push on the drawing thread, pipelined with ``put_nowait``/``settle`` (default: when the
+            pool's transport is shared memory).
     """
 
     def __init__(self, sampler: Any, pool: Any, cursor: Any, *, job_id: str, worker: int, job_seed: int,
@@ -49,12 +61,18 @@ class Producer:
         self._sampler, self._pool, self._cursor = sampler, pool, cursor
         self._job_id, self._worker, self._job_seed = job_id, worker, job_seed
         self._push_poll_s = push_poll_s
-        self._inline = getattr(pool, "transport", "redis") == "shared_memory" if inline is None else inline
+        shared = getattr(pool, "transport", "redis") == "shared_memory"
+        self._inline = shared if inline is None else inline
+        # Kernels writing into the pool's slot: shared memory, a sampler and a pool that can.
+        self._direct = (self._inline and shared and DIRECT_AVAILABLE and callable(getattr(sampler, "sample_into", None))
+                        and callable(getattr(pool, "prepare", None)))
         self._lock = threading.Lock()
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
         self._error: BaseException | None = None
         self._cpu_start = time.process_time()
+        self._seeds: list[int] = []
+        self._seeds_from = 0
 
     def snapshot(self) -> WorkerCounters:
         """The counts so far, a wait on a full pool in progress included (so counters never dip)."""
@@ -73,8 +91,7 @@ class Producer:
         """
         self._error = None  # a failed earlier run() of this producer is behind us
         if self._inline:
-            while not stop.is_set() and self._deliver(*self._draw(), stop):
-                pass
+            self._run_pipelined(stop)
             return self._counters.subgraphs
         handoff: queue.Queue = queue.Queue(maxsize=1)
         done = threading.Event()
@@ -97,18 +114,100 @@ class Producer:
             raise self._error
         return self._counters.subgraphs
 
+    def _run_pipelined(self, stop: threading.Event) -> None:
+        """Draw subgraph k+1 while Redis handles the put of k, then settle k; all on this thread."""
+        sent = None  # (subgraph, took) of the put in flight
+        item = None  # (message, subgraph, took) drawn, not sent yet
+        try:
+            while not stop.is_set():
+                item = self._draw_message()
+                if sent is not None:
+                    delivered = self._deliver(*sent, stop, sent=True)
+                    sent = None
+                    if not delivered:  # stopped while the pool was full: given up
+                        return
+                if stop.is_set():  # drawn, not pushed: a gap in the sequence, as any stop leaves
+                    return
+                self._pool.put_nowait(item[0])
+                sent, item = item[1:], None
+            if sent is not None:
+                self._deliver(*sent, stop, sent=True)
+                sent = None
+        finally:
+            if item is not None and self._direct:  # its slot is free again
+                self._pool.cancel(item[0])
+            if sent is not None and self._pool.unsettled:  # an error on the way: Redis may have it still
+                try:
+                    self._pool.abandon()
+                except Exception:  # noqa: BLE001 - the error being raised matters more
+                    pass
+
+    def _draw_message(self) -> tuple[Any, Any, tuple[float, float]]:
+        """The next subgraph as the pool takes it: (a subgraph or a prepared put, the subgraph, took)."""
+        if self._direct:
+            return self._draw_into_pool()
+        subgraph, took = self._draw()
+        return subgraph, subgraph, took
+
+    def _draw_into_pool(self) -> tuple[Any, Any, tuple[float, float]]:
+        """Draw the next subgraph straight into the pool's shared-memory slot: no copy of it follows.
+
+        The sampler's kernels write the arrays where the encoded message holds
+        them (``sample_into`` with ``codec.frame_subgraph``); one pass then
+        hashes and checks them in place. If no slot can be written, the same
+        seed is drawn again the usual way and its bytes go through Redis.
+        """
+        sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
+        seed = self._seed(sequence)
+        drawn: list = []
+
+        def write_into(allocate):
+            framed: list = []
+            placing = [0.0, 0.0]
+
+            def place(num_nodes: int, num_edges: int):
+                t, c = time.perf_counter(), time.thread_time()
+                framed.append(frame_subgraph(allocate, num_nodes, num_edges, job_id=self._job_id,
+                                             worker=self._worker, sequence=sequence, seed=seed))
+                placing[:] = time.perf_counter() - t, time.thread_time() - c
+                return framed[0].arrays
+
+            t0, c0 = time.perf_counter(), time.thread_time()
+            subgraph = self._sampler.sample_into(seed, place)
+            took = (time.perf_counter() - t0 - placing[0], time.thread_time() - c0 - placing[1])
+            drawn.append((subgraph, took))  # views of the slot: only the sizes are read later
+            return seal_subgraph(framed[0])
+
+        def or_else():
+            drawn.append(self._draw_seeded(sequence, seed))
+            return drawn[-1][0]
+
+        message = self._pool.prepare(write_into, or_else)
+        return message, *drawn[-1]
+
+    def _seed(self, sequence: int) -> int:
+        at = sequence - self._seeds_from
+        if not 0 <= at < len(self._seeds):
+            self._seeds = subgraph_seeds(self._job_seed, self._worker, sequence, _SEED_BATCH)
+            self._seeds_from, at = sequence, 0
+        return self._seeds[at]
+
     def _draw(self) -> tuple[Any, tuple[float, float]]:
         """The next subgraph, stamped, and the (wall, CPU) seconds its drawing took."""
         sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
-        seed = subgraph_seed(self._job_seed, self._worker, sequence)
+        return self._draw_seeded(sequence, self._seed(sequence))
+
+    def _draw_seeded(self, sequence: int, seed: int) -> tuple[Any, tuple[float, float]]:
         t0, c0 = time.perf_counter(), time.thread_time()
         subgraph = self._sampler.sample(seed)
         took = (time.perf_counter() - t0, time.thread_time() - c0)
         return replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed), took
 
-    def _deliver(self, subgraph: Any, took: tuple[float, float], stop: threading.Event) -> bool:
-        """Push and count one subgraph; False when stopped while waiting for room."""
-        waited = self._push(subgraph, stop)
+    def _deliver(self, subgraph: Any, took: tuple[float, float], stop: threading.Event, *,
+                 sent: bool = False) -> bool:
+        """Push (or, with ``sent``, settle the put_nowait of) and count one subgraph; False when stopped
+        while waiting for room."""
+        waited = self._push(subgraph, stop, sent)
         with self._lock:  # one step: a wait in progress becomes a finished one
             if waited is not None:
                 self._counters.observe(subgraph.num_nodes, subgraph.num_edges, took[0], waited, took[1])
@@ -131,10 +230,19 @@ class Producer:
         except BaseException as exc:  # noqa: BLE001 - handed to run(), which raises it in the actor call
             self._error = exc
 
-    def _push(self, subgraph: Any, stop: threading.Event) -> float | None:
-        """Push, waiting while the pool is full; the seconds waited, or None when stopped first."""
+    def _push(self, subgraph: Any, stop: threading.Event, sent: bool = False) -> float | None:
+        """Push, waiting while the pool is full; the seconds waited, or None when stopped first.
+
+        With ``sent`` the subgraph went out with ``put_nowait``: settle that put instead.
+        """
+        def attempt(timeout: float) -> None:
+            if sent:
+                self._pool.settle(timeout=timeout)
+            else:
+                self._pool.put(subgraph, timeout=timeout)
+
         try:
-            self._pool.put(subgraph, timeout=0)
+            attempt(0)
             return 0.0
         except SaintpipeTimeout:
             pass
@@ -143,8 +251,10 @@ class Producer:
             self._waiting_since = t0
         while not stop.is_set():
             try:
-                self._pool.put(subgraph, timeout=self._push_poll_s)
+                attempt(self._push_poll_s)
                 return time.perf_counter() - t0
             except SaintpipeTimeout:
                 continue
+        if sent and self._pool.abandon() is not None:  # Redis took it after all as the stop came
+            return time.perf_counter() - t0
         return None

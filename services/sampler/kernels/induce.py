@@ -115,8 +115,8 @@ def clip_nodes(state, g2l, sel, count, multiple):
 
 
 @njit(cache=True)
-def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
-    """The induced CSR of ``node_ids`` (sorted) whose ``g2l`` entries hold their local ids.
+def induce_scan(indptr, indices, bits, node_ids, want_eids):
+    """The induction's scan: ``sub_indptr`` and each kept entry's global column (and CSR position).
 
     ``bits`` (uint64 [ceil(N/64)]) is the membership bitset with exactly the
     subgraph's nodes set (by :func:`sorted_node_ids`); it is cleared before
@@ -124,13 +124,12 @@ def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
     subgraph; the bitset answers that from a few hundred KiB that stay in
     cache, where ``g2l`` (4 bytes per node) would miss cache. The scan is
     branchless (every neighbour is written, the count advances by its bit),
-    since on such graphs the membership branch is unpredictable; only the
-    kept neighbours then read ``g2l``.
+    since on such graphs the membership branch is unpredictable.
 
-    Returns ``(sub_indptr int64 [n+1], sub_indices int32 [e], eids int64)``
-    where, with ``want_eids``, ``eids[k]`` is the full-graph CSR position of
-    entry ``k`` (empty otherwise). Because the full graph's rows are sorted
-    and local ids follow global order, every induced row comes out sorted.
+    Returns ``(sub_indptr int64 [n+1], kept int32, tmp_eid int64)``: the first
+    ``e = sub_indptr[n]`` entries of ``kept`` are the kept neighbours' global
+    ids, row by row, and with ``want_eids`` those of ``tmp_eid`` their
+    full-graph CSR positions (``tmp_eid`` is empty otherwise).
     """
     n = node_ids.size
     bound = np.int64(0)
@@ -161,6 +160,21 @@ def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
             sub_indptr[i + 1] = e
     for i in range(n):
         bits[np.uint64(node_ids[i]) >> _SIX] = 0
+    return sub_indptr, kept, tmp_eid
+
+
+@njit(cache=True)
+def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
+    """The induced CSR of ``node_ids`` (sorted) whose ``g2l`` entries hold their local ids.
+
+    :func:`induce_scan`, then each kept neighbour mapped to its local id.
+    Returns ``(sub_indptr int64 [n+1], sub_indices int32 [e], eids int64)``
+    where, with ``want_eids``, ``eids[k]`` is the full-graph CSR position of
+    entry ``k`` (empty otherwise). Because the full graph's rows are sorted
+    and local ids follow global order, every induced row comes out sorted.
+    """
+    sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
+    e = sub_indptr[node_ids.size]
     sub_indices = np.empty(e, dtype=np.int32)
     for k in range(e):
         sub_indices[k] = g2l[np.uint64(kept[k])]
@@ -212,6 +226,87 @@ def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
 
 
 @njit(cache=True)
+def stage_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state, want_eids):
+    """The first half of :func:`finish_subgraph`: clip, sort, map and scan; sizes the subgraph.
+
+    Leaves ``g2l`` holding the local ids of the returned nodes: follow with
+    :func:`complete_subgraph`, or with :func:`release_nodes` when giving up.
+
+    Returns ``(node_ids int64 [n], sub_indptr int64 [n+1], kept, tmp_eid)``
+    (see :func:`induce_scan`); the subgraph has ``e = sub_indptr[n]`` entries.
+    """
+    first = clip_nodes(state, g2l, sel, count, clip_multiple)
+    node_ids = sorted_node_ids(bits, sel, first, count, DENSE_WORDS_PER_NODE)
+    n = node_ids.size
+    for i in range(n):
+        g2l[np.uint64(node_ids[i])] = i
+    sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
+    return node_ids, sub_indptr, kept, tmp_eid
+
+
+@njit(cache=True)
+def release_nodes(g2l, node_ids):
+    """Reset ``g2l`` for a staged node set that will not be completed."""
+    for i in range(node_ids.size):
+        g2l[np.uint64(node_ids[i])] = ABSENT
+
+
+@njit(cache=True)
+def complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask, loss_coef,
+                      sub_indices, weights, weights_t, loss):
+    """The second half of :func:`finish_subgraph`: columns, weights, Algorithm 6, loss weights.
+
+    Writes into output arrays the caller provides (``sub_indices`` int32 [e],
+    ``weights`` and ``weights_t`` float32 [e], ``loss`` float32 [n]), which
+    may lie inside an encoded message's buffer; resets ``g2l``.
+
+    Returns ``(status, bad_row)`` as :func:`finish_subgraph`.
+    """
+    n = node_ids.size
+    e = sub_indptr[n]
+    for k in range(e):
+        sub_indices[k] = g2l[np.uint64(kept[k])]
+    release_nodes(g2l, node_ids)
+
+    for i in range(n):
+        start = np.uint64(sub_indptr[i])
+        stop = np.uint64(sub_indptr[i + 1])
+        if stop == start:
+            continue
+        if alpha.size > 0:
+            # GraphSAINT: the full graph's mean aggregator 1/deg(v), divided by alpha(u, v).
+            v = node_ids[i]
+            inv_deg = 1.0 / (indptr[v + 1] - indptr[v])
+            for k in range(start, stop):
+                weights[k] = inv_deg / alpha[np.uint64(tmp_eid[k])]
+        else:
+            w = np.float32(1.0 / np.int64(stop - start))
+            for k in range(start, stop):
+                weights[k] = w
+    bad_row = transpose_weights(sub_indptr, sub_indices, weights, weights_t)
+    status = STATUS_OK if bad_row < 0 else STATUS_ASYMMETRIC
+
+    loss[:] = 0
+    if loss_coef.size > 0:
+        for i in range(n):
+            v = node_ids[i]
+            if train_mask.size == 0 or train_mask[v]:
+                loss[i] = loss_coef[v]
+    elif train_mask.size > 0:
+        num_train = 0
+        for i in range(n):
+            num_train += train_mask[node_ids[i]]
+        if num_train > 0:
+            w = np.float32(1.0 / num_train)
+            for i in range(n):
+                if train_mask[node_ids[i]]:
+                    loss[i] = w
+    elif n > 0:
+        loss[:] = np.float32(1.0 / n)
+    return status, bad_row
+
+
+@njit(cache=True)
 def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state,
                     alpha, train_mask, loss_coef, want_eids):
     """Clip, sort, induce, weight and transpose one sampled node set; resets ``g2l``.
@@ -230,52 +325,16 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
         ``status`` is ``STATUS_ASYMMETRIC`` (with the local ``bad_row``) when the
         induced pattern is not symmetric, i.e. the graph is directed.
     """
-    first = clip_nodes(state, g2l, sel, count, clip_multiple)
-    node_ids = sorted_node_ids(bits, sel, first, count, DENSE_WORDS_PER_NODE)
-    n = node_ids.size
-    for i in range(n):
-        g2l[np.uint64(node_ids[i])] = i
     want_eids = want_eids or alpha.size > 0
-    sub_indptr, sub_indices, eids = induce_csr(indptr, indices, g2l, bits, node_ids, want_eids)
-    for i in range(n):
-        g2l[np.uint64(node_ids[i])] = ABSENT
-
-    e = sub_indices.size
+    node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple,
+                                                         state, want_eids)
+    n = node_ids.size
+    e = sub_indptr[n]
+    sub_indices = np.empty(e, dtype=np.int32)
     weights = np.empty(e, dtype=np.float32)
-    for i in range(n):
-        start = np.uint64(sub_indptr[i])
-        stop = np.uint64(sub_indptr[i + 1])
-        if stop == start:
-            continue
-        if alpha.size > 0:
-            # GraphSAINT: the full graph's mean aggregator 1/deg(v), divided by alpha(u, v).
-            v = node_ids[i]
-            inv_deg = 1.0 / (indptr[v + 1] - indptr[v])
-            for k in range(start, stop):
-                weights[k] = inv_deg / alpha[np.uint64(eids[k])]
-        else:
-            w = np.float32(1.0 / np.int64(stop - start))
-            for k in range(start, stop):
-                weights[k] = w
     weights_t = np.empty(e, dtype=np.float32)
-    bad_row = transpose_weights(sub_indptr, sub_indices, weights, weights_t)
-    status = STATUS_OK if bad_row < 0 else STATUS_ASYMMETRIC
-
-    loss = np.zeros(n, dtype=np.float32)
-    if loss_coef.size > 0:
-        for i in range(n):
-            v = node_ids[i]
-            if train_mask.size == 0 or train_mask[v]:
-                loss[i] = loss_coef[v]
-    elif train_mask.size > 0:
-        num_train = 0
-        for i in range(n):
-            num_train += train_mask[node_ids[i]]
-        if num_train > 0:
-            w = np.float32(1.0 / num_train)
-            for i in range(n):
-                if train_mask[node_ids[i]]:
-                    loss[i] = w
-    elif n > 0:
-        loss[:] = np.float32(1.0 / n)
+    loss = np.empty(n, dtype=np.float32)
+    status, bad_row = complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
+                                        loss_coef, sub_indices, weights, weights_t, loss)
+    eids = tmp_eid[:e].copy() if want_eids else tmp_eid
     return status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss

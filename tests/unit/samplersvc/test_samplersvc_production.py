@@ -1,4 +1,5 @@
-"""The production loop's logic, pushing on a helper thread or on the drawing thread (fake pool and cursor)."""
+"""The production loop's logic, pushing on a helper thread or pipelined on the drawing thread (fake pool and
+cursor)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from services.sampler_service.production import Producer
 
 
 class Sampler:
+    def __init__(self, log: list | None = None, fail_at: int | None = None) -> None:
+        self.log, self.fail_at, self.draws = log, fail_at, 0
+
     def sample(self, seed: int):
+        if self.draws == self.fail_at:
+            raise RuntimeError("kernel failed")
+        if self.log is not None:
+            self.log.append(f"draw {self.draws}")
+        self.draws += 1
         return random_subgraph(6, 10, seed=seed % 1000)
 
 
@@ -31,11 +40,38 @@ class Pool:
     """Takes ``stop_after`` subgraphs, then sets ``stop``; refuses the first ``full_for`` attempts as a full pool."""
 
     def __init__(self, stop: threading.Event, stop_after: int, *, full_for: int = 0, fail: Exception | None = None,
-                 transport: str = "redis") -> None:
+                 transport: str = "redis", log: list | None = None) -> None:
         self.stop, self.stop_after, self.full_for, self.fail = stop, stop_after, full_for, fail
         self.transport = transport
         self.taken: list = []
         self.threads: set[str] = set()
+        self.log = log if log is not None else []
+        self.pending = None
+        self.abandoned: list = []
+
+    # The pipelined pair, as SubgraphPool has it: a put sent now, its answer taken later.
+    def put_nowait(self, sg) -> None:
+        assert self.pending is None, "put_nowait before the previous one was settled"
+        self.threads.add(threading.current_thread().name)
+        self.log.append(f"send {sg.sequence}")
+        self.pending = sg
+
+    def settle(self, timeout: float | None = None) -> str | None:
+        if self.pending is None:
+            return None
+        self.log.append(f"settle {self.pending.sequence}")
+        entry = self.put(self.pending, timeout)  # a timeout leaves it pending
+        self.pending = None
+        return entry
+
+    def abandon(self) -> str | None:
+        self.abandoned.append(self.pending)
+        self.pending = None
+        return None
+
+    @property
+    def unsettled(self) -> bool:
+        return self.pending is not None
 
     def put(self, sg, timeout: float | None = None) -> str:
         self.threads.add(threading.current_thread().name)
@@ -51,9 +87,9 @@ class Pool:
         return f"{len(self.taken)}-0"
 
 
-def produce(pool: Pool, inline: bool | None, start: int = 0) -> Producer:
-    producer = Producer(Sampler(), pool, Cursor(start), job_id="job", worker=3, job_seed=7, push_poll_s=0.01,
-                        inline=inline)
+def produce(pool: Pool, inline: bool | None, start: int = 0, sampler: Sampler | None = None) -> Producer:
+    producer = Producer(sampler or Sampler(), pool, Cursor(start), job_id="job", worker=3, job_seed=7,
+                        push_poll_s=0.01, inline=inline)
     producer.run(pool.stop)
     return producer
 
@@ -103,3 +139,27 @@ def test_the_default_follows_the_pools_transport(transport, inline):
     pool = Pool(threading.Event(), 2, transport=transport)
     produce(pool, None)
     assert (pool.threads == {threading.current_thread().name}) is inline
+
+
+def test_pipelined_puts_overlap_the_next_draw():
+    """Inline, subgraph k is sent before k+1 is drawn and settled only after: Redis works during the draw."""
+    log: list = []
+    pool = Pool(threading.Event(), 3, log=log)
+    produce(pool, True, sampler=Sampler(log))
+    assert log == ["draw 0", "send 0", "draw 1", "settle 0", "send 1", "draw 2", "settle 1", "send 2",
+                   "draw 3", "settle 2"]
+    assert [sg.sequence for sg in pool.taken] == [0, 1, 2] and pool.pending is None
+
+
+def test_a_failed_draw_abandons_the_put_in_flight():
+    pool = Pool(threading.Event(), 10)
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        produce(pool, True, sampler=Sampler(fail_at=2))
+    assert [sg.sequence for sg in pool.taken] == [0]  # settled after draw 1
+    assert [sg.sequence for sg in pool.abandoned] == [1] and not pool.unsettled
+
+
+def test_seeds_are_derived_per_block_and_match_subgraph_seed():
+    pool = Pool(threading.Event(), 40)
+    produce(pool, True, start=7)
+    assert [sg.seed for sg in pool.taken] == [subgraph_seed(7, 3, s) for s in range(7, 47)]
