@@ -205,7 +205,7 @@ def encode_subgraph_into(
 
 # Whether frame_subgraph/seal_subgraph can run (they need the compiled framing and hashing).
 DIRECT_AVAILABLE = fused.AVAILABLE
-_PLACED_DTYPES = tuple(dtype for _, dtype in ARRAYS.values())
+_I8, _I4, _F4 = np.dtype("<i8"), np.dtype("<i4"), np.dtype("<f4")
 
 
 @dataclass(eq=False)
@@ -226,38 +226,59 @@ class FramedSubgraph:
     meta: tuple[str, int, int, int]
 
 
-def frame_subgraph(
-    allocate: Callable[[int], np.ndarray], num_nodes: int, num_edges: int, *, job_id: str = "",
-    worker: int = 0, sequence: int = 0, seed: int = 0,
-) -> FramedSubgraph:
-    """Lay out the message of a subgraph with these sizes and ids in ``allocate(size)``'s buffer.
+class MessageFramer:
+    """Lays out the messages of one producer (a job id and a worker), reusing its scratch buffers.
 
     The counterpart of :func:`encode_subgraph_into` for a producer that writes
     the arrays itself (``Sampler.sample_into``): their bytes are written once,
     where the message holds them, instead of being copied there afterwards.
-    ``allocate`` is called once, as for ``encode_subgraph_into``.
+    A :class:`FramedSubgraph` it returns stays valid until its next ``frame``.
 
     Raises:
-        InvalidArgument: ids out of range (as ``encode_subgraph``), or an unfit buffer.
+        InvalidArgument: a job id or worker out of range (as ``encode_subgraph``).
     """
-    if not DIRECT_AVAILABLE:
-        raise InvalidArgument("frame_subgraph needs the compiled codec (services.pool.fused)")
-    job, meta = _meta(job_id, worker, sequence, seed)
-    job_array = np.frombuffer(job, dtype=np.uint8)
-    scalars = (np.uint64(wire.unsigned(meta[1])), np.uint64(wire.unsigned(meta[2])), np.uint64(meta[3]))
-    sizes = np.array([num_nodes, num_nodes + 1, num_edges, num_edges, num_edges, num_nodes], dtype=np.int64)
-    arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
-    cuts = np.empty(8, dtype=np.int64)
-    size = int(fused.layout_sizes(job_array, *scalars, sizes, arena, cuts))
-    dest = _destination(allocate(size), size)
-    views = []
-    at = 0
-    for index, dtype in enumerate(_PLACED_DTYPES):
-        at += int(cuts[index + 1] - cuts[index])
-        nbytes = int(sizes[index]) * dtype.itemsize
-        views.append(dest[at : at + nbytes].view(dtype))
-        at += nbytes
-    return FramedSubgraph(dest, tuple(views), job_array, scalars, arena, cuts, meta)
+
+    def __init__(self, job_id: str = "", worker: int = 0) -> None:
+        if not DIRECT_AVAILABLE:
+            raise InvalidArgument("MessageFramer needs the compiled codec (services.pool.fused)")
+        job, self._meta = _meta(job_id, worker, 0, 0)
+        self._job = np.frombuffer(job, dtype=np.uint8)
+        self._worker = np.uint64(wire.unsigned(self._meta[1]))
+        self._arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
+        self._cuts = np.empty(8, dtype=np.int64)
+        self._offsets = np.empty(6, dtype=np.int64)
+
+    def frame(self, allocate: Callable[[int], np.ndarray], num_nodes: int, num_edges: int, *,
+              sequence: int = 0, seed: int = 0) -> FramedSubgraph:
+        """Lay out the message of a subgraph with these sizes and ids in ``allocate(size)``'s buffer.
+
+        ``allocate`` is called once, as for ``encode_subgraph_into``.
+
+        Raises:
+            InvalidArgument: ids out of range, or an unfit buffer.
+        """
+        if not (0 <= sequence <= _INT64[1] and 0 <= seed <= _UINT64[1]):
+            _meta(self._meta[0], self._meta[1], sequence, seed)  # raises, naming the field
+        scalars = (self._worker, np.uint64(sequence), np.uint64(seed))
+        size = int(fused.layout_graph(self._job, *scalars, num_nodes, num_edges, self._arena, self._cuts,
+                                      self._offsets))
+        dest = _destination(allocate(size), size)
+        o = self._offsets.tolist()
+        n, e = num_nodes, num_edges
+        views = (dest[o[0] : o[0] + 8 * n].view(_I8), dest[o[1] : o[1] + 8 * n + 8].view(_I8),
+                 dest[o[2] : o[2] + 4 * e].view(_I4), dest[o[3] : o[3] + 4 * e].view(_F4),
+                 dest[o[4] : o[4] + 4 * e].view(_F4), dest[o[5] : o[5] + 4 * n].view(_F4))
+        meta = (self._meta[0], self._meta[1], int(sequence), int(seed))
+        return FramedSubgraph(dest, views, self._job, scalars, self._arena, self._cuts, meta)
+
+
+def frame_subgraph(
+    allocate: Callable[[int], np.ndarray], num_nodes: int, num_edges: int, *, job_id: str = "",
+    worker: int = 0, sequence: int = 0, seed: int = 0,
+) -> FramedSubgraph:
+    """:meth:`MessageFramer.frame` once: lay out a message for arrays to be written in place, then
+    :func:`seal_subgraph` it."""
+    return MessageFramer(job_id, worker).frame(allocate, num_nodes, num_edges, sequence=sequence, seed=seed)
 
 
 def seal_subgraph(framed: FramedSubgraph, *, validate: bool = True) -> int:

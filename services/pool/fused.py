@@ -152,6 +152,25 @@ def layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts):  #
 
 
 @njit(cache=True, nogil=True)
+def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts, offsets):  # pragma: no cover
+    """:func:`layout_sizes` for a subgraph of ``num_nodes`` nodes and ``num_edges`` entries.
+
+    Also sets ``offsets[i]``, where array ``i``'s bytes start in the message
+    (the message is piece 0, array 0, piece 1, ..., array 5, checksum).
+    """
+    sizes = np.empty(6, dtype=np.int64)
+    sizes[0], sizes[1], sizes[2] = num_nodes, num_nodes + 1, num_edges
+    sizes[3], sizes[4], sizes[5] = num_edges, num_edges, num_nodes
+    size = layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
+    at = 0
+    for index in range(6):
+        at += cuts[index + 1] - cuts[index]
+        offsets[index] = at
+        at += sizes[index] * _ITEMSIZES[index]
+    return size
+
+
+@njit(cache=True, nogil=True)
 def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
     """Frame a subgraph's message without reading its arrays' contents: scalars and array headers.
 

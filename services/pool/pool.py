@@ -82,6 +82,9 @@ _MAX_ACK_DELAY = 0.1
 # Shared-memory producers: oldest entries asked about along with each put (is its slot free again?),
 # and, when no slot is free, before creating another.
 _SLOT_CHECKS_PER_PUT, _SLOT_CHECKS_WHEN_SHORT = 2, 32
+# Up to this many slots a producer short of a free one makes another rather than asking Redis at once:
+# a pipelined producer holds one being written, one in flight and the entries whose checks are on the way.
+_SLOTS_WITHOUT_RECLAIM = 8
 
 
 def resolve_transport(transport: str, url: str) -> str:
@@ -151,6 +154,7 @@ class _Put:
     keys: list
     commands: list
     acks: list[str]
+    parts: list
     checked: list[str]
     writer: shared_memory.SlotWriter | None = None
     slot: int | None = None
@@ -263,7 +267,7 @@ class SubgraphPool:
         self._claim_interval = min(_MAX_BLOCK_SLICE, self.visibility_timeout / 4)
         self._next_claim = 0.0
         self._scripts = {
-            name: _Script(getattr(scripts, name)) for name in ("PUT", "GET", "ACK", "TOUCH", "STATS")
+            name: _Script(getattr(scripts, name)) for name in ("PUT", "PUT_REFERENCE", "GET", "ACK", "TOUCH", "STATS")
         }
         self._call(self._client.ping, "connect")
 
@@ -447,7 +451,7 @@ class SubgraphPool:
         Returns None when no slot could be written (``/dev/shm`` full): the caller puts the bytes in Redis.
         """
         writer = self._slots()
-        if not writer.has_free:
+        if not writer.has_free and writer.slots >= _SLOTS_WITHOUT_RECLAIM:
             self._reclaim_slots(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
         try:
             slot, reference = writer.write(encode_into)
@@ -482,18 +486,23 @@ class SubgraphPool:
         self, parts: list, writer: shared_memory.SlotWriter | None = None, slot: int | None = None
     ) -> _Put:
         """Frame one round trip: SET the bytes (expiring, in case this producer dies while waiting), then
-        PUT, which first acknowledges what ack(wait=False) queued. A shared-memory producer also asks
-        whether its oldest entries have left the stream (their slots are then free)."""
+        PUT, which first acknowledges what ack(wait=False) queued. A shared-memory producer's reference
+        goes in one PUT_REFERENCE, which also says whether its oldest entries have left the stream (their
+        slots are then free)."""
         upload = self._new_bytes_key()
         keys = [*self._entry_keys, upload]
         acks = self._take_acks()
-        checked = writer.oldest(_SLOT_CHECKS_PER_PUT) if writer is not None else []
-        commands = [
-            pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
-            self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
-            *self._slot_checks(checked),
-        ]
-        return _Put(upload, keys, commands, acks, checked, writer, slot)
+        if writer is not None:
+            checked = writer.oldest(_SLOT_CHECKS_PER_PUT)
+            commands = [self._scripts["PUT_REFERENCE"].command(
+                keys, [*self._put_args, parts[0], len(checked), *checked, *acks])]
+        else:
+            checked = []
+            commands = [
+                pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
+                self._scripts["PUT"].command(keys, [*self._put_args, *acks]),
+            ]
+        return _Put(upload, keys, commands, acks, parts, checked, writer, slot)
 
     def _answer(self, put: _Put) -> None:
         """Get the first round trip's replies (read those already sent, else send): sets ``put.result``."""
@@ -519,10 +528,12 @@ class SubgraphPool:
             except BaseException:
                 self._requeue_acks(put.acks)
                 raise
-        put.result = replies[1]
-        if put.checked:
-            put.writer.gone([eid for eid, entry in zip(put.checked, replies[2:]) if not entry])
-        put.commands = [put.commands[0], self._scripts["PUT"].command(put.keys, self._put_args)]  # acks done
+        if put.writer is None:
+            put.result = replies[1]
+        else:
+            put.result, *present = replies[0]
+            if put.checked:
+                put.writer.gone([eid for eid, held in zip(put.checked, present) if not held])
 
     def _room(self, put: _Put, timeout: float | None, *, keep: bool) -> str:
         """Wait while the pool is full until ``put`` is added; its entry id.
@@ -539,7 +550,10 @@ class SubgraphPool:
                     self._conclude(put, entry_id)
                     return entry_id
                 if result == -1:  # the upload vanished (a restart, or it expired): send it again
-                    put.result = self._run(put.commands, "put a subgraph")[1]
+                    # SET and PUT again; the acknowledgements and slot checks went with the first round trip.
+                    again = [pack("SET", put.upload, put.parts, "PX", _UPLOAD_TTL_MS),
+                             self._scripts["PUT"].command(put.keys, self._put_args)]
+                    put.result = self._run(again, "put a subgraph")[1]
                     continue
                 if result is not None:  # the number held: full
                     if deadline is not None and time.monotonic() >= deadline:

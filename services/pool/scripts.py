@@ -42,34 +42,64 @@ local function ack_one(id, counter)
 end
 """
 
+# Append an entry for the bytes under KEYS[4], but only while fewer than
+# capacity entries are held. Creates the stream and its group when missing (a
+# fresh job, or a Redis that restarted without persistence). Returns the new
+# entry id; the number held when full (and renews the upload's expiry,
+# ARGV[3] ms); or -1 when the upload is gone (expired, or lost in a restart).
+_PUT_ENTRY = """
+local function put_entry()
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+  end
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    return -1
+  end
+  local held = redis.call('XLEN', KEYS[1])
+  if held >= tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+    return held
+  end
+  local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[4])
+  redis.call('PERSIST', KEYS[4])
+  redis.call('HINCRBY', KEYS[2], 'produced', 1)
+  return id
+end
+"""
+
 # After the producer SET the bytes under KEYS[4] (with an expiry, so an upload
-# whose producer died disappears), append an entry for them, but only while
-# fewer than capacity entries are held. Entry ids from ARGV[4] on are
+# whose producer died disappears), put_entry. Entry ids from ARGV[4] on are
 # acknowledged first (as ACK does): acknowledgements queued by the same pool
-# object travel with its next call. Creates the stream and its group when
-# missing (a fresh job, or a Redis that restarted without persistence).
-# Returns the new entry id; the number held when full (and renews the upload's
-# expiry); or -1 when the upload is gone (expired, or lost in a restart).
+# object travel with its next call.
 # ARGV: group, capacity, upload expiry in ms, entry ids to acknowledge.
 PUT = (
     _ACK_ONE
+    + _PUT_ENTRY
     + """
 for i = 4, #ARGV do ack_one(ARGV[i], 'acknowledged') end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+return put_entry()
+"""
+)
+
+# A shared-memory producer's put in one command: SET the ~100-byte slot
+# reference ARGV[4] under KEYS[4] (expiring as PUT's upload), put_entry, and
+# say for each of the producer's ARGV[5] oldest entries (ARGV[6]...) whether
+# it is still in the stream (its slot is free again once it is not). Entry ids
+# after those are acknowledged first.
+# Returns {put_entry's answer, 1 or 0 per entry asked about}.
+# ARGV: group, capacity, upload expiry in ms, reference, count c, c entry ids, entry ids to acknowledge.
+PUT_REFERENCE = (
+    _ACK_ONE
+    + _PUT_ENTRY
+    + """
+local asked = tonumber(ARGV[5])
+for i = 6 + asked, #ARGV do ack_one(ARGV[i], 'acknowledged') end
+redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
+local reply = {put_entry()}
+for i = 1, asked do
+  reply[i + 1] = #redis.call('XRANGE', KEYS[1], ARGV[5 + i], ARGV[5 + i])
 end
-if redis.call('EXISTS', KEYS[4]) == 0 then
-  return -1
-end
-local held = redis.call('XLEN', KEYS[1])
-if held >= tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[4], ARGV[3])
-  return held
-end
-local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[4])
-redis.call('PERSIST', KEYS[4])
-redis.call('HINCRBY', KEYS[2], 'produced', 1)
-return id
+return reply
 """
 )
 

@@ -33,13 +33,15 @@ from dataclasses import replace
 from typing import Any
 
 from saintpipe.errors import SaintpipeTimeout
-from services.pool.codec import DIRECT_AVAILABLE, frame_subgraph, seal_subgraph
+from services.pool.codec import DIRECT_AVAILABLE, MessageFramer, seal_subgraph
 from services.sampler.parallel import subgraph_seeds
 from services.sampler_service.counters import WorkerCounters
 
 _HANDOFF_POLL_S = 0.1
 # Seeds derived per batch (a sequence block is 16).
 _SEED_BATCH = 16
+# Subgraphs drawn into a slot are checked at the producer one in this many (the first included).
+_CHECK_EVERY = 64
 
 
 class Producer:
@@ -66,12 +68,14 @@ class Producer:
         # Kernels writing into the pool's slot: shared memory, a sampler and a pool that can.
         self._direct = (self._inline and shared and DIRECT_AVAILABLE and callable(getattr(sampler, "sample_into", None))
                         and callable(getattr(pool, "prepare", None)))
+        self._framer = MessageFramer(job_id, worker) if self._direct else None
         self._lock = threading.Lock()
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
         self._error: BaseException | None = None
         self._cpu_start = time.process_time()
         self._seeds: list[int] = []
+        self._sealed = 0
         self._seeds_from = 0
 
     def snapshot(self) -> WorkerCounters:
@@ -167,8 +171,7 @@ class Producer:
 
             def place(num_nodes: int, num_edges: int):
                 t, c = time.perf_counter(), time.thread_time()
-                framed.append(frame_subgraph(allocate, num_nodes, num_edges, job_id=self._job_id,
-                                             worker=self._worker, sequence=sequence, seed=seed))
+                framed.append(self._framer.frame(allocate, num_nodes, num_edges, sequence=sequence, seed=seed))
                 placing[:] = time.perf_counter() - t, time.thread_time() - c
                 return framed[0].arrays
 
@@ -176,7 +179,10 @@ class Producer:
             subgraph = self._sampler.sample_into(seed, place)
             took = (time.perf_counter() - t0 - placing[0], time.thread_time() - c0 - placing[1])
             drawn.append((subgraph, took))  # views of the slot: only the sizes are read later
-            return seal_subgraph(framed[0])
+            # Checked at the producer now and then: the kernels are tested to produce valid subgraphs, and
+            # every consumer checks each one it decodes (a bad one is removed and counted as malformed).
+            self._sealed += 1
+            return seal_subgraph(framed[0], validate=self._sealed % _CHECK_EVERY == 1)
 
         def or_else():
             drawn.append(self._draw_seeded(sequence, seed))
