@@ -257,9 +257,10 @@ class MessageFramer:
         Raises:
             InvalidArgument: ids out of range, or an unfit buffer.
         """
-        if not (0 <= sequence <= _INT64[1] and 0 <= seed <= _UINT64[1]):
-            _meta(self._meta[0], self._meta[1], sequence, seed)  # raises, naming the field
-        scalars = (self._worker, np.uint64(sequence), np.uint64(seed))
+        if not (type(sequence) is int and _INT64[0] <= sequence <= _INT64[1]
+                and type(seed) is int and 0 <= seed <= _UINT64[1]):
+            _meta(self._meta[0], self._meta[1], sequence, seed)  # raises, naming the field (or converts)
+        scalars = (self._worker, np.uint64(wire.unsigned(int(sequence))), np.uint64(seed))
         size = int(fused.layout_graph(self._job, *scalars, num_nodes, num_edges, self._arena, self._cuts,
                                       self._offsets))
         dest = _destination(allocate(size), size)

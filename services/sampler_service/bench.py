@@ -6,31 +6,43 @@ In one run, on one graph (default: the Kronecker graph of scale 18, degree
 * plain loop: the same kernel, with the same normalization, looping in this
   process pinned to one core (``sample(seed)`` only: no encoding, no Redis);
 * the service with 1 worker and with one worker per core: subgraphs/s that
-  reach the pool (sampled, stamped, encoded, pushed to a real Redis), over a
-  window that starts once every worker has pushed. The pool's transport is
-  ``--transport`` (default auto: the private Redis is a loopback one, so the
-  bytes go to shared-memory slots and Redis holds references); unless that is
-  ``redis``, a second 1-worker run with the bytes in Redis shows what the
-  transport is worth.
+  reach the pool (sampled, stamped, encoded, pushed to a real Redis). The
+  pool's transport is ``--transport`` (default auto: the private Redis is a
+  loopback one, so the bytes go to shared-memory slots and Redis holds
+  references); unless that is ``redis``, a second 1-worker run with the
+  bytes in Redis shows what the transport is worth.
 
-Plain loops run before, between and after the service runs, and each service
-run is compared with the mean of the plain loops on either side of it, so a
-change in the machine's speed during the run (a shared VM's neighbours) moves
-both sides of a ratio alike.
+These machines' speed drifts by 10-25 % from one few-second stretch to the
+next (a shared VM's neighbours), so the two sides of each ratio are measured
+in short alternating windows: for each service configuration the service is
+started once, then ``--windows`` times a plain-loop window and a service
+window of ``--seconds`` each, and a last plain-loop window. During a plain
+loop the service is held still without stopping it: the stand-in trainer
+(below) pauses, the pool fills up and the workers wait for room, using no
+CPU to speak of. Each service window is compared with the mean of the plain
+windows on either side of it; the summary gives the median of these ratios
+and the lowest and highest.
 
 Summary ratios: service(1 worker) / plain loop (target >= 0.90) and
 service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
-time per subgraph (which a busy machine disturbs less), and the ceiling that
-the Redis server's CPU time per subgraph puts on the fill rate.
+time per subgraph, the worker's kernel CPU over its whole CPU in the same
+windows, and the ceiling that the Redis server's CPU time per subgraph puts
+on the fill rate.
 
 A drain thread stands in for the trainers: it takes each entry and
 acknowledges it without fetching its bytes, so the pool stays near empty and
 Redis reuses the memory of acknowledged subgraphs, as it does in a running
 job. (Without it the pool only grows, and Redis spends most of its time
 faulting in fresh pages: about 400 page faults, 4-5 ms of kernel time, per
-1.6 MB subgraph on a VM.) The pool's capacity is sized from
-``--pool-memory-mb``; a worker that found it full (the drain fell behind)
-would wait, and the pool-wait column would show it.
+1.6 MB subgraph on a VM.) The pool's capacity is small (8 entries a worker,
+at most ``--pool-memory-mb``), so that pausing the drain stills the workers
+within a few subgraphs; a worker that found the pool full during a service
+window would wait, and the pool-wait column would show it.
+
+The private Redis is kept off the workers' cores while a core is spare (with
+one worker per core it shares them): left free, the scheduler wakes it on the
+core of the worker that just sent it a put, and the worker waits on its own
+core.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -59,9 +72,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a sampler parameter (default: the paper's, random walk r=3000 h=2)")
     parser.add_argument("--workers", type=int, default=None, help="workers of the many-worker run (default: "
                                                                   "one per available core)")
-    parser.add_argument("--seconds", type=float, default=5.0, help="measurement window per run (default 5)")
+    parser.add_argument("--seconds", type=float, default=1.0,
+                        help="length of each plain-loop and service window (default 1)")
+    parser.add_argument("--windows", type=int, default=6,
+                        help="service windows per configuration, each between two plain-loop windows (default 6)")
     parser.add_argument("--pool-memory-mb", type=float, default=256.0,
-                        help="Redis memory the pooled subgraphs may take: sets the pool's capacity (default 256)")
+                        help="Redis memory the pooled subgraphs may take: caps the pool's capacity (default 256)")
     parser.add_argument("--norm-subgraphs", type=int, default=50, help="pre-sampled subgraphs (default 50)")
     parser.add_argument("--transport", default="auto", choices=["auto", "redis", "shared_memory"],
                         help="the pool's transport (default auto: shared memory, the Redis being local)")
@@ -108,8 +124,7 @@ def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
         cpu = time.thread_time() - cpu
     finally:
         os.sched_setaffinity(0, saved)
-    return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
-            "sample_ms": 1000 * elapsed / count, "cpu_ms": 1000 * cpu / count, "kernel_cpu_ms": 1000 * cpu / count,
+    return {"subgraphs": count, "seconds": elapsed, "sample_s": elapsed, "cpu_s": cpu, "kernel_cpu_s": cpu,
             "pool_wait_s": 0.0}
 
 
@@ -134,7 +149,20 @@ class Drain:
 
         self._pool = SubgraphPool(url, job_id)
         self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
         self._thread = threading.Thread(target=self._run, name="bench-drain", daemon=True)
+
+    def pause(self) -> None:
+        """Stop taking entries (the pool fills up and the producers wait for room)."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def held(self) -> int:
+        """Entries the pool holds now (waiting, or taken and not yet acknowledged)."""
+        return self._pool.stats().held
 
     def _run(self) -> None:
         import redis
@@ -145,6 +173,8 @@ class Drain:
         client = make_client(self._pool.url)
         try:
             while not self._stop.is_set():
+                if not self._running.wait(0.05):
+                    continue
                 try:
                     read = client.xreadgroup(GROUP, "bench-drain", {self._pool.stream_key: ">"}, count=64, block=50)
                 except redis.ResponseError:  # no group yet: the first put creates it
@@ -166,14 +196,22 @@ class Drain:
         self._pool.close()
 
 
-def service_run(config, workers: int, seconds: float, redis_pid: int | None) -> dict:
-    """Run the service with ``workers`` workers, drained; the fill rate over the measurement window."""
+def interleaved_run(config, workers: int, sampler, windows: int, seconds: float, job_seed: int,
+                    redis_pid: int | None) -> tuple[list[dict], list[dict]]:
+    """Start the service with ``workers`` workers, then alternate plain-loop and service windows.
+
+    Returns ``(plains, services)``: ``windows + 1`` plain-loop windows and
+    ``windows`` service windows, service window i lying between plain windows
+    i and i + 1.
+    """
     from services.pool.pool import SubgraphPool
     from services.sampler_service.pinning import keep_off_cores
     from services.sampler_service.service import SamplerService
 
     service = SamplerService(config.model_copy(update={"workers": workers}))
-    with Drain(config.pool.url, config.job):
+    plains: list[dict] = []
+    services: list[dict] = []
+    with Drain(config.pool.url, config.job) as drain:
         try:
             service.start()
             deadline = time.monotonic() + 300
@@ -184,32 +222,79 @@ def service_run(config, workers: int, seconds: float, redis_pid: int | None) -> 
                 time.sleep(0.05)
             if redis_pid is not None:  # the private Redis keeps off the workers' cores while any is spare
                 keep_off_cores(redis_pid, {info.core for info in service.worker_info()})
-            first, redis0 = service.stats(), _redis_cpu(redis_pid)
-            t0 = time.perf_counter()
-            while True:
-                # Each stats() asks every worker for its counters (a Ray call served on the worker's own
-                # core), so the window is watched in 0.25 s steps rather than finer ones.
-                time.sleep(max(0.0, min(0.25, seconds - (time.perf_counter() - t0))))
-                last = service.stats()
-                elapsed = time.perf_counter() - t0
-                if elapsed >= seconds:
-                    break
-            redis_s = _redis_cpu(redis_pid) - redis0
+            for window in range(windows + 1):
+                _hold(drain, config.pool.capacity)
+                plains.append(plain_loop(sampler, seconds, job_seed))
+                if window < windows:
+                    drain.resume()
+                    services.append(_service_window(service, seconds, redis_pid))
         finally:
             service.stop()
     SubgraphPool(service.redis_url, config.job).delete_job()
+    return plains, services
+
+
+def _hold(drain: Drain, capacity: int) -> None:
+    """Pause the drain and wait until the pool is full: every worker then waits for room, idle."""
+    drain.pause()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and drain.held() < capacity:
+        time.sleep(0.02)
+    time.sleep(0.1)  # the last puts settle; a waiting worker polls every 50 ms at most
+
+
+def _service_window(service, seconds: float, redis_pid: int | None) -> dict:
+    """Production over ``seconds``, from 0.3 s after the drain resumed (the workers are back at speed)."""
+    time.sleep(0.3)
+    first, redis0 = service.stats(), _redis_cpu(redis_pid)
+    t0 = time.perf_counter()
+    while True:
+        # Each stats() asks every worker for its counters (a Ray call served on the worker's own core),
+        # so the window is watched in 0.25 s steps rather than finer ones.
+        time.sleep(max(0.0, min(0.25, seconds - (time.perf_counter() - t0))))
+        last = service.stats()
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            break
+    redis_s = _redis_cpu(redis_pid) - redis0
 
     def delta(field: str) -> float:
         return sum(getattr(w.counters, field) for w in last.workers) - sum(
             getattr(w.counters, field) for w in first.workers)
 
-    count = last.subgraphs - first.subgraphs
-    return {"subgraphs": count, "seconds": elapsed, "subgraphs_per_s": count / elapsed,
-            "sample_ms": 1000 * delta("sample_seconds_sum") / max(count, 1),
-            "cpu_ms": 1000 * delta("cpu_seconds") / max(count, 1),
-            "kernel_cpu_ms": 1000 * delta("sample_cpu_seconds") / max(count, 1),
-            "redis_cpu_ms": 1000 * redis_s / max(count, 1),
+    return {"subgraphs": last.subgraphs - first.subgraphs, "seconds": elapsed,
+            "sample_s": delta("sample_seconds_sum"), "cpu_s": delta("cpu_seconds"),
+            "kernel_cpu_s": delta("sample_cpu_seconds"), "redis_cpu_s": redis_s,
             "pool_wait_s": delta("pool_wait_seconds")}
+
+
+def _total(windows: list[dict]) -> dict:
+    """One table row for a list of windows: their sums, and per-subgraph figures over the sums."""
+    count = sum(w["subgraphs"] for w in windows)
+    seconds = sum(w["seconds"] for w in windows)
+
+    def per(field: str) -> float:
+        return 1000 * sum(w[field] for w in windows) / max(count, 1)
+
+    row = {"subgraphs": count, "seconds": seconds, "subgraphs_per_s": count / seconds,
+           "sample_ms": per("sample_s"), "cpu_ms": per("cpu_s"), "kernel_cpu_ms": per("kernel_cpu_s"),
+           "pool_wait_s": sum(w["pool_wait_s"] for w in windows)}
+    if "redis_cpu_s" in windows[0]:
+        row["redis_cpu_ms"] = per("redis_cpu_s")
+    return row
+
+
+def _versus_plain(plains: list[dict], services: list[dict]) -> dict[str, list[float]]:
+    """Each service window against the mean of the plain windows on either side: rate and CPU ratios."""
+    rate, cpu, same = [], [], []
+    for i, window in enumerate(services):
+        around = (plains[i], plains[i + 1])
+        count = max(window["subgraphs"], 1)
+        rate.append((window["subgraphs"] / window["seconds"])
+                    / (sum(p["subgraphs"] / p["seconds"] for p in around) / 2))
+        cpu.append((sum(p["cpu_s"] / p["subgraphs"] for p in around) / 2) / (window["cpu_s"] / count))
+        same.append(window["kernel_cpu_s"] / window["cpu_s"])
+    return {"rate": rate, "cpu": cpu, "same": same}
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -229,8 +314,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     cores = len(available_cores())
     workers = args.workers or cores
-    if workers < 1 or args.seconds <= 0 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
-        raise InvalidArgument("--workers, --seconds, --pool-memory-mb and --norm-subgraphs must be > 0")
+    if workers < 1 or args.seconds <= 0 or args.windows < 1 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
+        raise InvalidArgument("--workers, --seconds, --windows, --pool-memory-mb and --norm-subgraphs must be > 0")
     args.sampler_config = None
     data = _dataset(args)
     dataset = open_dataset(data)
@@ -243,62 +328,62 @@ def _bench(args: argparse.Namespace) -> int:
         norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
         sampler = build_sampler(config.sampler, dataset, norm)
         sg_bytes = len(encode_subgraph(sampler.sample(1)))
-        capacity = max(16, int(args.pool_memory_mb * 2**20 / sg_bytes))
-        config = config.model_copy(update={"pool": config.pool.model_copy(update={"capacity": capacity})})
         ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
         transport = resolve_transport(args.transport, redis_server.url)
-        # (label, workers, transport) of each service run; a plain loop before, between and after them.
+        # (label, workers, transport) of each service configuration.
         runs = [(f"service ({transport})", 1, transport)]
         if transport != "redis":
             runs.append(("service (redis)", 1, "redis"))
         if workers > 1:
             runs.append((f"service ({transport})", workers, transport))
+        measured = []
         try:
-            plains = [plain_loop(sampler, args.seconds, args.seed)]
-            results = []
             for _, count, run_transport in runs:
-                pool = config.pool.model_copy(update={"transport": run_transport})
-                results.append(service_run(config.model_copy(update={"pool": pool}), count, args.seconds,
-                                           redis_server.pid))
-                plains.append(plain_loop(sampler, args.seconds, args.seed))
+                # Small, so that a paused drain stills the workers within a few subgraphs.
+                capacity = max(1, min(8 * count, int(args.pool_memory_mb * 2**20 / sg_bytes)))
+                pool = config.pool.model_copy(update={"transport": run_transport, "capacity": capacity})
+                measured.append(interleaved_run(config.model_copy(update={"pool": pool}), count, sampler,
+                                                args.windows, args.seconds, args.seed, redis_server.pid))
         finally:
             ray.shutdown()
-    rows = [{"run": "plain loop (kernel only)", "workers": 1, **plains[0]}]
-    for (label, count, _), result, plain in zip(runs, results, plains[1:], strict=True):
-        rows += [{"run": label, "workers": count, **result}, {"run": "plain loop", "workers": 1, **plain}]
+    rows = []
+    ratios = []
+    for (label, count, _), (plains, services) in zip(runs, measured, strict=True):
+        rows += [{"run": f"plain loop, around {label} x{count}", "workers": 1, **_total(plains)},
+                 {"run": label, "workers": count, **_total(services)}]
+        ratios.append(_versus_plain(plains, services))
 
-    def versus_plain(i: int, field: str) -> float:
-        """Run i against the mean of the plain loops on either side of it (rate, or CPU per subgraph)."""
-        if field == "subgraphs_per_s":
-            return results[i][field] / ((plains[i][field] + plains[i + 1][field]) / 2)
-        return ((plains[i][field] + plains[i + 1][field]) / 2) / results[i][field]
+    def median(values: list[float]) -> float:
+        return float(statistics.median(values))
 
-    one = results[0]
-    many = results[-1] if workers > 1 else one
-    # Per core, each run against its own plain loops (the machine's speed may drift between the runs).
-    scaling = (versus_plain(len(runs) - 1, "subgraphs_per_s") / versus_plain(0, "subgraphs_per_s")
-               if workers > 1 else 1.0)
+    one, many = rows[1], rows[-1]
     summary = {
-        "service(1) / plain loop, subgraphs/s": versus_plain(0, "subgraphs_per_s"),
-        "service(1) / plain loop, by CPU per subgraph": versus_plain(0, "cpu_ms"),
+        f"service(1) / plain loop, subgraphs/s (median of {args.windows} windows)": median(ratios[0]["rate"]),
+        "service(1) / plain loop, subgraphs/s, lowest window": min(ratios[0]["rate"]),
+        "service(1) / plain loop, subgraphs/s, highest window": max(ratios[0]["rate"]),
+        "service(1) / plain loop, by CPU per subgraph (median)": median(ratios[0]["cpu"]),
         # Both sides from the same window of the same worker: immune to the machine's speed drifting.
-        "service(1): kernel CPU / worker CPU, same window": one["kernel_cpu_ms"] / one["cpu_ms"],
-        f"scaling service({workers}) / service(1), subgraphs/s": many["subgraphs_per_s"] / one["subgraphs_per_s"],
-        "scaling / workers (each run against its plain loops)": scaling / workers,
-        f"CPU per subgraph, 1 worker / {workers} workers": one["cpu_ms"] / many["cpu_ms"],
-        # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
-        "one Redis thread's ceiling, subgraphs/s": 1000 / max(many["redis_cpu_ms"], 1e-9),
-        "subgraph size (MB encoded)": sg_bytes / 2**20,
+        "service(1): kernel CPU / worker CPU, same windows": one["kernel_cpu_ms"] / one["cpu_ms"],
     }
+    if workers > 1:
+        # Per core, each configuration against its own plain loops (the machine's speed drifts in between).
+        summary[f"scaling service({workers}) / service(1), subgraphs/s"] = (
+            many["subgraphs_per_s"] / one["subgraphs_per_s"])
+        summary["scaling / workers (median window, each against its plain loops)"] = (
+            median(ratios[-1]["rate"]) / median(ratios[0]["rate"]) / workers)
+        summary[f"CPU per subgraph, 1 worker / {workers} workers"] = one["cpu_ms"] / many["cpu_ms"]
+    # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
+    summary["one Redis thread's ceiling, subgraphs/s"] = 1000 / max(many["redis_cpu_ms"], 1e-9)
+    summary["subgraph size (MB encoded)"] = sg_bytes / 2**20
     if transport != "redis":
-        summary["service(1) with the bytes in Redis / plain loop, subgraphs/s"] = versus_plain(1, "subgraphs_per_s")
-        summary["service(1) with the bytes in Redis / plain loop, by CPU"] = versus_plain(1, "cpu_ms")
+        summary["service(1) with the bytes in Redis / plain loop, subgraphs/s (median)"] = median(ratios[1]["rate"])
+        summary["service(1) with the bytes in Redis / plain loop, by CPU (median)"] = median(ratios[1]["cpu"])
         summary["service(1) with the bytes in Redis: kernel CPU / worker CPU"] = (
-            results[1]["kernel_cpu_ms"] / results[1]["cpu_ms"])
+            rows[3]["kernel_cpu_ms"] / rows[3]["cpu_ms"])
     params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
               "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
-              "transport": transport,
-              "seconds": args.seconds, "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
+              "transport": transport, "seconds": args.seconds, "windows": args.windows,
+              "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
     emit_report("samplers", rows, params=params, summary=summary, as_json=args.json,
                 columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",
                          "kernel_cpu_ms", "redis_cpu_ms", "pool_wait_s"])

@@ -87,3 +87,31 @@ def test_claim_core_takes_free_cores_first_then_shares(tmp_path):
     first.release()  # a dead worker's core (the kernel drops its flock) is free again
     again = claim_core(3, [4, 5], tmp_path)
     assert (again.core, again.shared) == (4, False)
+
+
+def test_keep_off_cores_moves_every_thread_of_a_helper_off_the_busy_cores():
+    import os
+    import subprocess
+    import sys
+
+    from services.sampler_service.pinning import keep_off_cores
+
+    available = set(os.sched_getaffinity(0))
+    # A helper with a second thread, as redis-server has its background threads.
+    helper = subprocess.Popen([sys.executable, "-c", "import threading, time; "
+                               "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
+                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert helper.stdout.readline().strip() == "ready"
+        busy = {min(available)}
+        expected = (available - busy) or available
+        assert keep_off_cores(helper.pid, busy) == expected
+        threads = os.listdir(f"/proc/{helper.pid}/task")
+        assert len(threads) >= 2
+        assert all(os.sched_getaffinity(int(tid)) == expected for tid in threads)
+        # Every core busy (one worker per core): the helper shares them all rather than having none.
+        assert keep_off_cores(helper.pid, available) == available
+        assert all(os.sched_getaffinity(int(tid)) == available for tid in threads)
+    finally:
+        helper.kill()
+        helper.wait()
