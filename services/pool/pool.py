@@ -43,8 +43,8 @@ import secrets
 import threading
 import time
 import weakref
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
@@ -305,13 +305,7 @@ class SubgraphPool:
             SaintpipeTimeout: the pool stayed full for ``timeout`` seconds.
             InvalidArgument: the subgraph is malformed, or a ``put_nowait`` is still unsettled.
         """
-        put = self._prepare(sg)
-        try:
-            self._answer(put)
-        except BaseException:
-            self._conclude(put, None)
-            raise
-        return self._room(put, timeout, keep=False)
+        return self._put_now(self._prepare(sg), timeout)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
@@ -319,7 +313,10 @@ class SubgraphPool:
         put = None
         if self.transport == "shared_memory":
             put = self._in_slot(lambda allocate: _copy_into(data, allocate))
-        put = put or self._new_put([data])
+        return self._put_now(put or self._new_put([data]), timeout)
+
+    def _put_now(self, put: _Put, timeout: float | None) -> str:
+        """One round trip for ``put``, then wait for room as long as ``timeout`` allows."""
         try:
             self._answer(put)
         except BaseException:

@@ -305,7 +305,7 @@ class Connections:
             self._idle.append(conn)
         return raise_first_error(replies) if raise_errors else replies
 
-    def start(self, commands: Sequence[list]) -> "PendingExchange":
+    def start(self, commands: Sequence[list]) -> PendingExchange:
         """Send packed commands in one write and return at once; the replies are read later.
 
         The connection stays out of the idle list until :meth:`PendingExchange.replies`

@@ -34,14 +34,25 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from saintpipe.errors import InvalidArgument
-from services.sampler.config import (EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig,
-                                     SamplerConfigModel)
+from services.sampler.config import (
+    EdgeConfig,
+    FrontierConfig,
+    NodeConfig,
+    RandomWalkConfig,
+    SamplerConfigModel,
+)
 from services.sampler.graph import prepare_graph, readonly
 from services.sampler.kernels import rng
 from services.sampler.kernels.edge import build_edge_table, edge_select
 from services.sampler.kernels.frontier import NUM_STATS, frontier_select
-from services.sampler.kernels.induce import (STATUS_OK, bitset_words, complete_subgraph, finish_subgraph,
-                                            release_nodes, stage_subgraph)
+from services.sampler.kernels.induce import (
+    STATUS_OK,
+    bitset_words,
+    complete_subgraph,
+    finish_subgraph,
+    release_nodes,
+    stage_subgraph,
+)
 from services.sampler.kernels.node import build_node_table, node_select
 from services.sampler.kernels.random_walk import random_walk_select
 from services.subgraph import Subgraph
@@ -69,7 +80,7 @@ class Sampler:
     kind: ClassVar[str] = ""
 
     def __init__(self, config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
-                 normalization: "Normalization | None" = None, train_nodes: np.ndarray | None = None,
+                 normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
                  check_graph: bool = True) -> None:
         self.config = config
         self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
@@ -318,7 +329,7 @@ def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
 
 
 def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
-                 normalization: "Normalization | None" = None, train_nodes: np.ndarray | None = None,
+                 normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
                  check_graph: bool = True) -> Sampler:
     """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
 

@@ -16,8 +16,8 @@ import logging
 import os
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,7 @@ kernel call.
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -36,6 +37,8 @@ from saintpipe.errors import SaintpipeTimeout
 from services.pool.codec import DIRECT_AVAILABLE, MessageFramer, seal_subgraph
 from services.sampler.parallel import subgraph_seeds
 from services.sampler_service.counters import WorkerCounters
+
+log = logging.getLogger(__name__)
 
 _HANDOFF_POLL_S = 0.1
 # Seeds derived per batch (a sequence block is 16).
@@ -143,8 +146,8 @@ class Producer:
             if sent is not None and self._pool.unsettled:  # an error on the way: Redis may have it still
                 try:
                     self._pool.abandon()
-                except Exception:  # noqa: BLE001 - the error being raised matters more
-                    pass
+                except Exception as exc:  # noqa: BLE001 - the error being raised matters more
+                    log.debug("sampler worker %d: could not abandon its last put: %s", self._worker, exc)
 
     def _draw_message(self) -> tuple[Any, Any, tuple[float, float]]:
         """The next subgraph as the pool takes it: (a subgraph or a prepared put, the subgraph, took)."""

@@ -11,14 +11,6 @@ from services.pool.pool import SubgraphPool
 from services.pool.synthetic import random_subgraph
 
 
-@pytest.fixture
-def shm_dir(tmp_path, monkeypatch):
-    directory = tmp_path / "shm"
-    directory.mkdir()
-    monkeypatch.setattr(shared_memory, "SHM_DIR", directory)
-    return directory
-
-
 def sg(seq: int, job: str, nodes: int = 30, edges: int = 120):
     return random_subgraph(nodes, edges, seed=seq, job_id=job, sequence=seq)
 

@@ -13,15 +13,6 @@ from services.pool.pool import SubgraphPool
 from services.pool.synthetic import random_subgraph
 
 
-@pytest.fixture
-def shm_dir(tmp_path, monkeypatch):
-    """A private shared-memory directory, so a test sees only its own slots."""
-    directory = tmp_path / "shm"
-    directory.mkdir()
-    monkeypatch.setattr(shared_memory, "SHM_DIR", directory)
-    return directory
-
-
 def sg(seq: int, job: str = "shm", nodes: int = 40, edges: int = 160):
     return random_subgraph(nodes, edges, seed=seq, job_id=job, sequence=seq)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from sampler_graphs import random_graph, skewed_graph
+
 from saintpipe.errors import InvalidArgument
 from services.pool.codec import MessageFramer, encode_subgraph, frame_subgraph, seal_subgraph
 from services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
@@ -60,7 +60,7 @@ def test_sample_into_a_framed_message_gives_the_bytes_of_encode_subgraph():
     for sequence in (-3, 0, 1, 2**40):
         framed: list = []
 
-        def place(n, e):
+        def place(n, e, framed=framed, sequence=sequence):
             framed.append(framer.frame(lambda size: buf, n, e, sequence=sequence, seed=100 + abs(sequence)))
             return framed[0].arrays
 

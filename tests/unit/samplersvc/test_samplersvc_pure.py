@@ -98,9 +98,9 @@ def test_keep_off_cores_moves_every_thread_of_a_helper_off_the_busy_cores():
 
     available = set(os.sched_getaffinity(0))
     # A helper with a second thread, as redis-server has its background threads.
-    helper = subprocess.Popen([sys.executable, "-c", "import threading, time; "
-                               "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
-                               "print('ready', flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    code = ("import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "
+            "print('ready', flush=True); time.sleep(30)")
+    helper = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert helper.stdout.readline().strip() == "ready"
         busy = {min(available)}
