@@ -448,10 +448,13 @@ class SubgraphPool:
         Returns None when no slot could be written (``/dev/shm`` full): the caller puts the bytes in Redis.
         """
         writer = self._slots()
-        if not writer.has_free and writer.slots >= _SLOTS_WITHOUT_RECLAIM:
-            self._reclaim_slots(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
+
+        def when_short() -> None:
+            if writer.slots >= _SLOTS_WITHOUT_RECLAIM:
+                self._reclaim_slots(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
+
         try:
-            slot, reference = writer.write(encode_into)
+            slot, reference = writer.write(encode_into, when_short)
         except OSError as exc:  # ENOSPC from posix_fallocate, EMFILE, ...: nothing was put yet
             if not self._slot_failure_logged:
                 self._slot_failure_logged = True
@@ -743,6 +746,17 @@ class SubgraphPool:
             log.debug("pool job %s: entry %s was not pending when acknowledged", self.job_id, entry_id)
         return bool(done)
 
+    def flush_acks(self) -> None:
+        """Send the acknowledgements queued by ``ack(wait=False)`` now, all in one round trip.
+
+        For a consumer that acknowledges a batch of entries at once (one
+        ``ack(wait=False)`` each, then this), rather than one round trip apiece.
+        """
+        with self._lock:
+            queued = bool(self._acks)
+        if queued:
+            self._run([], "acknowledge subgraphs")
+
     def _queue_ack(self, entry_id: str) -> None:
         with self._lock:
             if not self._acks:
@@ -907,10 +921,7 @@ class SubgraphPool:
             except (redis.RedisError, SaintpipeError) as exc:
                 log.warning("pool job %s: could not settle the last put on close: %s", self.job_id, exc)
         try:
-            with self._lock:
-                queued = bool(self._acks)
-            if queued:
-                self._run([], "acknowledge subgraphs")
+            self.flush_acks()
         except (redis.RedisError, SaintpipeError) as exc:  # they come back after the visibility timeout
             log.warning("pool job %s: could not send queued acknowledgements on close: %s", self.job_id, exc)
         finally:

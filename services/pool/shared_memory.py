@@ -276,12 +276,42 @@ class SlotWriter:
         self._outstanding: deque[tuple[str, int]] = deque()  # (entry id, slot), oldest first
         self._lock = threading.Lock()
 
-    def write(self, encode_into: Callable[[Callable[[int], np.ndarray]], int]) -> tuple[int, bytes]:
-        """Take a free slot (or a new one), let ``encode_into(allocate)`` write a message into it.
+    def write(self, encode_into: Callable[[Callable[[int], np.ndarray]], int],
+              when_short: Callable[[], None] | None = None) -> tuple[int, bytes]:
+        """Let ``encode_into(allocate)`` write a message into a free slot (or a new one).
+
+        The slot is chosen when ``encode_into`` calls ``allocate``, not before:
+        a producer that learns of freed slots while it draws (its previous put
+        settled meanwhile) then writes into the one it used most recently,
+        still in cache, rather than into another. ``when_short()``, if given,
+        runs when no slot is free, before a new one is made (the pool asks Redis
+        which entries are gone there).
 
         Returns:
             (slot, reference): hand the slot back with :meth:`committed` or :meth:`release`.
         """
+        taken: list[int] = []
+
+        def allocate(nbytes: int) -> np.ndarray:
+            if not taken:
+                if when_short is not None and not self._free:
+                    when_short()
+                taken.append(self._take())
+            return self._slots[taken[0]].ensure(nbytes)
+
+        try:
+            nbytes = encode_into(allocate)
+        except BaseException:
+            if taken:
+                self.release(taken[0])
+            raise
+        if not taken:
+            raise ValueError("encode_into returned without asking for its buffer")
+        slot = self._slots[taken[0]]
+        return taken[0], SlotReference(self.namespace, slot.path.name, nbytes).encode()
+
+    def _take(self) -> int:
+        """A free slot, the most recently freed first, or a new one."""
         with self._lock:
             index = self._free.pop() if self._free else self._new_slot()
             if not self._slots[index].intact():  # removed or cut from outside: writing there would be lost
@@ -289,13 +319,7 @@ class SlotWriter:
                             self._slots[index].path.name)
                 self._slots[index].close()
                 self._slots[index] = self._open_slot()
-        slot = self._slots[index]
-        try:
-            nbytes = encode_into(slot.ensure)
-        except BaseException:
-            self.release(index)
-            raise
-        return index, SlotReference(self.namespace, slot.path.name, nbytes).encode()
+        return index
 
     def _new_slot(self) -> int:
         self._slots.append(self._open_slot())

@@ -74,8 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                                   "one per available core)")
     parser.add_argument("--seconds", type=float, default=1.0,
                         help="length of each plain-loop and service window (default 1)")
-    parser.add_argument("--windows", type=int, default=6,
-                        help="service windows per configuration, each between two plain-loop windows (default 6)")
+    parser.add_argument("--windows", type=int, default=10,
+                        help="service windows per configuration, each between two plain-loop windows (default 10)")
     parser.add_argument("--pool-memory-mb", type=float, default=256.0,
                         help="Redis memory the pooled subgraphs may take: caps the pool's capacity (default 256)")
     parser.add_argument("--norm-subgraphs", type=int, default=50, help="pre-sampled subgraphs (default 50)")
@@ -141,7 +141,9 @@ class Drain:
     """A consumer that acknowledges every entry of the job's pool without fetching its bytes.
 
     It plays the trainers' part in the benchmark at a fraction of their cost:
-    acknowledged entries are deleted, so Redis recycles their memory.
+    acknowledged entries are deleted, so Redis recycles their memory. Entries
+    are taken in batches and acknowledged in one round trip a batch (as a
+    trainer's acknowledgement rides with its next get); ``pause`` stills it.
     """
 
     def __init__(self, url: str, job_id: str) -> None:
@@ -182,7 +184,12 @@ class Drain:
                     continue
                 for _, entries in read or []:
                     for entry_id, _ in entries:
-                        self._pool.ack(entry_id.decode())
+                        self._pool.ack(entry_id.decode(), wait=False)
+                if read:
+                    # One round trip for the batch, as a trainer's acknowledgement rides with its next get;
+                    # the pause lets a few entries gather (the pool holds 8 a worker: none waits).
+                    self._pool.flush_acks()
+                    time.sleep(0.005)
         finally:
             client.close()
 
@@ -246,16 +253,13 @@ def _hold(drain: Drain, capacity: int) -> None:
 def _service_window(service, seconds: float, redis_pid: int | None) -> dict:
     """Production over ``seconds``, from 0.3 s after the drain resumed (the workers are back at speed)."""
     time.sleep(0.3)
+    # Each stats() asks every worker for its counters, a Ray call served on the worker's own core (about
+    # 1 ms): only one at each end of the window.
     first, redis0 = service.stats(), _redis_cpu(redis_pid)
     t0 = time.perf_counter()
-    while True:
-        # Each stats() asks every worker for its counters (a Ray call served on the worker's own core),
-        # so the window is watched in 0.25 s steps rather than finer ones.
-        time.sleep(max(0.0, min(0.25, seconds - (time.perf_counter() - t0))))
-        last = service.stats()
-        elapsed = time.perf_counter() - t0
-        if elapsed >= seconds:
-            break
+    time.sleep(seconds)
+    last = service.stats()
+    elapsed = time.perf_counter() - t0
     redis_s = _redis_cpu(redis_pid) - redis0
 
     def delta(field: str) -> float:

@@ -47,6 +47,10 @@ _SEED_BATCH = 16
 _CHECK_EVERY = 64
 
 
+class _Stopped(Exception):
+    """A stop came while the previous put waited for room, in the middle of a draw."""
+
+
 class Producer:
     """Draws and pushes one worker's subgraphs until a stop event is set.
 
@@ -122,17 +126,28 @@ class Producer:
         return self._counters.subgraphs
 
     def _run_pipelined(self, stop: threading.Event) -> None:
-        """Draw subgraph k+1 while Redis handles the put of k, then settle k; all on this thread."""
+        """Draw subgraph k+1 while Redis handles the put of k, settle k, send k+1; all on this thread.
+
+        Drawing into the pool's slot, k is settled in the middle of the draw,
+        once the node set is induced and before a slot is chosen: the answer
+        has arrived by then, and the slot it frees (k-1's, most likely) is the
+        one written most recently, so the worker cycles through two slots that
+        stay in cache instead of four.
+        """
         sent = None  # (subgraph, took) of the put in flight
         item = None  # (message, subgraph, took) drawn, not sent yet
         try:
             while not stop.is_set():
-                item = self._draw_message()
-                if sent is not None:
-                    delivered = self._deliver(*sent, stop, sent=True)
-                    sent = None
-                    if not delivered:  # stopped while the pool was full: given up
-                        return
+                if self._direct:
+                    in_flight, sent = sent, None
+                    item = self._draw_into_pool(lambda: self._settle_or_stop(in_flight, stop))
+                else:
+                    item = self._draw_message()
+                    if sent is not None:
+                        delivered = self._deliver(*sent, stop, sent=True)
+                        sent = None
+                        if not delivered:  # stopped while the pool was full: given up
+                            return
                 if stop.is_set():  # drawn, not pushed: a gap in the sequence, as any stop leaves
                     return
                 self._pool.put_nowait(item[0])
@@ -140,33 +155,40 @@ class Producer:
             if sent is not None:
                 self._deliver(*sent, stop, sent=True)
                 sent = None
+        except _Stopped:
+            sent = None  # stopped while the pool was full: that put was given up
         finally:
             if item is not None and self._direct:  # its slot is free again
                 self._pool.cancel(item[0])
-            if sent is not None and self._pool.unsettled:  # an error on the way: Redis may have it still
+            if self._pool.unsettled and (sent is not None or self._direct):  # an error on the way
                 try:
-                    self._pool.abandon()
+                    self._pool.abandon()  # Redis may have it still
                 except Exception as exc:  # noqa: BLE001 - the error being raised matters more
                     log.debug("sampler worker %d: could not abandon its last put: %s", self._worker, exc)
 
+    def _settle_or_stop(self, sent: tuple | None, stop: threading.Event) -> None:
+        """Settle the put in flight (waiting while the pool is full); _Stopped if a stop came first."""
+        if sent is not None and not self._deliver(*sent, stop, sent=True):
+            raise _Stopped
+
     def _draw_message(self) -> tuple[Any, Any, tuple[float, float]]:
-        """The next subgraph as the pool takes it: (a subgraph or a prepared put, the subgraph, took)."""
-        if self._direct:
-            return self._draw_into_pool()
+        """The next subgraph as the pool takes it: (the subgraph, the subgraph, took)."""
         subgraph, took = self._draw()
         return subgraph, subgraph, took
 
-    def _draw_into_pool(self) -> tuple[Any, Any, tuple[float, float]]:
+    def _draw_into_pool(self, before_placing: Any) -> tuple[Any, Any, tuple[float, float]]:
         """Draw the next subgraph straight into the pool's shared-memory slot: no copy of it follows.
 
         The sampler's kernels write the arrays where the encoded message holds
-        them (``sample_into`` with ``codec.frame_subgraph``); one pass then
-        hashes and checks them in place. If no slot can be written, the same
-        seed is drawn again the usual way and its bytes go through Redis.
+        them (``sample_into`` with a ``MessageFramer``); one pass then hashes
+        and checks them in place. ``before_placing()`` runs once the subgraph's
+        size is known, before its slot is taken. If no slot can be written, the
+        same seed is drawn again the usual way and its bytes go through Redis.
         """
         sequence = self._cursor.reserve()  # before drawing: a crash leaves a gap, not a repeat
         seed = self._seed(sequence)
         drawn: list = []
+        pending = [before_placing]
 
         def write_into(allocate):
             framed: list = []
@@ -174,6 +196,8 @@ class Producer:
 
             def place(num_nodes: int, num_edges: int):
                 t, c = time.perf_counter(), time.thread_time()
+                if pending:
+                    pending.pop()()
                 framed.append(self._framer.frame(allocate, num_nodes, num_edges, sequence=sequence, seed=seed))
                 placing[:] = time.perf_counter() - t, time.thread_time() - c
                 return framed[0].arrays
@@ -188,6 +212,8 @@ class Producer:
             return seal_subgraph(framed[0], validate=self._sealed % _CHECK_EVERY == 1)
 
         def or_else():
+            if pending:
+                pending.pop()()
             drawn.append(self._draw_seeded(sequence, seed))
             return drawn[-1][0]
 

@@ -79,3 +79,19 @@ def test_the_background_flush_does_not_keep_a_dropped_pool_alive(redis_server):
     assert ref() is None
     with SubgraphPool(redis_server.url, "dropped") as watcher:
         assert watcher.stats().acknowledged == 1
+
+
+def test_flush_acks_sends_a_batch_of_queued_acknowledgements_at_once(redis_server):
+    producer = SubgraphPool(redis_server.url, "batch")
+    consumer = SubgraphPool(redis_server.url, "batch", visibility_timeout=60)
+    for i in range(3):
+        producer.put(random_subgraph(10, 30, seed=i, sequence=i))
+    entries = [consumer.get("t", timeout=1) for _ in range(3)]
+    for entry in entries:
+        assert consumer.ack(entry.entry_id, wait=False) is None
+    consumer.flush_acks()
+    stats = producer.stats()  # another object: only what reached Redis counts
+    assert (stats.acknowledged, stats.held) == (3, 0)
+    consumer.flush_acks()  # nothing queued: no round trip, no error
+    producer.close()
+    consumer.close()
