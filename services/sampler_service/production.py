@@ -140,7 +140,7 @@ class Producer:
             while not stop.is_set():
                 if self._direct:
                     in_flight, sent = sent, None
-                    item = self._draw_into_pool(lambda: self._settle_or_stop(in_flight, stop))
+                    item = self._draw_into_pool(lambda in_flight=in_flight: self._settle_or_stop(in_flight, stop))
                 else:
                     item = self._draw_message()
                     if sent is not None:
