@@ -62,6 +62,17 @@ def real_datasets() -> Path:
 
 
 @pytest.fixture
+def shm_dir(tmp_path, monkeypatch) -> Path:
+    """A private shared-memory directory for the pool's slots, so a test sees only its own."""
+    from services.pool import shared_memory
+
+    directory = tmp_path / "shm"
+    directory.mkdir()
+    monkeypatch.setattr(shared_memory, "SHM_DIR", directory)
+    return directory
+
+
+@pytest.fixture
 def saintpipe_home(tmp_path, monkeypatch) -> Path:
     """A private SAINTPIPE_HOME so tests never touch the user's cache."""
     home = tmp_path / "saintpipe-home"

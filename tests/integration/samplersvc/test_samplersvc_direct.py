@@ -6,10 +6,8 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 from services.dataset.csr import edges_to_csr
-from services.pool import shared_memory
 from services.pool.codec import encode_subgraph
 from services.pool.config import PoolConfig
 from services.pool.pool import SubgraphPool
@@ -18,14 +16,6 @@ from services.sampler.parallel import subgraph_seed
 from services.sampler.sampler import make_sampler
 from services.sampler_service.production import Producer
 from services.sampler_service.sequence import SequenceCursor
-
-
-@pytest.fixture
-def shm_dir(tmp_path, monkeypatch):
-    directory = tmp_path / "shm"
-    directory.mkdir()
-    monkeypatch.setattr(shared_memory, "SHM_DIR", directory)
-    return directory
 
 
 def producer_for(url: str, job: str, capacity: int, shm_dir) -> tuple[Producer, SubgraphPool, object]:
