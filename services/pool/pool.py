@@ -456,6 +456,8 @@ class SubgraphPool:
         try:
             slot, reference = writer.write(encode_into, when_short)
         except OSError as exc:  # ENOSPC from posix_fallocate, EMFILE, ...: nothing was put yet
+            if isinstance(exc, SaintpipeError):  # Redis away while looking for free slots: not a slot problem
+                raise
             if not self._slot_failure_logged:
                 self._slot_failure_logged = True
                 log.warning(
