@@ -80,7 +80,7 @@ os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 # Longest an ack(wait=False) waits for a round trip to carry it before a background flush sends it.
 _MAX_ACK_DELAY = 0.1
 # Shared-memory producers: oldest entries asked about along with each put (is its slot free again?),
-# and, when no slot is free, before creating another.
+# and, when no slot is free and _SLOTS_WITHOUT_RECLAIM exist, before creating another.
 _SLOT_CHECKS_PER_PUT, _SLOT_CHECKS_WHEN_SHORT = 2, 32
 # Up to this many slots a producer short of a free one makes another rather than asking Redis at once:
 # a pipelined producer holds one being written, one in flight and the entries whose checks are on the way.
@@ -305,6 +305,7 @@ class SubgraphPool:
             SaintpipeTimeout: the pool stayed full for ``timeout`` seconds.
             InvalidArgument: the subgraph is malformed, or a ``put_nowait`` is still unsettled.
         """
+        self._require_settled()
         return self._put_now(self._prepare(sg), timeout)
 
     def put_encoded(self, data: bytes, timeout: float | None = None) -> str:
@@ -435,7 +436,6 @@ class SubgraphPool:
 
     def _prepare(self, sg: Subgraph) -> _Put:
         """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
-        self._require_settled()
         if self.transport == "shared_memory":
             put = self._in_slot(lambda allocate: encode_subgraph_into(sg, allocate))
             if put is not None:
@@ -512,18 +512,14 @@ class SubgraphPool:
         exchange, put.exchange = put.exchange, None
         if exchange is not None:
             try:
-                replies = exchange.replies()
-            except (redis.ConnectionError, redis.TimeoutError):
-                replies = None  # whether it ran is unknown: sent again below, as a failed round trip would be
-            else:
-                if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
-                    replies = None  # a restarted Redis forgot the scripts: nothing ran
-                else:
-                    try:
-                        raise_first_error(replies)
-                    except redis.ResponseError as exc:
-                        self._requeue_acks(put.acks)
-                        raise translate_error(self.url, exc) from None
+                replies = raise_first_error(_scripts_known(exchange.replies()))
+            except (redis.ConnectionError, redis.TimeoutError, redis.exceptions.NoScriptError):
+                # Whether it ran is unknown, or nothing ran (a restarted Redis forgot the scripts): sent again
+                # below, as a failed round trip of _run would be.
+                replies = None
+            except redis.ResponseError as exc:
+                self._requeue_acks(put.acks)
+                raise translate_error(self.url, exc) from None
         if replies is None:
             try:
                 replies = self._run(put.commands, "put a subgraph")
@@ -586,7 +582,6 @@ class SubgraphPool:
                 put.writer.committed(put.slot, entry_id)
             put.slot = None
         if entry_id is None:
-            put.exchange = None
             self._discard(put.upload)
 
     def _new_bytes_key(self) -> str:
@@ -871,9 +866,11 @@ class SubgraphPool:
         except BaseException:
             self._requeue_acks(acks)  # whether Redis ran them is unknown: acknowledging again is harmless
             raise
-        if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+        try:
+            _scripts_known(replies)
+        except redis.exceptions.NoScriptError:
             self._requeue_acks(acks)  # nothing ran (a restarted Redis forgot the scripts): sent again
-            raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
+            raise
         if acks:
             done = replies[0]
             replies = replies[1:]
@@ -943,6 +940,13 @@ class SubgraphPool:
             f"SubgraphPool({redact_url(self.url)}, job_id={self.job_id!r}, capacity={self.capacity}, "
             f"transport={self.transport!r})"
         )
+
+
+def _scripts_known(replies: list) -> list:
+    """``replies``, or NoScriptError when Redis answered that it does not know a script (nothing ran)."""
+    if any(isinstance(r, redis.exceptions.NoScriptError) for r in replies):
+        raise redis.exceptions.NoScriptError("a restarted Redis has forgotten the pool's scripts")
+    return replies
 
 
 def _copy_into(data: bytes, allocate) -> int:

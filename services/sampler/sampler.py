@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import numpy as np
 
@@ -110,6 +110,11 @@ class Sampler:
         """Run the node-selection kernel on ``self._state``; returns the size of ``self._sel``'s node set."""
         raise NotImplementedError
 
+    def _select_seeded(self, seed: int) -> int:
+        """Seed the random stream and run the node-selection kernel; the size of the node set."""
+        rng.seed_state(self._state, np.uint64(seed))
+        return self._select()
+
     def sample_arrays(self, seed: int, *, want_positions: bool = True) -> tuple[Subgraph, np.ndarray]:
         """Like :meth:`sample`, plus the full-graph CSR position of every subgraph entry (int64 [e]).
 
@@ -117,8 +122,7 @@ class Sampler:
         are computed anyway when normalization needs them).
         """
         seed = check_seed(seed)
-        rng.seed_state(self._state, np.uint64(seed))
-        count = self._select()
+        count = self._select_seeded(seed)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
             self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
             self._alpha, self._train_mask, self._loss_coef, want_positions)
@@ -145,8 +149,7 @@ class Sampler:
             Whatever ``place`` raises; the sampler is left ready for the next call.
         """
         seed = check_seed(seed)
-        rng.seed_state(self._state, np.uint64(seed))
-        count = self._select()
+        count = self._select_seeded(seed)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
             self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
             self._alpha.size > 0)
@@ -202,7 +205,7 @@ def _check_placed(out: tuple, n: int, e: int) -> None:
                                   f"array of {size} entries")
 
 
-def _asymmetric(node_ids: np.ndarray, bad_row: int) -> None:
+def _asymmetric(node_ids: np.ndarray, bad_row: int) -> NoReturn:
     raise InvalidArgument(
         f"graph is not symmetric: node {int(node_ids[bad_row])} has an edge whose reverse is missing "
         f"(samplers need an undirected graph storing both directions)")
