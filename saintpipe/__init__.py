@@ -1,8 +1,12 @@
 """saintpipe: GraphSAINT-style GNN training as a pipeline of services.
 
-The command-line entry point lives in :mod:`saintpipe.cli`; the generated
-protobuf modules in :mod:`saintpipe.protos`. The components themselves live in
-the top-level ``services`` and ``trainer`` packages.
+Everything installs under this one name. The folders follow the product's
+layout (pyproject.toml maps them): ``saintpipe.core`` (configuration, errors,
+the subgraph type, figure reporting), ``saintpipe.protos`` (generated
+protobuf modules), ``saintpipe.services`` (the top-level ``services/`` folder:
+dataset store, sampler kernels, pool, feature shards, sampler service,
+pipeline), ``saintpipe.trainer`` (the top-level ``trainer/`` folder) and
+``saintpipe.cli`` (the command line). docs/architecture.md draws the layers.
 """
 
 __version__ = "0.1.0"

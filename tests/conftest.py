@@ -64,7 +64,7 @@ def real_datasets() -> Path:
 @pytest.fixture
 def shm_dir(tmp_path, monkeypatch) -> Path:
     """A private shared-memory directory for the pool's slots, so a test sees only its own."""
-    from services.pool import shared_memory
+    from saintpipe.services.pool import shared_memory
 
     directory = tmp_path / "shm"
     directory.mkdir()
@@ -87,7 +87,7 @@ def redis_server():
     Ignores SAINTPIPE_REDIS_URL so tests may restart or kill it. Use ``.url``;
     ``.restart()`` restarts it on the same port (losing its data).
     """
-    from services.pool.redis_server import RedisServer
+    from saintpipe.services.pool.redis_server import RedisServer
 
     with RedisServer(use_env=False) as server:
         yield server
@@ -96,7 +96,7 @@ def redis_server():
 @pytest.fixture(scope="session")
 def redis_server_session():
     """One private redis-server shared by a whole test session: do not restart or kill it; use unique keys."""
-    from services.pool.redis_server import RedisServer
+    from saintpipe.services.pool.redis_server import RedisServer
 
     with RedisServer(use_env=False) as server:
         yield server

@@ -2,7 +2,7 @@
 
 On the Planetoid citation graphs (Cora, CiteSeer; standard public split) a
 model trained on GraphSAINT random-walk subgraphs — sampled in-process by the
-Numba kernels of ``services.sampler`` — should score within a few points of
+Numba kernels of ``saintpipe.services.sampler`` — should score within a few points of
 the same model trained full-batch. Both runs use the same model code, the same
 optimizer, the same epoch budget (a subgraph epoch is |V_train| / mean labelled
 nodes per subgraph) and pick the test score at the best validation score.
@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from saintpipe.errors import DatasetError
-from trainer.config import ModelConfig, TrainerConfig
-from trainer.evaluate import EvalGraph
-from trainer.feeds import SamplerFeed
-from trainer.loop import TrainLoop
-from trainer.step import EarlyStopping, TrainState
+from saintpipe.core.errors import DatasetError
+from saintpipe.trainer.config import ModelConfig, TrainerConfig
+from saintpipe.trainer.evaluate import EvalGraph
+from saintpipe.trainer.feeds import SamplerFeed
+from saintpipe.trainer.loop import TrainLoop
+from saintpipe.trainer.step import EarlyStopping, TrainState
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def load_planetoid(path: Path | str) -> EvalGraph:
 
 def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, patience: int = 0) -> dict:
     """One step per epoch on the whole graph; the test score at the best validation score."""
-    from trainer.evaluate import evaluate
+    from saintpipe.trainer.evaluate import evaluate
 
     state = TrainState(model, graph.feature_dim, graph.num_classes, graph.multilabel, seed=seed)
     batch = graph.full_batch()
@@ -90,10 +90,10 @@ def train_subgraphs(
     patience: int = 0,
 ) -> dict:
     """Training on random-walk subgraphs (GraphSAINT normalization optional) with the trainer's loop."""
-    from services.sampler.config import RandomWalkConfig
-    from services.sampler.normalization import estimate_normalization
-    from services.sampler.parallel import subgraph_seed
-    from services.sampler.sampler import make_sampler
+    from saintpipe.services.sampler.config import RandomWalkConfig
+    from saintpipe.services.sampler.normalization import estimate_normalization
+    from saintpipe.services.sampler.parallel import subgraph_seed
+    from saintpipe.services.sampler.sampler import make_sampler
 
     cfg = RandomWalkConfig(roots=sampling.roots, walk_length=sampling.walk_length)
     train = graph.splits["train"]

@@ -15,17 +15,17 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from saintpipe.errors import InvalidArgument
-from services.pool.config import PoolConfig
-from trainer.config import TrainerConfig
-from trainer.loop import TimeBreakdown, TrainResult
-from trainer.worker import TrainerSpec
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.trainer.config import TrainerConfig
+from saintpipe.trainer.loop import TimeBreakdown, TrainResult
+from saintpipe.trainer.worker import TrainerSpec
 
 log = logging.getLogger(__name__)
 
 
 class _TrainerActor:
-    """Runs :func:`trainer.worker.run_trainer` for one rank inside a Ray worker process."""
+    """Runs :func:`saintpipe.trainer.worker.run_trainer` for one rank inside a Ray worker process."""
 
     def __init__(self, spec: TrainerSpec, rank: int, world_size: int) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -35,7 +35,7 @@ class _TrainerActor:
         """Rank 0: a ``host:port`` the others can reach for the process group."""
         import ray
 
-        from trainer.distributed import free_port
+        from saintpipe.trainer.distributed import free_port
 
         # One node: loopback. Several: the address Ray itself uses to reach this node.
         alive = [n for n in ray.nodes() if n.get("Alive")]
@@ -43,7 +43,7 @@ class _TrainerActor:
         return f"{host}:{free_port(host)}"
 
     def run(self, master: str | None) -> TrainResult:
-        from trainer.worker import run_trainer
+        from saintpipe.trainer.worker import run_trainer
 
         return run_trainer(self.spec, self.rank, self.world_size, master)
 
@@ -52,7 +52,7 @@ class TrainerGroup:
     """``trainers`` Ray actors training one job data-parallel.
 
     Args:
-        spec: the job (see :class:`~trainer.worker.TrainerSpec`).
+        spec: the job (see :class:`~saintpipe.trainer.worker.TrainerSpec`).
         trainers: how many trainers (data-parallel ranks).
         cpus_per_trainer: CPUs Ray reserves for each actor.
         use_gpus: give each actor one GPU (default: when Ray's cluster has one free per trainer).
@@ -149,7 +149,7 @@ def train(
         ray_address: an existing Ray cluster to join (``ray.init(address=...)``).
 
     Returns:
-        The merged :class:`~trainer.loop.TrainResult`: test score, epochs, subgraphs and the time breakdown.
+        The merged :class:`~saintpipe.trainer.loop.TrainResult`: test score, epochs, subgraphs and the time breakdown.
     """
     import ray
 

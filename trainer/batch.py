@@ -1,6 +1,6 @@
 """What one training or evaluation step works on: a graph, its features, labels and loss weights.
 
-A :class:`GraphBatch` is built from a sampled :class:`~services.subgraph.Subgraph`
+A :class:`GraphBatch` is built from a sampled :class:`~saintpipe.core.subgraph.Subgraph`
 (:func:`batch_from_subgraph`) or from a whole graph (:func:`full_graph_batch`,
 for full-batch training and evaluation). Models read only this object.
 
@@ -9,7 +9,7 @@ Conventions:
 * ``adj`` is Ã, the aggregation matrix without self-loops: the subgraph's
   aggregator-normalized weights, or D⁻¹A (mean over neighbours) for a whole graph.
 * ``degrees`` are the nodes' degrees in the full graph; GCN, GAT and MixHop mix
-  in the self-loop from them (:meth:`~trainer.sparse.SparseOperand.with_self_loops`).
+  in the self-loop from them (:meth:`~saintpipe.trainer.sparse.SparseOperand.with_self_loops`).
 * ``loss_weights`` are zero for nodes without a training label; the loss is
   Σ λ_v L_v / Σ λ_v over the batch.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from services.subgraph import Subgraph
-from trainer.sparse import SparseOperand, as_tensor
+from saintpipe.core.subgraph import Subgraph
+from saintpipe.trainer.sparse import SparseOperand, as_tensor
 
 
 def mean_aggregation_weights(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,7 +44,7 @@ class GraphBatch:
     """A graph (or subgraph) ready for a model.
 
     Attributes:
-        adj: Ã as a :class:`~trainer.sparse.SparseOperand`.
+        adj: Ã as a :class:`~saintpipe.trainer.sparse.SparseOperand`.
         x: float [n, f] node features.
         labels: int64 [n] (single-label, -1 = none) or float [n, C] (multi-label).
         loss_weights: float [n], zero where a node has no training label.

@@ -15,7 +15,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
         "train",
@@ -40,9 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
-    from trainer.bench_core import run_benchmark
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.trainer.bench_core import run_benchmark
 
     for name in ("nodes", "classes", "sage_features", "sage_hidden", "gcn_features", "gcn_hidden", "repeats"):
         if getattr(args, name) < 1:

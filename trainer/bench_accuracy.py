@@ -15,7 +15,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
         "accuracy",
@@ -42,10 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _bench(args: argparse.Namespace) -> int:
     import torch
 
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
-    from trainer.accuracy import SamplingSetup, compare
-    from trainer.config import ModelConfig
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.trainer.accuracy import SamplingSetup, compare
+    from saintpipe.trainer.config import ModelConfig
 
     if args.seeds < 1 or args.epochs < 1 or args.first_seed < 0:
         raise InvalidArgument(

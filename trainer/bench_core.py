@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.batch import batch_from_subgraph
-from trainer.config import ModelConfig
-from trainer.models import build_model
-from trainer.ops import count_macs
-from trainer.schedule import ChainShape, choose_order
-from trainer.synthetic import random_subgraph
+from saintpipe.trainer.batch import batch_from_subgraph
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.models import build_model
+from saintpipe.trainer.ops import count_macs
+from saintpipe.trainer.schedule import ChainShape, choose_order
+from saintpipe.trainer.synthetic import random_subgraph
 
 ORDERS = ("auto", "ax_first", "xw_first")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 log = logging.getLogger(__name__)
 

@@ -50,10 +50,10 @@ def _serve(args: argparse.Namespace) -> int:
     import json
     import os
 
-    from saintpipe.config import load_config
-    from saintpipe.errors import ConfigError
-    from services.pool.config import PoolConfig
-    from trainer.config import TrainerConfig
+    from saintpipe.core.config import load_config
+    from saintpipe.core.errors import ConfigError
+    from saintpipe.services.pool.config import PoolConfig
+    from saintpipe.trainer.config import TrainerConfig
 
     flags = {"epochs": args.epochs, "max_steps": args.max_steps, "checkpoint_dir": args.checkpoint_dir}
     config = load_config(TrainerConfig, args.config, flags=flags, section="trainer")
@@ -77,7 +77,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
     if args.trainers < 1:
         raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
-    from trainer.actor import train  # torch and Ray load only once the arguments are known to be good
+    from saintpipe.trainer.actor import train  # torch and Ray load only once the arguments are known to be good
 
     result = train(
         args.job,

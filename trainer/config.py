@@ -1,7 +1,7 @@
 """Configuration of the trainer: the model (:class:`ModelConfig`) and the loop (:class:`TrainerConfig`).
 
-Both sit on :class:`saintpipe.config.StrictModel`: unknown keys are errors and
-:func:`saintpipe.config.load_config` names the file and field at fault. In a
+Both sit on :class:`saintpipe.core.config.StrictModel`: unknown keys are errors and
+:func:`saintpipe.core.config.load_config` names the file and field at fault. In a
 shared config file the trainer reads the ``trainer`` section; the model is its
 ``model`` subsection.
 """
@@ -13,7 +13,7 @@ from typing import Literal
 
 import pydantic
 
-from saintpipe.config import StrictModel
+from saintpipe.core.config import StrictModel
 
 Arch = Literal["gcn", "sage", "gat", "mixhop"]
 Order = Literal["auto", "ax_first", "xw_first"]

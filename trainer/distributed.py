@@ -71,7 +71,7 @@ class DataParallel:
         Raises:
             ConfigError: the trainers hold different checkpoints (``checkpoint_dir`` not shared).
         """
-        from saintpipe.errors import ConfigError
+        from saintpipe.core.errors import ConfigError
 
         buf = torch.tensor([float(steps), -float(steps)], dtype=torch.float64, device=self.device)
         dist.all_reduce(buf, op=dist.ReduceOp.MAX)

@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from trainer.batch import GraphBatch, full_graph_batch
-from trainer.induce import induce, k_hop_nodes
-from trainer.layers import MixHopLayer
-from trainer.models import GNN
-from trainer.sparse import SparseOperand, as_tensor
+from saintpipe.trainer.batch import GraphBatch, full_graph_batch
+from saintpipe.trainer.induce import induce, k_hop_nodes
+from saintpipe.trainer.layers import MixHopLayer
+from saintpipe.trainer.models import GNN
+from saintpipe.trainer.sparse import SparseOperand, as_tensor
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class EvalGraph:
 
     @classmethod
     def from_dataset(cls, dataset) -> EvalGraph:
-        """From an opened :class:`services.dataset.store.Dataset` (features read from its shards)."""
+        """From an opened :class:`saintpipe.services.dataset.store.Dataset` (features read from its shards)."""
         return cls(
             indptr=dataset.indptr,
             indices=dataset.indices,

@@ -26,8 +26,8 @@ from typing import Protocol
 
 import numpy as np
 
-from saintpipe.errors import SaintpipeTimeout
-from services.subgraph import Subgraph
+from saintpipe.core.errors import SaintpipeTimeout
+from saintpipe.core.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class Feed(Protocol):
 
 
 class SamplerFeed:
-    """Subgraphs drawn in-process by a :class:`services.sampler.sampler.Sampler`, features from ``gather``.
+    """Subgraphs drawn in-process by a :class:`saintpipe.services.sampler.sampler.Sampler`, features from ``gather``.
 
     Args:
         sampler: a configured sampler (``make_sampler``).
@@ -76,7 +76,7 @@ class SamplerFeed:
 
 
 class PoolFeed:
-    """Subgraphs from a :class:`services.pool.pool.SubgraphPool`, features from a feature client.
+    """Subgraphs from a :class:`saintpipe.services.pool.pool.SubgraphPool`, features from a feature client.
 
     Args:
         pool: the job's pool.

@@ -1,8 +1,8 @@
 """Graph layers of section 2.1: GCN (eq. 4), GraphSAGE (eq. 1), GAT (eqs. 6-7) and MixHop (eq. 5).
 
 Each layer maps (X, batch) to its pre-activation output and runs every A·X·W
-product through :func:`trainer.ops.sparse_chain` (or MixHop's power chain) in
-the order the :class:`~trainer.schedule.Scheduler` picks from the shapes.
+product through :func:`saintpipe.trainer.ops.sparse_chain` (or MixHop's power chain) in
+the order the :class:`~saintpipe.trainer.schedule.Scheduler` picks from the shapes.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import math
 import torch
 from torch import nn
 
-from trainer.batch import GraphBatch
-from trainer.ops import dense, sparse_chain, spmm
-from trainer.schedule import AX_FIRST, ChainShape, MixHopShape, Scheduler
-from trainer.sparse import SparseOperand
+from saintpipe.trainer.batch import GraphBatch
+from saintpipe.trainer.ops import dense, sparse_chain, spmm
+from saintpipe.trainer.schedule import AX_FIRST, ChainShape, MixHopShape, Scheduler
+from saintpipe.trainer.sparse import SparseOperand
 
 
 def _glorot(rows: int, cols: int) -> nn.Parameter:

@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from trainer.batch import batch_from_subgraph
-from trainer.checkpoint import Checkpointer
-from trainer.config import TrainerConfig
-from trainer.evaluate import EvalGraph, evaluate
-from trainer.feeds import Feed
-from trainer.metrics import TrainerMetrics
-from trainer.step import EarlyStopping, GradSync, TrainState
+from saintpipe.trainer.batch import batch_from_subgraph
+from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.config import TrainerConfig
+from saintpipe.trainer.evaluate import EvalGraph, evaluate
+from saintpipe.trainer.feeds import Feed
+from saintpipe.trainer.metrics import TrainerMetrics
+from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The GNN: graph layers followed by the classifier of eq. 2, and its loss.
 
-:func:`build_model` makes a :class:`GNN` from a :class:`~trainer.config.ModelConfig`.
+:func:`build_model` makes a :class:`GNN` from a :class:`~saintpipe.trainer.config.ModelConfig`.
 The classifier is X_MLP = act(X⁽ᴸ⁾·W_MLP) (eq. 2); the loss is softmax with
 cross-entropy for single-label data and sigmoid with binary cross-entropy for
 multi-label data, each node weighted by its loss-normalization coefficient.
@@ -11,11 +11,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from trainer.batch import GraphBatch
-from trainer.config import ModelConfig
-from trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer, SAGELayer, _glorot
-from trainer.ops import dense
-from trainer.schedule import Scheduler
+from saintpipe.trainer.batch import GraphBatch
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer, SAGELayer, _glorot
+from saintpipe.trainer.ops import dense
+from saintpipe.trainer.schedule import Scheduler
 
 _ACTIVATIONS = {
     "relu": nn.functional.relu,
@@ -104,7 +104,7 @@ def build_model(config: ModelConfig, in_dim: int, num_classes: int, multilabel: 
     """Make the GNN of ``config`` for ``in_dim`` input features and ``num_classes`` outputs.
 
     Example:
-        >>> from trainer.config import ModelConfig
+        >>> from saintpipe.trainer.config import ModelConfig
         >>> config = ModelConfig(arch="gcn", hidden=[16])
         >>> model = build_model(config, in_dim=500, num_classes=3, multilabel=False)
         >>> sum(p.numel() for p in model.parameters())

@@ -1,7 +1,7 @@
 """Layer operations as custom autograd functions that follow the scheduler's order in both passes.
 
-:func:`sparse_chain` computes Y = A·X·W for a :class:`~trainer.sparse.SparseOperand`
-A in the order a :class:`~trainer.schedule.ChainPlan` prescribes, forward and
+:func:`sparse_chain` computes Y = A·X·W for a :class:`~saintpipe.trainer.sparse.SparseOperand`
+A in the order a :class:`~saintpipe.trainer.schedule.ChainPlan` prescribes, forward and
 backward, multiplying by Aᵀ through the operand's transposed weights. When A's
 weights are learned (GAT), it also returns their gradient (an SDDMM on A's
 pattern). :func:`spmm` is the single sparse product A·Z with the same
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from trainer.schedule import AX_FIRST, XW_FIRST, ChainPlan
-from trainer.sparse import SparseOperand
+from saintpipe.trainer.schedule import AX_FIRST, XW_FIRST, ChainPlan
+from saintpipe.trainer.sparse import SparseOperand
 
 _local = threading.local()
 
@@ -142,7 +142,7 @@ def sparse_chain(
         op: A; its pattern, and its weights unless ``values`` is given.
         x: dense n×f_in.
         w: dense f_in×f_out.
-        plan: the order of each product (from :class:`~trainer.schedule.Scheduler`).
+        plan: the order of each product (from :class:`~saintpipe.trainer.schedule.Scheduler`).
         values: learned weights of A on ``op``'s pattern (GAT); Aᵀ's weights are
             ``values[op.perm]`` (Algorithm 6's permutation, computed once per subgraph).
         diag: learned diagonal of A, with ``values``.

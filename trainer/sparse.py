@@ -94,7 +94,7 @@ class SparseOperand:
         device: torch.device | str = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> SparseOperand:
-        """Build from numpy CSR arrays (a :class:`~services.subgraph.Subgraph`'s or a whole graph's)."""
+        """Build from numpy CSR arrays (a :class:`~saintpipe.core.subgraph.Subgraph`'s or a whole graph's)."""
         n = int(indptr.size - 1)
         if int(indptr[-1]) >= 2**31:
             raise ValueError(f"{int(indptr[-1])} entries do not fit int32 CSR indices")

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from trainer.batch import GraphBatch
-from trainer.config import ModelConfig
-from trainer.models import GNN, build_model
+from saintpipe.trainer.batch import GraphBatch
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.models import GNN, build_model
 
 GradSync = Callable[[list[torch.Tensor], float], float]
 """Averages the gradients across data-parallel trainers in place; gets and returns a number to sum too."""

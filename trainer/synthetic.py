@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.subgraph import Subgraph
-from trainer.sparse import transpose_permutation
+from saintpipe.core.subgraph import Subgraph
+from saintpipe.trainer.sparse import transpose_permutation
 
 
 def random_subgraph(n: int, mean_degree: float, seed: int = 0, mean_weights: bool = False) -> Subgraph:
@@ -18,7 +18,7 @@ def random_subgraph(n: int, mean_degree: float, seed: int = 0, mean_weights: boo
         mean_weights: weights 1/deg(v) (mean aggregation) instead of random ones in [0.05, 1).
 
     Returns:
-        A :class:`~services.subgraph.Subgraph` whose ``edge_weights_t`` is the
+        A :class:`~saintpipe.core.subgraph.Subgraph` whose ``edge_weights_t`` is the
         transpose of ``edge_weights`` (Algorithm 6) and whose loss weights are random in [0.5, 2).
     """
     rng = np.random.default_rng(seed)

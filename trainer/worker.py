@@ -3,8 +3,8 @@
 :func:`run_trainer` is what each trainer actor runs (and what a single trainer
 can run in-process): it opens the dataset (topology, labels, splits), connects
 to the pool and the feature service, joins the data-parallel group, resumes
-from the latest checkpoint, and runs :class:`~trainer.loop.TrainLoop` on a
-:class:`~trainer.feeds.PoolFeed`.
+from the latest checkpoint, and runs :class:`~saintpipe.trainer.loop.TrainLoop` on a
+:class:`~saintpipe.trainer.feeds.PoolFeed`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
-from services.pool.config import PoolConfig
-from trainer.checkpoint import Checkpointer
-from trainer.config import TrainerConfig
-from trainer.loop import TrainResult
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.config import TrainerConfig
+from saintpipe.trainer.loop import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +76,15 @@ def run_trainer(
         SaintpipeTimeout: no subgraph arrived within ``config.pool_timeout_s``.
         DatasetError: the dataset directory or a checkpoint is unreadable.
     """
-    from services.dataset.store import open_dataset
-    from services.feature_shard.client import FeatureClient
-    from services.pool.pool import SubgraphPool
-    from trainer.distributed import DataParallel
-    from trainer.evaluate import EvalGraph
-    from trainer.feeds import PoolFeed
-    from trainer.loop import TrainLoop
-    from trainer.metrics import TrainerMetrics, serve_metrics
-    from trainer.step import TrainState
+    from saintpipe.services.dataset.store import open_dataset
+    from saintpipe.services.feature_shard.client import FeatureClient
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.trainer.distributed import DataParallel
+    from saintpipe.trainer.evaluate import EvalGraph
+    from saintpipe.trainer.feeds import PoolFeed
+    from saintpipe.trainer.loop import TrainLoop
+    from saintpipe.trainer.metrics import TrainerMetrics, serve_metrics
+    from saintpipe.trainer.step import TrainState
 
     cfg = spec.config
     name = trainer_name(spec.job, rank)

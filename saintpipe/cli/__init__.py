@@ -15,7 +15,7 @@ import sys
 from typing import Sequence
 
 from saintpipe import __version__
-from saintpipe.errors import SaintpipeError
+from saintpipe.core.errors import SaintpipeError
 
 log = logging.getLogger("saintpipe")
 

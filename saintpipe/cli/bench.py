@@ -8,13 +8,13 @@ from saintpipe.cli.registry import register_all
 
 # One module per benchmark; each defines register(subparsers).
 BENCHMARKS: tuple[str, ...] = (
-    "services.dataset.bench",
-    "services.feature_shard.bench",
-    "trainer.bench_accuracy",
-    "services.sampler.bench",
-    "services.pool.bench",
-    "trainer.bench",
-    "services.sampler_service.bench",
+    "saintpipe.services.dataset.bench",
+    "saintpipe.services.feature_shard.bench",
+    "saintpipe.trainer.bench_accuracy",
+    "saintpipe.services.sampler.bench",
+    "saintpipe.services.pool.bench",
+    "saintpipe.trainer.bench",
+    "saintpipe.services.sampler_service.bench",
 )
 
 

@@ -1,6 +1,6 @@
 """``saintpipe data …``: import, generate, inspect, verify and reshard datasets.
 
-Handlers only parse flags and call :mod:`services.dataset`; heavy imports happen inside them.
+Handlers only parse flags and call :mod:`saintpipe.services.dataset`; heavy imports happen inside them.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
 
 
 def _write(args: argparse.Namespace, data: dict) -> int:
-    from services.dataset.store import write_dataset
+    from saintpipe.services.dataset.store import write_dataset
 
     if args.name:
         data["name"] = args.name
@@ -133,13 +133,13 @@ def _write(args: argparse.Namespace, data: dict) -> int:
 
 
 def _import_npz(args: argparse.Namespace) -> int:
-    from services.dataset.import_npz import import_npz
+    from saintpipe.services.dataset.import_npz import import_npz
 
     return _write(args, import_npz(args.file, symmetrize=args.symmetrize))
 
 
 def _import_edgelist(args: argparse.Namespace) -> int:
-    from services.dataset.import_edgelist import import_edgelist
+    from saintpipe.services.dataset.import_edgelist import import_edgelist
 
     delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
     return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
@@ -148,8 +148,8 @@ def _import_edgelist(args: argparse.Namespace) -> int:
 
 
 def _import_arrays(args: argparse.Namespace) -> int:
-    from saintpipe.errors import InvalidArgument
-    from services.dataset.import_arrays import ROLES, find_array_files, import_arrays
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.dataset.import_arrays import ROLES, find_array_files, import_arrays
 
     overrides = {role: getattr(args, role) for role in ROLES}
     if args.dir is None and not any(overrides.values()):
@@ -162,28 +162,28 @@ def _import_arrays(args: argparse.Namespace) -> int:
 
 
 def _generate_demo(args: argparse.Namespace) -> int:
-    from services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.demo import generate_demo
 
     return _write(args, generate_demo(num_nodes=args.nodes, seed=args.seed))
 
 
 def _generate_kronecker(args: argparse.Namespace) -> int:
-    from services.dataset.kronecker import generate_kronecker
+    from saintpipe.services.dataset.kronecker import generate_kronecker
 
     return _write(args, generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=args.feature_dim,
                                            num_classes=args.classes, progress=sys.stderr.isatty()))
 
 
 def _info(args: argparse.Namespace) -> int:
-    from services.dataset.info import describe
-    from services.dataset.store import open_dataset
+    from saintpipe.services.dataset.info import describe
+    from saintpipe.services.dataset.store import open_dataset
 
     print(describe(open_dataset(args.dir)))
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from services.dataset.verify import verify_dataset
+    from saintpipe.services.dataset.verify import verify_dataset
 
     m = verify_dataset(args.dir, checksums=not args.no_checksums, progress=sys.stderr.isatty())
     checked = "" if args.no_checksums else f", {len(m.files)} checksums match"
@@ -192,7 +192,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _shard(args: argparse.Namespace) -> int:
-    from services.dataset.reshard import reshard_dataset
+    from saintpipe.services.dataset.reshard import reshard_dataset
 
     m = reshard_dataset(args.dir, args.shards, out=args.out, feature_dtype=args.feature_dtype,
                         overwrite=args.force, progress=sys.stderr.isatty())

@@ -27,9 +27,9 @@ def register(groups: argparse._SubParsersAction) -> None:
 
 def ensure_demo_dataset() -> Path:
     """Generate the demo dataset on first use and return its directory."""
-    from saintpipe.paths import demo_dataset_dir
-    from services.dataset.demo import generate_demo
-    from services.dataset.store import write_dataset
+    from saintpipe.core.paths import demo_dataset_dir
+    from saintpipe.services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.store import write_dataset
 
     out = demo_dataset_dir()
     if not (out / "manifest.json").is_file():
@@ -39,11 +39,11 @@ def ensure_demo_dataset() -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from services.dataset.info import describe
-    from services.dataset.store import open_dataset
-    from services.pipeline.config import load_pipeline_config
-    from services.pipeline.runner import LocalPipeline
-    from services.pipeline.summary import format_summary
+    from saintpipe.services.dataset.info import describe
+    from saintpipe.services.dataset.store import open_dataset
+    from saintpipe.pipeline.config import load_pipeline_config
+    from saintpipe.pipeline.runner import LocalPipeline
+    from saintpipe.pipeline.summary import format_summary
 
     config = load_pipeline_config(args.config, data=args.data)
     if config.run.data is None:

@@ -8,9 +8,9 @@ from saintpipe.cli.registry import register_all
 
 # One module per service; each defines register(subparsers).
 SERVICES: tuple[str, ...] = (
-    "services.feature_shard.cli",
-    "services.sampler_service.cli",
-    "trainer.cli",
+    "saintpipe.services.feature_shard.cli",
+    "saintpipe.services.sampler_service.cli",
+    "saintpipe.trainer.cli",
 )
 
 

@@ -19,7 +19,7 @@ MB = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("generate", help="time the Kronecker generator",
                             description="Time and peak memory of `data generate kronecker`, measured in a "
@@ -34,13 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def measure(scale: int, degree: float, seed: int = 0, feature_dim: int = 50) -> dict[str, float | int]:
     """Run the generator in a child process and return its figures."""
-    from saintpipe.errors import SaintpipeError
+    from saintpipe.core.errors import SaintpipeError
 
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     spec = json.dumps({"scale": scale, "degree": degree, "seed": seed, "feature_dim": feature_dim})
-    proc = subprocess.run([sys.executable, "-m", "services.dataset.bench", spec], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "saintpipe.services.dataset.bench", spec], capture_output=True,
                           text=True, env=env)
     if proc.returncode != 0:
         raise SaintpipeError(f"the generator process failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -55,7 +55,7 @@ def _child(spec: dict) -> dict[str, float | int]:
 
     import numpy as np
 
-    from services.dataset.kronecker import generate_kronecker
+    from saintpipe.services.dataset.kronecker import generate_kronecker
 
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tracemalloc.start()
@@ -88,7 +88,7 @@ def _child(spec: dict) -> dict[str, float | int]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from saintpipe.cli.report import emit_report
+    from saintpipe.core.report import emit_report
 
     figures = measure(args.scale, args.degree, args.seed, args.feature_dim)
     emit_report(

@@ -9,7 +9,7 @@ from typing import Mapping
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 # Rows of the feature matrix scanned at once for NaN, to bound extra memory.
 _NAN_CHUNK_ROWS = 1 << 16

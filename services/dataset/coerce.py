@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 
 def _integer(array: np.ndarray, where: str, what: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 
 def edges_to_csr(

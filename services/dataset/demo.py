@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.csr import edges_to_csr
 
 
 def generate_demo(
@@ -22,7 +22,7 @@ def generate_demo(
     noise: float = 3.0,
     seed: int = 0,
 ) -> dict[str, object]:
-    """Return the demo graph as arrays ready for :func:`services.dataset.store.write_dataset`."""
+    """Return the demo graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`."""
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, size=num_nodes, dtype=np.int64)
     order = np.argsort(labels, kind="stable")

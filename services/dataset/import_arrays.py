@@ -13,10 +13,10 @@ from typing import Mapping
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
-from services.dataset import checks, coerce
-from services.dataset.csr import csr_to_symmetric
-from services.dataset.store import SPLITS, load_npy
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import checks, coerce
+from saintpipe.services.dataset.csr import csr_to_symmetric
+from saintpipe.services.dataset.store import SPLITS, load_npy
 
 # File names looked for in a directory by :func:`find_array_files`.
 ROLES = ("indptr", "indices", "features", "labels", "train", "val", "test", "split")

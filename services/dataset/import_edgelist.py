@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
-from services.dataset import checks, coerce, sidefiles, tabular
-from services.dataset.csr import edges_to_csr
-from services.dataset.kronecker import random_splits
-from services.dataset.store import SPLITS
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
+from saintpipe.services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.kronecker import random_splits
+from saintpipe.services.dataset.store import SPLITS
 
 log = logging.getLogger(__name__)
 

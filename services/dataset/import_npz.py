@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
-from services.dataset.import_arrays import ROLES, from_arrays
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.import_arrays import ROLES, from_arrays
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
@@ -33,7 +33,7 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
 
 
 def import_npz(path: Path | str, *, name: str | None = None, symmetrize: bool = False) -> dict[str, object]:
-    """Read a Planetoid-style npz into arrays ready for :func:`services.dataset.store.write_dataset`.
+    """Read a Planetoid-style npz into arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
     Args:
         path: the ``.npz`` file.

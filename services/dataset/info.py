@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.dataset.store import Dataset
+from saintpipe.services.dataset.store import Dataset
 
 
 def summary(dataset: Dataset) -> dict[str, object]:

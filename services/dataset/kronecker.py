@@ -26,7 +26,7 @@ import logging
 import numpy as np
 from tqdm import tqdm
 
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def generate_kronecker(
     num_classes: int = 10,
     progress: bool = False,
 ) -> dict[str, object]:
-    """Generate a Kronecker (R-MAT) graph as arrays ready for :func:`services.dataset.store.write_dataset`.
+    """Generate a Kronecker (R-MAT) graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
     Args:
         scale: the graph has ``2**scale`` nodes (1 to 30).

@@ -9,7 +9,7 @@ from typing import Literal
 
 import pydantic
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from saintpipe.errors import DatasetError
-from services.dataset import checks
-from services.dataset.manifest import Manifest, sha256_file, write_manifest
-from services.dataset.store import _replace_dir, open_dataset, shard_file, shard_ranges
-from services.dataset.verify import verify_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.manifest import Manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.store import _replace_dir, open_dataset, shard_file, shard_ranges
+from saintpipe.services.dataset.verify import verify_dataset
 
 log = logging.getLogger(__name__)
 

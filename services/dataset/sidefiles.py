@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
-from services.dataset import tabular
-from services.dataset.store import load_npy
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import tabular
+from saintpipe.services.dataset.store import load_npy
 
 SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2, "none": -1, "-": -1, "": -1,
                "0": 0, "1": 1, "2": 2, "-1": -1}

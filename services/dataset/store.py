@@ -28,9 +28,9 @@ from typing import Mapping
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
-from services.dataset import checks
-from services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def open_dataset(path: Path | str, verify: bool = False) -> Dataset:
     Args:
         path: the dataset directory.
         verify: also check every file's checksum and the arrays' invariants
-            (see :func:`services.dataset.verify.verify_dataset`).
+            (see :func:`saintpipe.services.dataset.verify.verify_dataset`).
 
     Raises:
         DatasetError: naming the file at fault.
@@ -132,7 +132,7 @@ def open_dataset(path: Path | str, verify: bool = False) -> Dataset:
     path = Path(path)
     manifest = read_manifest(path)
     if verify:
-        from services.dataset.verify import verify_dataset
+        from saintpipe.services.dataset.verify import verify_dataset
 
         verify_dataset(path)
     indptr = load_npy(path / "indptr.npy")

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from saintpipe.errors import DatasetError
+from saintpipe.core.errors import DatasetError
 
 _HEADER_WORDS = {"src", "dst", "source", "target", "from", "to", "u", "v", "node", "id", "node_id", "nodeid",
                  "label", "class", "split", "set", "head", "tail", "node1", "node2", "name"}

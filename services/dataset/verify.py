@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 from tqdm import tqdm
 
-from saintpipe.errors import DatasetError
-from services.dataset import checks
-from services.dataset.manifest import Manifest, read_manifest, sha256_file
-from services.dataset.store import SPLITS, load_npy, shard_file
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
+from saintpipe.services.dataset.store import SPLITS, load_npy, shard_file
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@
 Hybrid partitioning (FastSample, section 3.3): the small topology is
 replicated on every host, only the large feature matrix is sharded. Each shard
 server owns one contiguous node range ([start, stop)) of the features, memory
-mapped from its shard file; :class:`services.feature_shard.client.FeatureClient`
+mapped from its shard file; :class:`saintpipe.services.feature_shard.client.FeatureClient`
 splits a request by range, asks the shards concurrently and reassembles the
 rows in request order, optionally through a trainer-side cache
-(:mod:`services.feature_shard.cache`).
+(:mod:`saintpipe.services.feature_shard.cache`).
 
 Modules: ``server`` (gRPC servicer, ``create_server``), ``client``
 (``FeatureClient``), ``cache`` (static + LRU row cache), ``ranges`` (pure id

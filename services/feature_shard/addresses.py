@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from saintpipe.errors import ConfigError
+from saintpipe.core.errors import ConfigError
 
 
 def check_address(address: str, where: str) -> str:

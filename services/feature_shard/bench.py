@@ -21,7 +21,7 @@ import logging
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
         "features",
@@ -55,8 +55,8 @@ def _bench(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
 
     try:
         dims = [int(d) for d in args.dims.split(",") if d.strip()]
@@ -126,10 +126,10 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
     import numpy as np
     from tqdm import tqdm
 
-    from saintpipe.errors import SaintpipeError
-    from services.dataset.demo import generate_demo
-    from services.dataset.store import open_dataset, write_dataset
-    from services.feature_shard.client import FeatureClient
+    from saintpipe.core.errors import SaintpipeError
+    from saintpipe.services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.store import open_dataset, write_dataset
+    from saintpipe.services.feature_shard.client import FeatureClient
 
     rng = np.random.default_rng(args.seed)
     arrays = generate_demo(num_nodes=args.nodes, feature_dim=1, seed=args.seed)
@@ -279,11 +279,11 @@ class _servers:
 
     def __enter__(self) -> list[list[str]]:
         if self._in_process:
-            from services.feature_shard.server import create_server
+            from saintpipe.services.feature_shard.server import create_server
 
             self._servers = [create_server(self._directory, k) for k in range(self._num_shards)]
             return [[f"127.0.0.1:{port}"] for _, port in self._servers]
-        from services.feature_shard.launch import LocalShards
+        from saintpipe.services.feature_shard.launch import LocalShards
 
         self._local = LocalShards(self._directory, self._num_shards)
         self.pids = [p.process.pid for replicas in self._local.processes for p in replicas]
@@ -291,7 +291,7 @@ class _servers:
 
     def __exit__(self, *exc) -> None:
         if self._in_process:
-            from services.feature_shard.server import stop_server
+            from saintpipe.services.feature_shard.server import stop_server
 
             for server, _ in self._servers:
                 stop_server(server, 1.0)

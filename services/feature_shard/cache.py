@@ -23,9 +23,9 @@ import threading
 import numpy as np
 import pydantic
 
-from saintpipe.config import StrictModel
-from saintpipe.errors import InvalidArgument
-from services.feature_shard import metrics
+from saintpipe.core.config import StrictModel
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.feature_shard import metrics
 
 
 class CacheConfig(StrictModel):

@@ -49,12 +49,12 @@ def _serve(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from saintpipe.config import load_config
-    from services.feature_shard.config import SECTION, FeatureShardConfig
-    from services.feature_shard.metrics import start_metrics_server
-    from services.feature_shard.server import create_server, stop_server
+    from saintpipe.core.config import load_config
+    from saintpipe.services.feature_shard.config import SECTION, FeatureShardConfig
+    from saintpipe.services.feature_shard.metrics import start_metrics_server
+    from saintpipe.services.feature_shard.server import create_server, stop_server
 
-    log = logging.getLogger("services.feature_shard")
+    log = logging.getLogger("saintpipe.services.feature_shard")
     flags = {
         name: getattr(args, name)
         for name in (
@@ -72,7 +72,7 @@ def _serve(args: argparse.Namespace) -> int:
     }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
     if cfg.tune_malloc:
-        from services.feature_shard.malloc import tune_malloc
+        from saintpipe.services.feature_shard.malloc import tune_malloc
 
         tune_malloc()
     stop = threading.Event()

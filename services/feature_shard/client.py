@@ -7,11 +7,11 @@ message limit, a stream of chunks beyond it) and writes every answer straight
 into the output array at the positions its ids were requested. Every call carries a deadline
 (one budget for the whole gather); UNAVAILABLE answers are retried on the
 shard's other replicas and then, after a backoff, again, until the retries or
-the deadline run out; then a :class:`~saintpipe.errors.ServiceUnavailable`
+the deadline run out; then a :class:`~saintpipe.core.errors.ServiceUnavailable`
 names the shard and every address tried.
 
 Same-host shared memory (``shared_memory="auto"``, the default): the client
-probes each replica once (:func:`services.feature_shard.shm.probe`); for a
+probes each replica once (:func:`saintpipe.services.feature_shard.shm.probe`); for a
 gather, it leases one of its ``/dev/shm`` regions, every shard call names the
 region and the byte offset of its rows (the position of its first id in the
 sorted unique ids), the servers write the rows there and answer with metadata
@@ -35,15 +35,15 @@ from typing import Callable, Sequence, TypeVar
 import grpc
 import numpy as np
 
-from saintpipe.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeTimeout, ServiceUnavailable
-from saintpipe.grpc_status import error_from_rpc_error
+from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeTimeout, ServiceUnavailable
+from saintpipe.core.grpc_status import error_from_rpc_error
 from saintpipe.protos import feature_shard_pb2 as pb
-from services.feature_shard import ranges, shm
-from services.feature_shard.addresses import resolve_shards
-from services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
-from services.feature_shard.config import SHARED_MEMORY_MODES
-from services.feature_shard.malloc import tune_malloc
-from services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, decode_chunk, encode_ids
+from saintpipe.services.feature_shard import ranges, shm
+from saintpipe.services.feature_shard.addresses import resolve_shards
+from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
+from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
+from saintpipe.services.feature_shard.malloc import tune_malloc
+from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, decode_chunk, encode_ids
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class FeatureClient:
     Args:
         shards: per shard (in shard order) the replica addresses ``"host:port"``;
             or a JSON address manifest path ``{"shards": [[...], ...]}``; or a
-            ``"a:1,b:2;c:3"`` string (see :mod:`services.feature_shard.addresses`).
+            ``"a:1,b:2;c:3"`` string (see :mod:`saintpipe.services.feature_shard.addresses`).
         deadline: seconds one gather (or the start-up Info calls) may take in all,
             retries included.
         retries: extra rounds over a shard's replicas after every replica answered UNAVAILABLE.
@@ -115,7 +115,7 @@ class FeatureClient:
             exit, and by multiprocessing's resource tracker if the process dies.
 
     Creating a client tunes glibc's malloc for the whole process
-    (:func:`services.feature_shard.malloc.tune_malloc`): freed buffers of up to
+    (:func:`saintpipe.services.feature_shard.malloc.tune_malloc`): freed buffers of up to
     32 MiB stay in the heap for the next gather instead of being unmapped.
 
     Raises:
@@ -449,7 +449,7 @@ class FeatureClient:
             rows = region.rows(unique.size, self.feature_dim, self._region_dtype)
             self._fetch(unique, rows, np.arange(unique.size), region)
             if rows.dtype == np.float16:
-                from services.feature_shard.half import copy_float16_rows  # loaded on first use
+                from saintpipe.services.feature_shard.half import copy_float16_rows  # loaded on first use
 
                 copy_float16_rows(rows, inverse, out, np.arange(ids.size) if positions is None else positions)
             elif positions is not None:
@@ -518,7 +518,7 @@ class FeatureClient:
                 )
             end = offset + rows.shape[0]
             if rows.dtype == np.float16 and out.dtype == np.float32:  # numpy's cast is slow: a Numba kernel
-                from services.feature_shard.half import scatter_float16_rows  # loaded on first use
+                from saintpipe.services.feature_shard.half import scatter_float16_rows  # loaded on first use
 
                 where = np.arange(base + offset, base + end) if contiguous else positions[offset:end]
                 scatter_float16_rows(rows, where, out)

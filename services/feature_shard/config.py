@@ -1,6 +1,6 @@
 """Configuration of one feature-shard server (``saintpipe serve feature-shard``).
 
-Read with :func:`saintpipe.config.load_config` from defaults < config file
+Read with :func:`saintpipe.core.config.load_config` from defaults < config file
 (section ``[feature_shard]``) < environment (``SAINTPIPE_FEATURE_SHARD__PORT=50052``)
 < command-line flags.
 """
@@ -12,7 +12,7 @@ from typing import Literal
 
 import pydantic
 
-from saintpipe.config import StrictModel
+from saintpipe.core.config import StrictModel
 
 SECTION = "feature_shard"
 # 64 MiB: one message holds the answer to a typical minibatch (8,000 rows x 602 float32 = 19 MB),

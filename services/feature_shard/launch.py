@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from saintpipe.errors import ServiceUnavailable
-from services import procutil
+from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.core import procutil
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import logging
 import prometheus_client
 from prometheus_client import Counter, Histogram
 
-from saintpipe.errors import ServiceUnavailable
+from saintpipe.core.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.errors import InvalidArgument
 
 
 def shard_starts(ranges: Sequence[tuple[int, int]]) -> np.ndarray:

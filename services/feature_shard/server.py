@@ -5,10 +5,10 @@ the shard's range and gathers rows from the memory-mapped shard file straight
 into the answer's message bytes: one message (``GatherUnary``) when the answer
 fits the message limit, else a stream of chunks below it (``Gather``); or, when the
 request names a shared-memory target (a region of the same host's ``/dev/shm``,
-see :mod:`services.feature_shard.shm`), straight into that region, answering
+see :mod:`saintpipe.services.feature_shard.shm`), straight into that region, answering
 with metadata only. Errors are typed
 saintpipe errors, turned into status codes by
-:class:`saintpipe.grpc_status.StatusInterceptor` (the one place that maps
+:class:`saintpipe.core.grpc_status.StatusInterceptor` (the one place that maps
 them). The standard gRPC health service is registered beside it.
 """
 
@@ -25,14 +25,14 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from saintpipe.errors import ConfigError, InvalidArgument, ServiceUnavailable
-from saintpipe.grpc_status import StatusInterceptor
+from saintpipe.core.errors import ConfigError, InvalidArgument, ServiceUnavailable
+from saintpipe.core.grpc_status import StatusInterceptor
 from saintpipe.protos import feature_shard_pb2 as pb
-from services.dataset.store import open_dataset, shard_file
-from services.feature_shard import metrics
-from services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
-from services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name
-from services.feature_shard.wire import (
+from saintpipe.services.dataset.store import open_dataset, shard_file
+from saintpipe.services.feature_shard import metrics
+from saintpipe.services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
+from saintpipe.services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name
+from saintpipe.services.feature_shard.wire import (
     CHUNK_OVERHEAD,
     SERVICE_NAME,
     WIRE_DTYPES,
@@ -178,7 +178,7 @@ class FeatureShardServicer:
             # mode="clip" never clips (the ids were checked) but skips numpy's bounds-checking pass.
             np.take(self._rows, local, axis=0, out=out, mode="clip")
         elif self.dtype == np.float32 and send_dtype == np.float16:
-            from services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
+            from saintpipe.services.feature_shard.half import gather_float16_rows  # Numba: loaded on first use
 
             gather_float16_rows(self._rows, local, out)
         else:
@@ -187,7 +187,7 @@ class FeatureShardServicer:
     def ProbeSharedMemory(
         self, request: pb.SharedMemoryProbe, context: grpc.ServicerContext
     ) -> pb.SharedMemoryProbeReply:
-        """Whether this server sees the caller's region (see :func:`services.feature_shard.shm.probe`)."""
+        """Whether this server sees the caller's region (see :func:`saintpipe.services.feature_shard.shm.probe`)."""
         if self._regions is None:
             return pb.SharedMemoryProbeReply(
                 readable=False, detail=f"shard {self.shard} has shared memory disabled (--no-shared-memory)"
@@ -234,7 +234,7 @@ class FeatureShardServicer:
 
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
     # Registered by hand rather than with the generated add_..._to_server so that the
-    # Gather methods' chunks, already encoded by services.feature_shard.wire, pass through unserialized.
+    # Gather methods' chunks, already encoded by saintpipe.services.feature_shard.wire, pass through unserialized.
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {

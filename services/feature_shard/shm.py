@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ import ctypes
 
 import numpy as np
 
-from saintpipe.errors import DecodeError
+from saintpipe.core.errors import DecodeError
 from saintpipe.protos import feature_shard_pb2 as pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["FeatureShard"].full_name

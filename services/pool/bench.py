@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
         "pool",
@@ -36,14 +36,14 @@ def _bench(args: argparse.Namespace) -> int:
     import statistics
     import time
 
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
-    from services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_parts
-    from services.pool.connection import make_client
-    from services.pool.pool import SubgraphPool
-    from services.pool.redis_server import RedisServer
-    from services.pool.resp import Connections, pack
-    from services.pool.synthetic import random_subgraph
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_parts
+    from saintpipe.services.pool.connection import make_client
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.services.pool.redis_server import RedisServer
+    from saintpipe.services.pool.resp import Connections, pack
+    from saintpipe.services.pool.synthetic import random_subgraph
 
     for name in ("nodes", "edges", "count"):
         if getattr(args, name) < 1:

@@ -9,12 +9,12 @@ from the message start. Copy an array before writing to it.
 The bytes are exactly what the generated ``subgraph_pb2.Subgraph`` serializes
 (field order, defaults omitted), and any protobuf reader can parse them; the
 framing is done here only to avoid the generated classes' copies (see
-:mod:`services.pool.wire`).
+:mod:`saintpipe.services.pool.wire`).
 
 The decoder trusts nothing: every malformation (a broken frame, a wrong format
 version, a missing or repeated field, a dtype or length mismatch, a
 non-monotone ``indptr``, an index out of range, a checksum mismatch) raises
-:class:`~saintpipe.errors.DecodeError` naming the field at fault. The XXH3-64
+:class:`~saintpipe.core.errors.DecodeError` naming the field at fault. The XXH3-64
 checksum covers every field but the padding, so a corrupted message is rejected
 rather than decoded into a subgraph other than the one encoded.
 """
@@ -29,10 +29,10 @@ from typing import NoReturn
 import numpy as np
 import xxhash
 
-from saintpipe.errors import DecodeError, InvalidArgument
-from services.pool import fused, scan, wire
-from services.pool.validate import check_subgraph_arrays
-from services.subgraph import Subgraph
+from saintpipe.core.errors import DecodeError, InvalidArgument
+from saintpipe.services.pool import fused, scan, wire
+from saintpipe.services.pool.validate import check_subgraph_arrays
+from saintpipe.core.subgraph import Subgraph
 
 FORMAT_VERSION = 1
 ALIGN = 8
@@ -240,7 +240,7 @@ class MessageFramer:
 
     def __init__(self, job_id: str = "", worker: int = 0) -> None:
         if not DIRECT_AVAILABLE:
-            raise InvalidArgument("MessageFramer needs the compiled codec (services.pool.fused)")
+            raise InvalidArgument("MessageFramer needs the compiled codec (saintpipe.services.pool.fused)")
         job, self._meta = _meta(job_id, worker, 0, 0)
         self._job = np.frombuffer(job, dtype=np.uint8)
         self._worker = np.uint64(wire.unsigned(self._meta[1]))

@@ -6,7 +6,7 @@ from typing import Literal
 
 import pydantic
 
-from saintpipe.config import StrictModel
+from saintpipe.core.config import StrictModel
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 TRANSPORTS = ("auto", "redis", "shared_memory")

@@ -3,7 +3,7 @@
 redis-py's own retries are switched off so that a single policy (exponential
 backoff up to a deadline, :class:`ReconnectPolicy`) governs every call, and so
 that a server that stays unreachable ends in one clear
-:class:`~saintpipe.errors.ServiceUnavailable` naming the server (password
+:class:`~saintpipe.core.errors.ServiceUnavailable` naming the server (password
 redacted) instead of a driver traceback.
 """
 
@@ -21,7 +21,7 @@ from redis import exceptions as rexc
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from saintpipe.errors import AuthenticationFailed, ConfigError, ServiceUnavailable
+from saintpipe.core.errors import AuthenticationFailed, ConfigError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 

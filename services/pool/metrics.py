@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from services.pool.pool import PoolStats
+from saintpipe.services.pool.pool import PoolStats
 
 # Metric name -> (PoolStats attribute, help text).
 _GAUGES = {

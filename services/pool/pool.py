@@ -9,7 +9,7 @@ these redeliveries. The pool is bounded: with ``capacity`` unacknowledged
 entries held, ``put`` waits; nothing unconsumed is ever trimmed or dropped.
 
 Every call survives a Redis restart: it retries with exponential backoff and
-raises :class:`~saintpipe.errors.ServiceUnavailable` only when Redis stays
+raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
 unreachable for ``reconnect_timeout`` seconds. See docs/pool.md for what a
 restart of a non-persistent Redis loses.
 
@@ -19,7 +19,7 @@ next call.
 
 ``transport`` says where a producer leaves the bytes: in Redis (``"redis"``,
 which works from anywhere), or in a same-host shared-memory slot that the
-pool entry references (``"shared_memory"``, :mod:`services.pool.shared_memory`),
+pool entry references (``"shared_memory"``, :mod:`saintpipe.services.pool.shared_memory`),
 or the latter whenever the Redis URL is a loopback one (``"auto"``). Consumers
 read both kinds of entry whatever their own setting.
 
@@ -50,19 +50,19 @@ from typing import Self
 import numpy as np
 import redis
 
-from saintpipe.errors import DecodeError, InvalidArgument, SaintpipeError, SaintpipeTimeout
-from services.pool import scripts, shared_memory
-from services.pool.codec import decode_owned, encode_subgraph_into, encode_subgraph_parts
-from services.pool.config import JOB_ID_PATTERN, TRANSPORTS, PoolConfig
-from services.pool.connection import (
+from saintpipe.core.errors import DecodeError, InvalidArgument, SaintpipeError, SaintpipeTimeout
+from saintpipe.services.pool import scripts, shared_memory
+from saintpipe.services.pool.codec import decode_owned, encode_subgraph_into, encode_subgraph_parts
+from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, PoolConfig
+from saintpipe.services.pool.connection import (
     ReconnectPolicy,
     call_with_reconnect,
     make_client,
     redact_url,
     translate_error,
 )
-from services.pool.resp import Connections, PendingExchange, pack, raise_first_error
-from services.subgraph import Subgraph
+from saintpipe.services.pool.resp import Connections, PendingExchange, pack, raise_first_error
+from saintpipe.core.subgraph import Subgraph
 
 log = logging.getLogger(__name__)
 

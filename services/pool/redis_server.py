@@ -33,9 +33,9 @@ from typing import Self
 
 import redis
 
-from saintpipe.errors import InvalidArgument, ServiceUnavailable
-from services.pool.connection import auth_error, make_client, redact_url
-from services.procutil import spawn
+from saintpipe.core.errors import InvalidArgument, ServiceUnavailable
+from saintpipe.services.pool.connection import auth_error, make_client, redact_url
+from saintpipe.core.procutil import spawn
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A compiled walk of a ``Subgraph`` message: the decoder's fast path.
 
-The Python walk in :mod:`services.pool.codec` (over :mod:`services.pool.wire`)
+The Python walk in :mod:`saintpipe.services.pool.codec` (over :mod:`saintpipe.services.pool.wire`)
 costs tens of microseconds per message in interpreter overhead. ``scan`` does
 the same walk in one Numba call and fills a small table with where every field
 is. It applies every framing rule the Python walk applies and is never more

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from saintpipe.errors import ConfigError, DecodeError
+from saintpipe.core.errors import ConfigError, DecodeError
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.subgraph import Subgraph
+from saintpipe.core.subgraph import Subgraph
 
 
 def random_subgraph(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from saintpipe.errors import DecodeError
+from saintpipe.core.errors import DecodeError
 
 # Kernel result codes -> (field, what is wrong at the reported position).
 _PROBLEMS = {

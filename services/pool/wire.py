@@ -3,7 +3,7 @@
 The generated classes in saintpipe/protos stay the schema's reference; this
 module exists because they copy every bytes field (several times on encode),
 while the pool wants one copy on encode and none on decode. The tests check
-that what :mod:`services.pool.codec` writes is byte for byte what the generated
+that what :mod:`saintpipe.services.pool.codec` writes is byte for byte what the generated
 classes serialize, and that what it reads agrees with what they parse.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from saintpipe.errors import DecodeError
+from saintpipe.core.errors import DecodeError
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 _U64 = 1 << 64

@@ -25,7 +25,7 @@ QUICK_SCALES, QUICK_SECONDS = "12", 0.25
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("sampler", help="sampler throughput on 1 core and all cores, against baselines",
                             description=__doc__.split("\n\n", 1)[1])
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _parse_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> list[str]:
-    from saintpipe.errors import InvalidArgument
+    from saintpipe.core.errors import InvalidArgument
 
     items = [t.strip() for t in text.split(",") if t.strip()]
     if allowed is not None:
@@ -59,14 +59,14 @@ def _graphs(scales: list[int], degree: float, seed: int, cora: bool):
     """Yield (name, indptr, indices); Kronecker graphs come from (or go to) the dataset cache."""
     import numpy as np
 
-    from saintpipe.errors import DatasetError
-    from saintpipe.paths import home
-    from services.dataset.store import open_dataset, write_dataset
+    from saintpipe.core.errors import DatasetError
+    from saintpipe.core.paths import home
+    from saintpipe.services.dataset.store import open_dataset, write_dataset
 
     for scale in scales:
         path = home() / "datasets" / f"kronecker-s{scale}-d{degree:g}-seed{seed}"
         if not (path / "manifest.json").is_file():
-            from services.dataset.kronecker import generate_kronecker
+            from saintpipe.services.dataset.kronecker import generate_kronecker
 
             log.warning("generating Kronecker graph scale %d degree %g into %s (once)", scale, degree, path)
             write_dataset(path, overwrite=True,
@@ -88,12 +88,12 @@ def _row(graph: str, sampler: str, cores: int, t) -> dict:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
-    from services.sampler.config import parse_sampler_config
-    from services.sampler.parallel import available_cores, measure_throughput
-    from services.sampler.reference import DirectFrontierSampler, NumpyRandomWalkSampler
-    from services.sampler.sampler import make_sampler
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.sampler.config import parse_sampler_config
+    from saintpipe.services.sampler.parallel import available_cores, measure_throughput
+    from saintpipe.services.sampler.reference import DirectFrontierSampler, NumpyRandomWalkSampler
+    from saintpipe.services.sampler.sampler import make_sampler
 
     scales_text = args.scales if args.scales is not None else (QUICK_SCALES if args.quick else "18,20")
     try:

@@ -19,8 +19,8 @@ from typing import Annotated, Any, Literal, Mapping, Union
 import pydantic
 from pydantic import Field
 
-from saintpipe.config import StrictModel
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.config import StrictModel
+from saintpipe.core.errors import InvalidArgument
 
 ClipMultiple = Annotated[
     int | None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.errors import InvalidArgument
 
 _OK, _BAD_START, _DECREASING, _BAD_END, _OUT_OF_RANGE, _UNSORTED = range(6)
 

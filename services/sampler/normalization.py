@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from saintpipe.errors import DatasetError, InvalidArgument
-from services.sampler.config import SamplerConfigModel, config_key
-from services.sampler.parallel import WorkerContext, run_pinned, stream_seed
-from services.sampler.sampler import make_sampler, train_mask
+from saintpipe.core.errors import DatasetError, InvalidArgument
+from saintpipe.services.sampler.config import SamplerConfigModel, config_key
+from saintpipe.services.sampler.parallel import WorkerContext, run_pinned, stream_seed
+from saintpipe.services.sampler.sampler import make_sampler, train_mask
 
 if TYPE_CHECKING:
-    from services.dataset.store import Dataset
+    from saintpipe.services.dataset.store import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ def load_or_estimate(dataset: "Dataset | Path | str", config: SamplerConfigModel
     """The dataset's stored normalization for ``config``, estimated and stored first if needed.
 
     Args:
-        dataset: an opened :class:`~services.dataset.store.Dataset` or its directory.
+        dataset: an opened :class:`~saintpipe.services.dataset.store.Dataset` or its directory.
         config: the sampler configuration (its :func:`config_key` names the stored copy).
         num_subgraphs, seed, processes: as for :func:`estimate_normalization`.
         train_nodes: default: the dataset's ``train`` split.
@@ -233,7 +233,7 @@ def load_or_estimate(dataset: "Dataset | Path | str", config: SamplerConfigModel
     dataset directory is read-only the estimate is returned without storing it.
     """
     if not hasattr(dataset, "indptr"):
-        from services.dataset.store import open_dataset
+        from saintpipe.services.dataset.store import open_dataset
 
         dataset = open_dataset(dataset)
     if train_nodes is None:
@@ -264,7 +264,7 @@ def load_or_estimate(dataset: "Dataset | Path | str", config: SamplerConfigModel
 
 def subgraph_node_bound(config: SamplerConfigModel) -> int:
     """Most nodes one subgraph of this sampler configuration can hold."""
-    from services.sampler.config import EdgeConfig, RandomWalkConfig
+    from saintpipe.services.sampler.config import EdgeConfig, RandomWalkConfig
 
     if isinstance(config, RandomWalkConfig):
         return config.roots * (config.walk_length + 1)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Protocol, TypeVar
 import numpy as np
 from tqdm import tqdm
 
-from saintpipe.errors import InvalidArgument
+from saintpipe.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.subgraph import Subgraph
+from saintpipe.core.subgraph import Subgraph
 
 
 def frontier_direct_nodes(indptr: np.ndarray, indices: np.ndarray, m: int, n: int,

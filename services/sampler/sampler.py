@@ -5,9 +5,9 @@ tables, the dashboard, the global-to-local map) and reuses it on every call;
 it is therefore not thread-safe: use one per thread or process. Subclasses
 only say how big their node set can get and call their node-selection kernel;
 clipping, induction, weights, the transpose and loss weights are the common
-path in :func:`services.sampler.kernels.induce.finish_subgraph`.
+path in :func:`saintpipe.services.sampler.kernels.induce.finish_subgraph`.
 
-Weights without a :class:`~services.sampler.normalization.Normalization`:
+Weights without a :class:`~saintpipe.services.sampler.normalization.Normalization`:
 ``edge_weights`` are plain mean aggregation over the subgraph (``1 / deg_s(v)``
 on row ``v``, ``deg_s`` the degree inside the subgraph) and ``loss_weights``
 are uniform over the subgraph's training nodes (``1 / |train nodes in
@@ -17,7 +17,7 @@ that module).
 
 Example:
     >>> import numpy as np
-    >>> from services.sampler.config import RandomWalkConfig
+    >>> from saintpipe.services.sampler.config import RandomWalkConfig
     >>> indptr, indices = np.array([0, 1, 3, 4]), np.array([1, 0, 2, 1])
     >>> sampler = make_sampler(RandomWalkConfig(roots=2, clip_multiple=None), indptr, indices)
     >>> sampler.sample(7).equals(sampler.sample(7))
@@ -33,19 +33,19 @@ from typing import TYPE_CHECKING, ClassVar, NoReturn
 
 import numpy as np
 
-from saintpipe.errors import InvalidArgument
-from services.sampler.config import (
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.sampler.config import (
     EdgeConfig,
     FrontierConfig,
     NodeConfig,
     RandomWalkConfig,
     SamplerConfigModel,
 )
-from services.sampler.graph import prepare_graph, readonly
-from services.sampler.kernels import rng
-from services.sampler.kernels.edge import build_edge_table, edge_select
-from services.sampler.kernels.frontier import NUM_STATS, frontier_select
-from services.sampler.kernels.induce import (
+from saintpipe.services.sampler.graph import prepare_graph, readonly
+from saintpipe.services.sampler.kernels import rng
+from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select
+from saintpipe.services.sampler.kernels.frontier import NUM_STATS, frontier_select
+from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
     bitset_words,
     complete_subgraph,
@@ -53,12 +53,12 @@ from services.sampler.kernels.induce import (
     release_nodes,
     stage_subgraph,
 )
-from services.sampler.kernels.node import build_node_table, node_select
-from services.sampler.kernels.random_walk import random_walk_select
-from services.subgraph import Subgraph
+from saintpipe.services.sampler.kernels.node import build_node_table, node_select
+from saintpipe.services.sampler.kernels.random_walk import random_walk_select
+from saintpipe.core.subgraph import Subgraph
 
 if TYPE_CHECKING:
-    from services.sampler.normalization import Normalization
+    from saintpipe.services.sampler.normalization import Normalization
 
 _EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
 _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
@@ -141,7 +141,7 @@ class Sampler:
         [n+1], indices int32 [e], edge_weights and edge_weights_t float32 [e],
         loss_weights float32 [n]. The rest of the kernels write into them, so
         when they are views of an encoded message's buffer
-        (:func:`services.pool.codec.frame_subgraph`) no copy of the subgraph
+        (:func:`saintpipe.services.pool.codec.frame_subgraph`) no copy of the subgraph
         follows. The values are those of ``sample(seed)``, bit for bit.
 
         Raises:
@@ -176,7 +176,7 @@ class Sampler:
 
         Args:
             seed: the random seed, an integer in ``[0, 2**64)`` (see
-                :func:`services.sampler.parallel.subgraph_seed` for per-worker streams).
+                :func:`saintpipe.services.sampler.parallel.subgraph_seed` for per-worker streams).
             job_id, worker, sequence: copied into the returned subgraph.
 
         Raises:
@@ -337,7 +337,7 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
     """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
 
     Args:
-        config: a :data:`~services.sampler.config.SamplerConfig` model.
+        config: a :data:`~saintpipe.services.sampler.config.SamplerConfig` model.
         indptr, indices: the full graph in CSR (undirected: both directions stored), sorted neighbour lists.
             Memory-mapped arrays are used in place.
         normalization: GraphSAINT coefficients for this graph and config (see ``normalization``);

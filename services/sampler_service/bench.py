@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.cli.report import add_json_flag
+    from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("samplers", help="pool fill rate of the sampler service, 1 worker and 1 per core",
                             description=__doc__.split("\n\n", 1)[1])
@@ -87,15 +87,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _dataset(args: argparse.Namespace) -> Path:
-    from saintpipe.paths import home
-    from services.dataset.store import write_dataset
+    from saintpipe.core.paths import home
+    from saintpipe.services.dataset.store import write_dataset
 
     if args.data is not None:
         return args.data
     # The same cache as `saintpipe bench sampler`, so the graph is generated once for both.
     path = home() / "datasets" / f"kronecker-s{args.scale}-d{args.degree:g}-seed{args.seed}"
     if not (path / "manifest.json").is_file():
-        from services.dataset.kronecker import generate_kronecker
+        from saintpipe.services.dataset.kronecker import generate_kronecker
 
         log.warning("generating Kronecker graph scale %d degree %g into %s (once)", args.scale, args.degree, path)
         write_dataset(path, overwrite=True,
@@ -105,7 +105,7 @@ def _dataset(args: argparse.Namespace) -> Path:
 
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
-    from services.sampler.parallel import subgraph_seed, subgraph_seeds
+    from saintpipe.services.sampler.parallel import subgraph_seed, subgraph_seeds
 
     saved = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
@@ -147,7 +147,7 @@ class Drain:
     """
 
     def __init__(self, url: str, job_id: str) -> None:
-        from services.pool.pool import SubgraphPool
+        from saintpipe.services.pool.pool import SubgraphPool
 
         self._pool = SubgraphPool(url, job_id)
         self._stop = threading.Event()
@@ -169,8 +169,8 @@ class Drain:
     def _run(self) -> None:
         import redis
 
-        from services.pool.connection import make_client
-        from services.pool.pool import GROUP
+        from saintpipe.services.pool.connection import make_client
+        from saintpipe.services.pool.pool import GROUP
 
         client = make_client(self._pool.url)
         try:
@@ -211,9 +211,9 @@ def interleaved_run(config, workers: int, sampler, windows: int, seconds: float,
     ``windows`` service windows, service window i lying between plain windows
     i and i + 1.
     """
-    from services.pool.pool import SubgraphPool
-    from services.sampler_service.pinning import keep_off_cores
-    from services.sampler_service.service import SamplerService
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.services.sampler_service.pinning import keep_off_cores
+    from saintpipe.services.sampler_service.service import SamplerService
 
     service = SamplerService(config.model_copy(update={"workers": workers}))
     plains: list[dict] = []
@@ -304,17 +304,17 @@ def _versus_plain(plains: list[dict], services: list[dict]) -> dict[str, list[fl
 def _bench(args: argparse.Namespace) -> int:
     import ray
 
-    from saintpipe.cli.report import emit_report
-    from saintpipe.errors import InvalidArgument
-    from services.dataset.store import open_dataset
-    from services.pool.codec import encode_subgraph
-    from services.pool.pool import resolve_transport
-    from services.pool.redis_server import RedisServer
-    from services.sampler.normalization import load_or_estimate
-    from services.sampler.parallel import available_cores
-    from services.sampler_service.cli import sampler_flags
-    from services.sampler_service.config import SamplerServiceConfig
-    from services.sampler_service.worker import build_sampler
+    from saintpipe.core.report import emit_report
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.dataset.store import open_dataset
+    from saintpipe.services.pool.codec import encode_subgraph
+    from saintpipe.services.pool.pool import resolve_transport
+    from saintpipe.services.pool.redis_server import RedisServer
+    from saintpipe.services.sampler.normalization import load_or_estimate
+    from saintpipe.services.sampler.parallel import available_cores
+    from saintpipe.services.sampler_service.cli import sampler_flags
+    from saintpipe.services.sampler_service.config import SamplerServiceConfig
+    from saintpipe.services.sampler_service.worker import build_sampler
 
     cores = len(available_cores())
     workers = args.workers or cores

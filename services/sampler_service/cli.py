@@ -38,8 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def sampler_flags(args: argparse.Namespace) -> dict[str, Any] | None:
     """The sampler section given on the command line (file, then kind and params on top)."""
-    from saintpipe.config import read_config_file
-    from saintpipe.errors import ConfigError
+    from saintpipe.core.config import read_config_file
+    from saintpipe.core.errors import ConfigError
 
     section: dict[str, Any] = {}
     if args.sampler_config is not None:
@@ -66,10 +66,10 @@ def _serve(args: argparse.Namespace) -> int:
     import threading
     import time
 
-    from saintpipe.config import load_config
-    from services.pool.connection import redact_url
-    from services.sampler_service.config import SECTION, SamplerServiceConfig
-    from services.sampler_service.service import SamplerService
+    from saintpipe.core.config import load_config
+    from saintpipe.services.pool.connection import redact_url
+    from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
+    from saintpipe.services.sampler_service.service import SamplerService
 
     pool = {"url": args.redis_url, "job_id": args.job, "capacity": args.pool_capacity}
     flags = {

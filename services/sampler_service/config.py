@@ -6,9 +6,9 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from saintpipe.config import StrictModel
-from services.pool.config import PoolConfig
-from services.sampler.config import RandomWalkConfig, SamplerConfig
+from saintpipe.core.config import StrictModel
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.services.sampler.config import RandomWalkConfig, SamplerConfig
 
 SECTION = "samplers"
 
@@ -60,7 +60,7 @@ class SamplerServiceConfig(StrictModel):
 
     def presamples(self, num_train: int) -> int:
         """Subgraphs to pre-sample for the normalization of a dataset with ``num_train`` training nodes."""
-        from services.sampler.normalization import presample_count
+        from saintpipe.services.sampler.normalization import presample_count
 
         if self.norm_subgraphs is not None:
             return self.norm_subgraphs

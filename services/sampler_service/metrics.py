@@ -3,7 +3,7 @@
 Workers live in other processes, so the sampler metrics come from a custom
 collector: at each scrape it asks the supervisor for its latest per-worker
 totals and renders them (a restarted worker's earlier counts included). The
-pool gauges are the pool package's own :class:`~services.pool.metrics.PoolMetrics`
+pool gauges are the pool package's own :class:`~saintpipe.services.pool.metrics.PoolMetrics`
 on the same registry, updated by the supervisor from ``pool.stats()``.
 """
 
@@ -14,8 +14,8 @@ from typing import Callable, Iterator, Mapping, NamedTuple
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
-from services.pool.metrics import PoolMetrics
-from services.sampler_service.counters import WorkerCounters
+from saintpipe.services.pool.metrics import PoolMetrics
+from saintpipe.services.sampler_service.counters import WorkerCounters
 
 
 class MetricsSnapshot(NamedTuple):

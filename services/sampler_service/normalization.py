@@ -5,7 +5,7 @@ pre-sampled subgraphs contain each node and each edge. Each worker draws a
 contiguous share of the pre-sampling subgraphs and returns its counts; the
 supervisor sums them, turns them into coefficients and stores them once per
 dataset and sampler configuration, in the sampler's own format
-(:mod:`services.sampler.normalization`: ``DATASET/norm/<config_key>/``). Subgraph
+(:mod:`saintpipe.services.sampler.normalization`: ``DATASET/norm/<config_key>/``). Subgraph
 ``i`` uses the same seed as the sampler's serial estimate, so the stored
 coefficients are the same whatever the number of workers, and a later
 ``load_or_estimate`` with the same settings reuses them.
@@ -20,18 +20,18 @@ import numpy as np
 import ray
 from tqdm import tqdm
 
-from saintpipe.errors import DatasetError, SaintpipeError, WorkerFailed
-from services.sampler.config import SamplerConfigModel, config_key
-from services.sampler.normalization import (PRESAMPLE_STREAM, Normalization, _train_digest,
+from saintpipe.core.errors import DatasetError, SaintpipeError, WorkerFailed
+from saintpipe.services.sampler.config import SamplerConfigModel, config_key
+from saintpipe.services.sampler.normalization import (PRESAMPLE_STREAM, Normalization, _train_digest,
                                             coefficients_from_counts, load_normalization, norm_dir,
                                             save_normalization)
-from services.sampler.parallel import stream_seed
-from services.sampler_service.seeds import split_range
+from saintpipe.services.sampler.parallel import stream_seed
+from saintpipe.services.sampler_service.seeds import split_range
 
 if TYPE_CHECKING:
-    from services.dataset.store import Dataset
-    from services.sampler.sampler import Sampler
-    from services.sampler_service.worker import SamplerWorker
+    from saintpipe.services.dataset.store import Dataset
+    from saintpipe.services.sampler.sampler import Sampler
+    from saintpipe.services.sampler_service.worker import SamplerWorker
 
 log = logging.getLogger(__name__)
 

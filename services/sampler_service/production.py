@@ -33,10 +33,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from saintpipe.errors import SaintpipeTimeout
-from services.pool.codec import DIRECT_AVAILABLE, MessageFramer, seal_subgraph
-from services.sampler.parallel import subgraph_seeds
-from services.sampler_service.counters import WorkerCounters
+from saintpipe.core.errors import SaintpipeTimeout
+from saintpipe.services.pool.codec import DIRECT_AVAILABLE, MessageFramer, seal_subgraph
+from saintpipe.services.sampler.parallel import subgraph_seeds
+from saintpipe.services.sampler_service.counters import WorkerCounters
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +56,8 @@ class Producer:
 
     Args:
         sampler: the configured sampler (``sample(seed) -> Subgraph``).
-        pool: the job's :class:`~services.pool.pool.SubgraphPool`.
-        cursor: the worker's :class:`~services.sampler_service.sequence.SequenceCursor`.
+        pool: the job's :class:`~saintpipe.services.pool.pool.SubgraphPool`.
+        cursor: the worker's :class:`~saintpipe.services.sampler_service.sequence.SequenceCursor`.
         job_id, worker, job_seed: stamped on every subgraph; the seed of sequence s is
             ``subgraph_seed(job_seed, worker, s)``.
         push_poll_s: how long one push waits on a full pool before looking at the stop event again.

@@ -1,6 +1,6 @@
 """How the pre-sampling for the normalization is shared among the workers.
 
-Seeds themselves come from the sampler package (``services.sampler.parallel``:
+Seeds themselves come from the sampler package (``saintpipe.services.sampler.parallel``:
 ``subgraph_seed(job_seed, worker, sequence)`` for training subgraphs and
 ``stream_seed(seed, PRESAMPLE_STREAM, i)`` for pre-sampled ones), so the
 service and the sampler's own tools draw the same subgraphs.

@@ -10,8 +10,8 @@ persistence loses it together with the pool itself.)
 
 from __future__ import annotations
 
-from services.pool.config import PoolConfig
-from services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.services.pool.connection import ReconnectPolicy, call_with_reconnect, make_client
 
 
 def cursor_key(job_id: str) -> str:

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import ray
 
-from saintpipe.errors import InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
-from services.pool.connection import redact_url
-from services.sampler_service.config import SamplerServiceConfig
-from services.sampler_service.counters import WorkerCounters
-from services.sampler_service.metrics import MetricsServer, MetricsSnapshot
-from services.sampler_service.slots import WorkerSlot
-from services.sampler_service.worker import SamplerWorker, WorkerInfo, WorkerSpec
+from saintpipe.core.errors import InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
+from saintpipe.services.pool.connection import redact_url
+from saintpipe.services.sampler_service.config import SamplerServiceConfig
+from saintpipe.services.sampler_service.counters import WorkerCounters
+from saintpipe.services.sampler_service.metrics import MetricsServer, MetricsSnapshot
+from saintpipe.services.sampler_service.slots import WorkerSlot
+from saintpipe.services.sampler_service.worker import SamplerWorker, WorkerInfo, WorkerSpec
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class SamplerService:
         n = self.config.workers if workers is None else workers
         if n < 1:
             raise InvalidArgument(f"workers must be >= 1, got {n}")
-        from services.dataset.store import open_dataset
-        from services.sampler_service.normalization import ensure_normalization
+        from saintpipe.services.dataset.store import open_dataset
+        from saintpipe.services.sampler_service.normalization import ensure_normalization
 
         dataset = open_dataset(self.config.data)  # fail here, naming the path, not inside N actors
         try:
@@ -247,8 +247,8 @@ class SamplerService:
         self._owns_ray = True
 
     def _connect_redis(self) -> None:
-        from services.pool.pool import SubgraphPool
-        from services.pool.redis_server import RedisServer
+        from saintpipe.services.pool.pool import SubgraphPool
+        from saintpipe.services.pool.redis_server import RedisServer
 
         if self.redis_url is None:
             # SAINTPIPE_REDIS_URL when set, else a private redis-server that stop() stops.

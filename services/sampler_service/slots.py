@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.sampler_service.counters import WorkerCounters
+from saintpipe.services.sampler_service.counters import WorkerCounters
 
 BACKOFF_FIRST_S = 0.1
 BACKOFF_MAX_S = 30.0

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import ray
 
-from services.sampler_service.counters import WorkerCounters
+from saintpipe.services.sampler_service.counters import WorkerCounters
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class WorkerInfo:
 
 def build_sampler(config, dataset, normalization=None):
     """The configured sampler over the dataset's memory-mapped topology (no copy of the graph)."""
-    from services.sampler.sampler import make_sampler
+    from saintpipe.services.sampler.sampler import make_sampler
 
     # The dataset store validated the CSR when it wrote it; an O(E) re-check per worker start buys nothing.
     return make_sampler(config, dataset.indptr, dataset.indices, normalization=normalization,
@@ -65,10 +65,10 @@ class _SamplerWorkerActor:
     """The actor behind :class:`SamplerWorker`. Threaded: ``run`` loops while other calls read counters."""
 
     def __init__(self, index: int, spec: WorkerSpec) -> None:
-        from services.dataset.store import open_dataset
-        from services.pool.config import PoolConfig
-        from services.sampler.config import parse_sampler_config
-        from services.sampler_service.pinning import pin_to_core
+        from saintpipe.services.dataset.store import open_dataset
+        from saintpipe.services.pool.config import PoolConfig
+        from saintpipe.services.sampler.config import parse_sampler_config
+        from saintpipe.services.sampler_service.pinning import pin_to_core
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self._index = index
@@ -97,8 +97,8 @@ class _SamplerWorkerActor:
 
     def _connect(self) -> None:
         if self._pool is None:
-            from services.pool.pool import SubgraphPool
-            from services.sampler_service.sequence import SequenceCursor
+            from saintpipe.services.pool.pool import SubgraphPool
+            from saintpipe.services.sampler_service.sequence import SequenceCursor
 
             self._pool = SubgraphPool.from_config(self._pool_config)
             self._cursor = SequenceCursor(self._pool_config, self._index)
@@ -118,13 +118,13 @@ class _SamplerWorkerActor:
 
     def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
-        from services.sampler_service.normalization import count_presamples
+        from saintpipe.services.sampler_service.normalization import count_presamples
 
         return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
 
     def run(self, normalization=None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call."""
-        from services.sampler_service.production import Producer
+        from saintpipe.services.sampler_service.production import Producer
 
         # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
         self._connect()

@@ -185,7 +185,7 @@ class LocalCompose:
         argv = as_list(svc.spec.get("entrypoint")) + as_list(svc.spec.get("command"))
         argv = [self.localize(service, a) for a in argv]
         if service == "redis":  # the redis image's default port, explicit; the wheel's binary
-            from services.pool.redis_server import find_redis_binary
+            from saintpipe.services.pool.redis_server import find_redis_binary
 
             argv = [find_redis_binary(), *argv[1:], "--port", str(svc.ports[6379]), "--bind", "127.0.0.1",
                     "--save", ""]

@@ -27,8 +27,8 @@ METRICS_LINE = re.compile(r"^\s+(?P<name>\S.*?)\s+(?P<url>http://\S+/metrics)\s*
 
 def small_dataset(out: Path, nodes: int = 3000) -> Path:
     """A small demo dataset (2 feature shards) written in-process."""
-    from services.dataset.demo import generate_demo
-    from services.dataset.store import write_dataset
+    from saintpipe.services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.store import write_dataset
 
     write_dataset(out, num_shards=2, **generate_demo(num_nodes=nodes, seed=1))
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from services.sampler.kernels.rng import bounded, next_u32
+from saintpipe.services.sampler.kernels.rng import bounded, next_u32
 
 _SCALE = 4294967296.0  # 2**32
 

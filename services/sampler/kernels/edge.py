@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from services.sampler.kernels.alias import build_alias, draw_alias
-from services.sampler.kernels.select import take
+from saintpipe.services.sampler.kernels.alias import build_alias, draw_alias
+from saintpipe.services.sampler.kernels.select import take
 
 
 @njit(cache=True)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from services.sampler.kernels.dashboard import NULL, add_to_frontier, cleanup, fill_pins
-from services.sampler.kernels.rng import bounded
-from services.sampler.kernels.select import take, uniform_subset
+from saintpipe.services.sampler.kernels.dashboard import NULL, add_to_frontier, cleanup, fill_pins
+from saintpipe.services.sampler.kernels.rng import bounded
+from saintpipe.services.sampler.kernels.select import take, uniform_subset
 
 STAT_POPS = 0
 STAT_PROBES = 1

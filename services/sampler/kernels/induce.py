@@ -20,8 +20,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from services.sampler.kernels.rng import bounded
-from services.sampler.kernels.select import ABSENT, unmark
+from saintpipe.services.sampler.kernels.rng import bounded
+from saintpipe.services.sampler.kernels.select import ABSENT, unmark
 
 STATUS_OK = 0
 STATUS_ASYMMETRIC = 1

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from services.sampler.kernels.alias import build_alias, draw_alias
-from services.sampler.kernels.select import take
+from saintpipe.services.sampler.kernels.alias import build_alias, draw_alias
+from saintpipe.services.sampler.kernels.select import take
 
 
 def build_node_table(indptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,7 +8,7 @@ so that tests can check every step is an edge; the node set is their union.
 
 Both loops are latency-bound on small graphs (cora: 9000 steps in tens of
 microseconds), so the random stream's state lives in registers for the whole
-walk (see :func:`services.sampler.kernels.rng.step`), the union is taken
+walk (see :func:`saintpipe.services.sampler.kernels.rng.step`), the union is taken
 without a data-dependent branch, and arrays are indexed with uint64, which
 spares Numba's negative-index wraparound on every access.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from services.sampler.kernels.rng import bounded_local, load, store
-from services.sampler.kernels.select import ABSENT, SELECTED, take
+from saintpipe.services.sampler.kernels.rng import bounded_local, load, store
+from saintpipe.services.sampler.kernels.select import ABSENT, SELECTED, take
 
 _ONE = np.uint64(1)
 
@@ -57,7 +57,7 @@ def random_walk_select(indptr, indices, state, paths, g2l, sel):
     The union is branchless (a walk revisits nodes unpredictably): each
     visited node is written at ``sel[count]`` and the count advances only if
     the node was new. That write needs a spare slot, so the last slot of
-    ``sel`` is filled by :func:`~services.sampler.kernels.select.take`.
+    ``sel`` is filled by :func:`~saintpipe.services.sampler.kernels.select.take`.
     """
     random_walks(indptr, indices, state, paths)
     count = 0

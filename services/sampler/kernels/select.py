@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from numba import njit
 
-from services.sampler.kernels.rng import bounded
+from saintpipe.services.sampler.kernels.rng import bounded
 
 ABSENT = -1
 SELECTED = -2

@@ -68,7 +68,7 @@ def assert_nothing_left(run: PipelineProcess) -> None:
 
 def job_slots() -> list[str]:
     """The shared-memory slots of the run's job (the pool's same-host transport: the Redis is on loopback)."""
-    from services.pool import shared_memory
+    from saintpipe.services.pool import shared_memory
 
     return sorted(p.name for p in shared_memory.SHM_DIR.glob(f"{shared_memory.PREFIX}*-local+*"))
 

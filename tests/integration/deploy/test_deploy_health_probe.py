@@ -1,6 +1,6 @@
-"""services.health_probe against real servers on loopback.
+"""saintpipe.cli.health_probe against real servers on loopback.
 
-The compose health checks run `python -m services.health_probe ...` inside
+The compose health checks run `python -m saintpipe.cli.health_probe ...` inside
 the containers; here the same probe asks a real gRPC server with the standard
 health service, a real prometheus_client metrics endpoint, and closed ports.
 """
@@ -18,7 +18,7 @@ from conftest import free_port
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from prometheus_client import CollectorRegistry, Counter, start_http_server
 
-from services.health_probe import HEALTHY, UNHEALTHY, main, split_host_port
+from saintpipe.cli.health_probe import HEALTHY, UNHEALTHY, main, split_host_port
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -94,7 +94,7 @@ def test_module_entry_point_exit_status(grpc_health_server):
     # What a compose health check runs, as a process.
     target, servicer = grpc_health_server
     servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    run = [sys.executable, "-m", "services.health_probe", "grpc", target]
+    run = [sys.executable, "-m", "saintpipe.cli.health_probe", "grpc", target]
     proc = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0 and "healthy: grpc" in proc.stdout, proc.stderr
     servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from saintpipe.errors import SaintpipeTimeout
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import SaintpipeTimeout
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 CAPACITY = 3
 

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from saintpipe.errors import AuthenticationFailed, DecodeError
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import AuthenticationFailed, DecodeError
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 
 def sg(seq: int, job: str = "basics"):

@@ -6,8 +6,8 @@ import gc
 import time
 import weakref
 
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 
 def sg(seq: int, job: str):

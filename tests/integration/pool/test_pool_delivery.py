@@ -15,9 +15,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from services.pool.codec import decode_subgraph, encode_subgraph
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 FORK = multiprocessing.get_context("fork")
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from saintpipe.errors import InvalidArgument, SaintpipeTimeout
-from services.pool import shared_memory
-from services.pool.codec import MessageFramer, encode_subgraph, seal_subgraph
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import InvalidArgument, SaintpipeTimeout
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.codec import MessageFramer, encode_subgraph, seal_subgraph
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 
 def sg(seq: int, job: str, nodes: int = 30, edges: int = 120):

@@ -14,9 +14,9 @@ import psutil
 import pytest
 from redis.exceptions import AuthenticationError
 
-from saintpipe.errors import AuthenticationFailed, InvalidArgument, ServiceUnavailable
-from services.pool.connection import make_client
-from services.pool.redis_server import RedisServer
+from saintpipe.core.errors import AuthenticationFailed, InvalidArgument, ServiceUnavailable
+from saintpipe.services.pool.connection import make_client
+from saintpipe.services.pool.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -99,7 +99,7 @@ def test_server_dies_with_a_killed_parent():
     """SIGKILL leaves no chance for atexit: PR_SET_PDEATHSIG must take the server down."""
     script = textwrap.dedent("""
         import sys, time
-        from services.pool.redis_server import RedisServer
+        from saintpipe.services.pool.redis_server import RedisServer
         server = RedisServer(use_env=False).start()
         print(server.pid, flush=True)
         time.sleep(600)
@@ -120,7 +120,7 @@ def test_server_dies_with_a_killed_parent():
 
 def test_server_stops_when_the_parent_exits_without_closing_it():
     script = textwrap.dedent("""
-        from services.pool.redis_server import RedisServer
+        from saintpipe.services.pool.redis_server import RedisServer
         server = RedisServer(use_env=False).start()
         print(server.pid, flush=True)
     """)

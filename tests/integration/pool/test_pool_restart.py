@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from saintpipe.errors import ServiceUnavailable
-from services.pool.codec import decode_subgraph, encode_subgraph
-from services.pool.connection import ReconnectPolicy
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
+from saintpipe.services.pool.connection import ReconnectPolicy
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 FORK = multiprocessing.get_context("fork")
 decode_subgraph(encode_subgraph(random_subgraph(3, 3)))  # compile the kernels before forking

@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from saintpipe.errors import ConfigError, DecodeError, SaintpipeTimeout
-from services.pool import shared_memory
-from services.pool.codec import encode_subgraph
-from services.pool.pool import SubgraphPool
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import ConfigError, DecodeError, SaintpipeTimeout
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.codec import encode_subgraph
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.services.pool.synthetic import random_subgraph
 
 
 def sg(seq: int, job: str = "shm", nodes: int = 40, edges: int = 160):
@@ -97,7 +97,7 @@ def test_put_encoded_and_mixed_transports_in_one_job(redis_server, shm_dir):
 
 
 def test_delete_job_sweeps_only_that_jobs_slots_on_that_server(redis_server, shm_dir):
-    from services.pool.redis_server import RedisServer
+    from saintpipe.services.pool.redis_server import RedisServer
 
     doomed = SubgraphPool(redis_server.url, "job", transport="shared_memory")
     kept = SubgraphPool(redis_server.url, "job-2", transport="shared_memory")  # a job id that extends "job"
@@ -224,7 +224,7 @@ def test_a_full_shm_directory_sends_the_bytes_through_redis_instead(redis_server
     producer.put(sg(0, "nospace"))  # a slot
     with monkeypatch.context() as patch:
         patch.setattr(shared_memory.os, "posix_fallocate", no_space)  # /dev/shm is full
-        with caplog.at_level("WARNING", logger="services.pool.pool"):
+        with caplog.at_level("WARNING", logger="saintpipe.services.pool.pool"):
             producer.put(sg(1, "nospace", nodes=300, edges=2000))  # slot 0 is held; a new one finds no room
             producer.put(sg(2, "nospace", nodes=300, edges=2000))
         assert sum("cannot write a shared-memory slot" in r.message for r in caplog.records) == 1  # once

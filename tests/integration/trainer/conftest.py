@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="session")
 def cora_dir(tmp_path_factory, real_datasets) -> Path:
-    from services.dataset.store import write_dataset
+    from saintpipe.services.dataset.store import write_dataset
 
     data = np.load(real_datasets / "cora.npz")
     splits = {name: np.flatnonzero(data[f"{name}_mask"]) for name in ("train", "val", "test")}
@@ -40,7 +40,7 @@ def cora_dir(tmp_path_factory, real_datasets) -> Path:
 @pytest.fixture(scope="module")
 def feature_addresses(cora_dir) -> str:
     """Two real gRPC feature shard servers on loopback; ``"h:p;h:p"``."""
-    from services.feature_shard.server import create_server, stop_server
+    from saintpipe.services.feature_shard.server import create_server, stop_server
 
     servers = [create_server(cora_dir, k, port=0) for k in range(2)]
     yield ";".join(f"127.0.0.1:{port}" for _, port in servers)
@@ -62,12 +62,12 @@ def ray_local():
 @contextmanager
 def producing(cora_dir: Path, url: str, job: str, roots: int = 400, seed: int = 0):
     """A thread that samples random-walk subgraphs of Cora and puts them into ``job``'s pool until stopped."""
-    from saintpipe.errors import SaintpipeTimeout
-    from services.dataset.store import open_dataset
-    from services.pool.pool import SubgraphPool
-    from services.sampler.config import RandomWalkConfig
-    from services.sampler.parallel import subgraph_seed
-    from services.sampler.sampler import make_sampler
+    from saintpipe.core.errors import SaintpipeTimeout
+    from saintpipe.services.dataset.store import open_dataset
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.services.sampler.config import RandomWalkConfig
+    from saintpipe.services.sampler.parallel import subgraph_seed
+    from saintpipe.services.sampler.sampler import make_sampler
 
     dataset = open_dataset(cora_dir)
     sampler = make_sampler(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from trainer.accuracy import SamplingSetup, load_planetoid, train_full_batch, train_subgraphs
-from trainer.config import ModelConfig
-from trainer.evaluate import EvalGraph
+from saintpipe.trainer.accuracy import SamplingSetup, load_planetoid, train_full_batch, train_subgraphs
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.evaluate import EvalGraph
 
 MODEL = ModelConfig(arch="gcn", hidden=[64, 64], dropout=0.5, lr=0.01, weight_decay=5e-4)
 
@@ -26,7 +26,7 @@ def test_cora_random_walk_subgraphs_with_normalization_within_3_points_of_full_b
 
 
 def test_demo_dataset_is_learned_well_above_chance():
-    from services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.demo import generate_demo
 
     demo = generate_demo(num_nodes=2000, num_classes=8)
     graph = EvalGraph.from_arrays(

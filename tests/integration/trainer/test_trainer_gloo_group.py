@@ -8,8 +8,8 @@ import torch
 
 
 def _rank(rank: int, master: str, out) -> None:
-    from saintpipe.errors import ConfigError
-    from trainer.distributed import DataParallel
+    from saintpipe.core.errors import ConfigError
+    from saintpipe.trainer.distributed import DataParallel
 
     group = DataParallel(rank, 2, master, torch.device("cpu"), timeout_s=60)
     grads = [torch.full((3,), float(rank + 1)), torch.full((2, 2), 10.0 * (rank + 1))]
@@ -26,7 +26,7 @@ def _rank(rank: int, master: str, out) -> None:
 
 
 def test_gloo_group_averages_gradients_and_sums_labelled_nodes():
-    from trainer.distributed import free_port
+    from saintpipe.trainer.distributed import free_port
 
     ctx = mp.get_context("spawn")
     out = ctx.Queue()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.pool.config import PoolConfig
-from trainer.actor import merge_results, train
-from trainer.config import ModelConfig, TrainerConfig
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.trainer.actor import merge_results, train
+from saintpipe.trainer.config import ModelConfig, TrainerConfig
 
 MODEL = ModelConfig(arch="sage", hidden=[32, 32], dropout=0.5, weight_decay=5e-4)
 
@@ -37,7 +37,7 @@ def test_two_data_parallel_actors_train_from_pool_and_features(
 
 
 def test_merge_refuses_diverged_trainers():
-    from trainer.loop import TimeBreakdown, TrainResult
+    from saintpipe.trainer.loop import TimeBreakdown, TrainResult
 
     def result(digest: str) -> TrainResult:
         return TrainResult(

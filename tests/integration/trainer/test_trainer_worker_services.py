@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY
 
-from services.pool.config import PoolConfig
-from trainer.config import ModelConfig, TrainerConfig
-from trainer.worker import TrainerSpec, run_trainer, trainer_name
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.trainer.config import ModelConfig, TrainerConfig
+from saintpipe.trainer.worker import TrainerSpec, run_trainer, trainer_name
 
 MODEL = ModelConfig(arch="gcn", hidden=[32, 32], dropout=0.5, weight_decay=5e-4)
 

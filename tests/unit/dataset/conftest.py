@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from services.dataset.csr import edges_to_csr
-from services.dataset.manifest import sha256_file
+from saintpipe.services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.manifest import sha256_file
 
 
 def tiny_arrays(n: int = 40, seed: int = 0) -> dict:
@@ -52,7 +52,7 @@ def tiny() -> dict:
 
 @pytest.fixture
 def tiny_dataset(tmp_path, tiny) -> Path:
-    from services.dataset.store import write_dataset
+    from saintpipe.services.dataset.store import write_dataset
 
     out = tmp_path / "tiny"
     write_dataset(out, num_shards=2, **tiny)

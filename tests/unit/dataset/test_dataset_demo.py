@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from services.dataset import checks
-from services.dataset.demo import generate_demo
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.demo import generate_demo
 
 
 @pytest.fixture(scope="module")

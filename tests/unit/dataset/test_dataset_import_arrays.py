@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset.import_arrays import find_array_files, import_arrays
-from services.dataset.store import open_dataset, write_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.import_arrays import find_array_files, import_arrays
+from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 
 def _dump(directory, tiny, split_form="ids"):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset.import_edgelist import import_edgelist
-from services.dataset.store import open_dataset, write_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.import_edgelist import import_edgelist
+from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 
 def _write(path, text):

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset.import_npz import import_npz
-from services.dataset.store import open_dataset, write_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.import_npz import import_npz
+from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 
 @pytest.mark.parametrize("name", ["cora", "citeseer"])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.errors import InvalidArgument
-from services.dataset import checks
-from services.dataset.kronecker import INITIATOR, generate_kronecker, rmat_edges
-from services.dataset.store import open_dataset, write_dataset
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.kronecker import INITIATOR, generate_kronecker, rmat_edges
+from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 
 @pytest.fixture(scope="module")

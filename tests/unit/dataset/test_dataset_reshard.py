@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset import reshard
-from services.dataset.reshard import reshard_dataset
-from services.dataset.store import open_dataset
-from services.dataset.verify import verify_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import reshard
+from saintpipe.services.dataset.reshard import reshard_dataset
+from saintpipe.services.dataset.store import open_dataset
+from saintpipe.services.dataset.verify import verify_dataset
 
 
 @pytest.mark.parametrize("shards", [1, 3, 7])

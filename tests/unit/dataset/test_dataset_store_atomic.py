@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset import store
-from services.dataset.store import open_dataset, write_dataset
-from services.dataset.verify import verify_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset import store
+from saintpipe.services.dataset.store import open_dataset, write_dataset
+from saintpipe.services.dataset.verify import verify_dataset
 
 
 def _leftovers(parent):

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from saintpipe.errors import DatasetError
-from services.dataset.store import open_dataset
-from services.dataset.verify import verify_dataset
+from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.store import open_dataset
+from saintpipe.services.dataset.verify import verify_dataset
 
 
 def test_a_good_dataset_verifies(tiny_dataset):

@@ -138,12 +138,12 @@ def test_start_order_is_gated_by_health_and_completion(compose):
 
 
 def test_health_checks_probe_the_ports_the_services_listen_on(compose):
-    from services.health_probe import build_parser
+    from saintpipe.cli.health_probe import build_parser
 
     services = compose["services"]
     for name in ("feature-shard-0", "feature-shard-1"):
         argv = healthcheck_argv(services[name])
-        assert argv[:3] == ["python", "-m", "services.health_probe"]
+        assert argv[:3] == ["python", "-m", "saintpipe.cli.health_probe"]
         probe = build_parser().parse_args(argv[3:])
         command = as_list(services[name]["command"])
         assert probe.kind == "grpc" and probe.target == f"127.0.0.1:{command[command.index('--port') + 1]}"

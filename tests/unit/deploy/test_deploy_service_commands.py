@@ -129,9 +129,9 @@ def test_compose_health_check_command_parses(name):
     if argv[0] == "ray":
         parse_ray(argv[1:])
     else:
-        from services.health_probe import build_parser
+        from saintpipe.cli.health_probe import build_parser
 
-        assert argv[:3] == ["python", "-m", "services.health_probe"]
+        assert argv[:3] == ["python", "-m", "saintpipe.cli.health_probe"]
         build_parser().parse_args(argv[3:])
 
 

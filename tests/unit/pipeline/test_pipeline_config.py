@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from saintpipe.errors import ConfigError
-from services.pipeline.config import PipelineConfig, load_pipeline_config
-from services.sampler.normalization import subgraph_node_bound
-from services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
+from saintpipe.core.errors import ConfigError
+from saintpipe.pipeline.config import PipelineConfig, load_pipeline_config
+from saintpipe.services.sampler.normalization import subgraph_node_bound
+from saintpipe.services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
 
 
 def test_defaults_are_the_demo_sizing():

@@ -7,8 +7,8 @@ import json
 import math
 import re
 
-from services.pipeline.progress import EpochBars, TrainerProgress
-from services.pipeline.summary import RunSummary, TimeSpent, format_summary
+from saintpipe.pipeline.progress import EpochBars, TrainerProgress
+from saintpipe.pipeline.summary import RunSummary, TimeSpent, format_summary
 
 
 def summary(**kw) -> RunSummary:

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from saintpipe.errors import ServiceUnavailable
-from services import procutil
-from services.pipeline.supervision import Supervisor, describe_exit
+from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.core import procutil
+from saintpipe.pipeline.supervision import Supervisor, describe_exit
 
 
 def sleeper() -> subprocess.Popen:

@@ -7,11 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from saintpipe.errors import DecodeError, InvalidArgument
+from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.protos import subgraph_pb2
-from services.pool.codec import ARRAYS, FORMAT_VERSION, _checksum, decode_subgraph, encode_subgraph
-from services.pool.synthetic import random_subgraph
-from services.subgraph import Subgraph
+from saintpipe.services.pool.codec import ARRAYS, FORMAT_VERSION, _checksum, decode_subgraph, encode_subgraph
+from saintpipe.services.pool.synthetic import random_subgraph
+from saintpipe.core.subgraph import Subgraph
 
 
 def tiny() -> Subgraph:

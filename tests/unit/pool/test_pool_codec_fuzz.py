@@ -13,10 +13,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from saintpipe.errors import DecodeError
+from saintpipe.core.errors import DecodeError
 from saintpipe.protos import subgraph_pb2
-from services.pool.codec import ARRAYS, decode_subgraph, encode_subgraph
-from services.pool.synthetic import random_subgraph
+from saintpipe.services.pool.codec import ARRAYS, decode_subgraph, encode_subgraph
+from saintpipe.services.pool.synthetic import random_subgraph
 
 ORIGINALS = [
     random_subgraph(n, e, seed=s, job_id=f"job{s}", worker=s, sequence=10 * s)

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from saintpipe.errors import InvalidArgument
-from services.pool import codec, fused
-from services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_into
-from services.pool.synthetic import random_subgraph
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.pool import codec, fused
+from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_into
+from saintpipe.services.pool.synthetic import random_subgraph
 
 FILL = 0xAB  # what the buffer holds beyond the message: must stay untouched
 

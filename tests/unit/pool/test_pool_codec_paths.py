@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from saintpipe.errors import DecodeError, InvalidArgument
-from services.pool import fused, scan
-from services.pool.codec import _checksum, _fields, _fields_from_table, decode_subgraph, encode_subgraph
-from services.pool.synthetic import random_subgraph
-from services.pool.validate import check_subgraph_arrays
-from services.subgraph import Subgraph
+from saintpipe.core.errors import DecodeError, InvalidArgument
+from saintpipe.services.pool import fused, scan
+from saintpipe.services.pool.codec import _checksum, _fields, _fields_from_table, decode_subgraph, encode_subgraph
+from saintpipe.services.pool.synthetic import random_subgraph
+from saintpipe.services.pool.validate import check_subgraph_arrays
+from saintpipe.core.subgraph import Subgraph
 
 MESSAGES = [
     encode_subgraph(random_subgraph(n, e, seed=s, job_id=f"j{s}", worker=s - 1, sequence=7 * s))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from saintpipe.config import load_config
-from saintpipe.errors import ConfigError, InvalidArgument
-from services.pool.config import PoolConfig
-from services.pool.connection import make_client, redact_url
-from services.pool.pool import SubgraphPool
+from saintpipe.core.config import load_config
+from saintpipe.core.errors import ConfigError, InvalidArgument
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.services.pool.connection import make_client, redact_url
+from saintpipe.services.pool.pool import SubgraphPool
 
 
 def test_defaults_and_environment_overrides():

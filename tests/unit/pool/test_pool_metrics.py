@@ -6,8 +6,8 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from services.pool.metrics import PoolMetrics
-from services.pool.pool import PoolStats
+from saintpipe.services.pool.metrics import PoolMetrics
+from saintpipe.services.pool.pool import PoolStats
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
 

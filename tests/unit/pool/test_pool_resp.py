@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import redis
 
-from services.pool.resp import BIG_BULK, pack, raise_first_error, receive
+from saintpipe.services.pool.resp import BIG_BULK, pack, raise_first_error, receive
 
 
 class FakeConnection:

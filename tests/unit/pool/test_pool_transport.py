@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from saintpipe.errors import ConfigError, DecodeError, InvalidArgument
-from services.pool import shared_memory
-from services.pool.pool import resolve_transport
-from services.pool.shared_memory import SlotReference, SlotWriter
+from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.pool import resolve_transport
+from saintpipe.services.pool.shared_memory import SlotReference, SlotWriter
 
 
 @pytest.mark.parametrize(
@@ -57,8 +57,8 @@ def test_a_reference_round_trips_and_is_never_a_subgraph_message():
     payload = ref.encode()
     assert shared_memory.is_reference(payload) and shared_memory.is_reference(memoryview(payload))
     assert SlotReference.parse(payload) == ref
-    from services.pool.codec import encode_subgraph
-    from services.pool.synthetic import random_subgraph
+    from saintpipe.services.pool.codec import encode_subgraph
+    from saintpipe.services.pool.synthetic import random_subgraph
 
     assert not shared_memory.is_reference(encode_subgraph(random_subgraph(5, 8, seed=0)))
 

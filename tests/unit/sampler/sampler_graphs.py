@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.csr import edges_to_csr
 
 
 def random_graph(num_nodes: int, num_edges: int, seed: int, *,

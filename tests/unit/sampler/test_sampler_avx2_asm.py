@@ -11,11 +11,11 @@ import pytest
 from numba import njit
 
 from sampler_graphs import random_graph
-from services.sampler.config import FrontierConfig
-from services.sampler.kernels.dashboard import cleanup, fill_pins, move_pins
-from services.sampler.kernels.frontier import frontier_select
-from services.sampler.kernels.rng import bounded, seed_state
-from services.sampler.sampler import make_sampler
+from saintpipe.services.sampler.config import FrontierConfig
+from saintpipe.services.sampler.kernels.dashboard import cleanup, fill_pins, move_pins
+from saintpipe.services.sampler.kernels.frontier import frontier_select
+from saintpipe.services.sampler.kernels.rng import bounded, seed_state
+from saintpipe.services.sampler.sampler import make_sampler
 
 
 def _cpu_flags() -> set[str]:

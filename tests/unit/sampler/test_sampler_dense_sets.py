@@ -17,13 +17,13 @@ import pytest
 import scipy.sparse as sp
 
 from sampler_graphs import assert_valid_subgraph, random_graph, star
-from services.sampler.config import RandomWalkConfig
-from services.sampler.kernels import rng
-from services.sampler.kernels.induce import (DENSE_WORDS_PER_NODE, bitset_words, sorted_node_ids,
+from saintpipe.services.sampler.config import RandomWalkConfig
+from saintpipe.services.sampler.kernels import rng
+from saintpipe.services.sampler.kernels.induce import (DENSE_WORDS_PER_NODE, bitset_words, sorted_node_ids,
                                              transpose_weights)
-from services.sampler.kernels.random_walk import random_walks
-from services.sampler.reference import induce_numpy
-from services.sampler.sampler import make_sampler
+from saintpipe.services.sampler.kernels.random_walk import random_walks
+from saintpipe.services.sampler.reference import induce_numpy
+from saintpipe.services.sampler.sampler import make_sampler
 
 M64 = (1 << 64) - 1
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from sampler_graphs import skewed_graph
-from services.sampler.config import (EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig, config_key,
+from saintpipe.services.sampler.config import (EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig, config_key,
                                      parse_sampler_config)
-from services.sampler.parallel import subgraph_seed
-from services.sampler.sampler import make_sampler
+from saintpipe.services.sampler.parallel import subgraph_seed
+from saintpipe.services.sampler.sampler import make_sampler
 
 INDPTR, INDICES = skewed_graph(3000, 6.0, seed=31)
 CONFIGS = [FrontierConfig(frontier_size=50, node_budget=400), RandomWalkConfig(roots=100),

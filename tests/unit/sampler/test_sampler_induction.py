@@ -7,10 +7,10 @@ import pytest
 import scipy.sparse as sp
 
 from sampler_graphs import assert_valid_subgraph, random_graph, scipy_induced, skewed_graph
-from saintpipe.errors import InvalidArgument
-from services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
-from services.sampler.normalization import Normalization
-from services.sampler.sampler import make_sampler
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
+from saintpipe.services.sampler.normalization import Normalization
+from saintpipe.services.sampler.sampler import make_sampler
 
 CONFIGS = [
     FrontierConfig(frontier_size=20, node_budget=120, clip_multiple=None),

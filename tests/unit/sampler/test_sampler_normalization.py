@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from sampler_graphs import random_graph
-from services.dataset.store import write_dataset
-from services.sampler import normalization as norm_mod
-from services.sampler.config import FrontierConfig, RandomWalkConfig, config_key
-from services.sampler.normalization import (PRESAMPLE_STREAM, estimate_normalization, load_or_estimate,
+from saintpipe.services.dataset.store import write_dataset
+from saintpipe.services.sampler import normalization as norm_mod
+from saintpipe.services.sampler.config import FrontierConfig, RandomWalkConfig, config_key
+from saintpipe.services.sampler.normalization import (PRESAMPLE_STREAM, estimate_normalization, load_or_estimate,
                                             norm_dir)
-from services.sampler.parallel import stream_seed
-from services.sampler.sampler import make_sampler
+from saintpipe.services.sampler.parallel import stream_seed
+from saintpipe.services.sampler.sampler import make_sampler
 
 INDPTR, INDICES = random_graph(80, 160, seed=21, isolated=6)
 CONFIG = RandomWalkConfig(roots=4, walk_length=2, clip_multiple=4)

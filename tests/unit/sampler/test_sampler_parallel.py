@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from sampler_graphs import random_graph
-from saintpipe.errors import InvalidArgument
-from services.sampler.config import RandomWalkConfig
-from services.sampler.parallel import available_cores, measure_throughput, run_pinned, subgraph_seed
-from services.sampler.sampler import make_sampler
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.sampler.config import RandomWalkConfig
+from saintpipe.services.sampler.parallel import available_cores, measure_throughput, run_pinned, subgraph_seed
+from saintpipe.services.sampler.sampler import make_sampler
 
 
 def test_workers_are_pinned_one_per_core_in_order():

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from sampler_graphs import random_graph, skewed_graph
 
-from saintpipe.errors import InvalidArgument
-from services.pool.codec import MessageFramer, encode_subgraph, frame_subgraph, seal_subgraph
-from services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
-from services.sampler.normalization import estimate_normalization
-from services.sampler.sampler import make_sampler
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.pool.codec import MessageFramer, encode_subgraph, frame_subgraph, seal_subgraph
+from saintpipe.services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
+from saintpipe.services.sampler.normalization import estimate_normalization
+from saintpipe.services.sampler.sampler import make_sampler
 
 INDPTR, INDICES = skewed_graph(3000, 6.0, seed=31)
 TRAIN = np.arange(0, 3000, 3)

@@ -10,14 +10,14 @@ import numpy as np
 from scipy.stats import chisquare, ks_2samp
 
 from sampler_graphs import random_graph, skewed_graph, star
-from services.sampler.config import FrontierConfig, NodeConfig, RandomWalkConfig
-from services.sampler.kernels import rng
-from services.sampler.kernels.alias import draw_many
-from services.sampler.kernels.edge import build_edge_table
-from services.sampler.kernels.node import build_node_table
-from services.sampler.kernels.random_walk import random_walks
-from services.sampler.reference import frontier_direct_nodes
-from services.sampler.sampler import make_sampler
+from saintpipe.services.sampler.config import FrontierConfig, NodeConfig, RandomWalkConfig
+from saintpipe.services.sampler.kernels import rng
+from saintpipe.services.sampler.kernels.alias import draw_many
+from saintpipe.services.sampler.kernels.edge import build_edge_table
+from saintpipe.services.sampler.kernels.node import build_node_table
+from saintpipe.services.sampler.kernels.random_walk import random_walks
+from saintpipe.services.sampler.reference import frontier_direct_nodes
+from saintpipe.services.sampler.sampler import make_sampler
 
 ALPHA = 1e-3
 

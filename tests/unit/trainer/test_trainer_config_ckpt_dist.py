@@ -7,10 +7,10 @@ import urllib.request
 import pytest
 import torch
 
-from saintpipe.config import load_config
-from saintpipe.errors import ConfigError, DatasetError
-from trainer.checkpoint import Checkpointer
-from trainer.config import ModelConfig, TrainerConfig
+from saintpipe.core.config import load_config
+from saintpipe.core.errors import ConfigError, DatasetError
+from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.config import ModelConfig, TrainerConfig
 
 
 def test_model_config_checks_widths_and_powers():
@@ -64,7 +64,7 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path):
 
 
 def test_metrics_endpoint_serves_the_contract_names():
-    from trainer.metrics import TrainerMetrics, serve_metrics
+    from saintpipe.trainer.metrics import TrainerMetrics, serve_metrics
 
     metrics = TrainerMetrics("unit-metrics")
     metrics.observe_step(0.02, 0.5, 0.1, 1.25)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.config import ModelConfig
-from trainer.evaluate import EvalGraph, evaluate, predict, score
-from trainer.induce import induce, k_hop_nodes
-from trainer.models import build_model
-from trainer.synthetic import random_subgraph
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.evaluate import EvalGraph, evaluate, predict, score
+from saintpipe.trainer.induce import induce, k_hop_nodes
+from saintpipe.trainer.models import build_model
+from saintpipe.trainer.synthetic import random_subgraph
 
 
 def graph(n: int = 300, f: int = 12, classes: int = 4, multilabel: bool = False) -> EvalGraph:

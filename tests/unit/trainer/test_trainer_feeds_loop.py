@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from saintpipe.errors import SaintpipeTimeout, ServiceUnavailable
-from services.subgraph import Subgraph
-from trainer.checkpoint import Checkpointer
-from trainer.config import ModelConfig, TrainerConfig
-from trainer.evaluate import EvalGraph
-from trainer.feeds import Item, PoolFeed
-from trainer.loop import TrainLoop
-from trainer.step import EarlyStopping, TrainState
-from trainer.synthetic import random_subgraph
+from saintpipe.core.errors import SaintpipeTimeout, ServiceUnavailable
+from saintpipe.core.subgraph import Subgraph
+from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.config import ModelConfig, TrainerConfig
+from saintpipe.trainer.evaluate import EvalGraph
+from saintpipe.trainer.feeds import Item, PoolFeed
+from saintpipe.trainer.loop import TrainLoop
+from saintpipe.trainer.step import EarlyStopping, TrainState
+from saintpipe.trainer.synthetic import random_subgraph
 
 
 @dataclass
@@ -166,7 +166,7 @@ def test_an_epoch_is_train_nodes_over_labelled_nodes_per_subgraph():
 
 
 def test_early_stopping_after_patience_validations_without_improvement(monkeypatch):
-    import trainer.loop as loop_mod
+    import saintpipe.trainer.loop as loop_mod
 
     scores = iter([0.5, 0.7, 0.6, 0.65, 0.69, 0.9, 0.8])
     monkeypatch.setattr(

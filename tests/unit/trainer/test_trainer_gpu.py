@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.batch import batch_from_subgraph
-from trainer.config import ModelConfig
-from trainer.models import build_model
-from trainer.synthetic import random_subgraph
+from saintpipe.trainer.batch import batch_from_subgraph
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.models import build_model
+from saintpipe.trainer.synthetic import random_subgraph
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

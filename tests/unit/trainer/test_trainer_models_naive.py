@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.batch import batch_from_subgraph
-from trainer.config import ModelConfig
-from trainer.models import build_model, weighted_loss
-from trainer.synthetic import random_subgraph
+from saintpipe.trainer.batch import batch_from_subgraph
+from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.models import build_model, weighted_loss
+from saintpipe.trainer.synthetic import random_subgraph
 
 
 def make_batch(n: int, f_in: int, classes: int, multilabel: bool, seed: int = 0):

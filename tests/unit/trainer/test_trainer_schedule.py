@@ -10,8 +10,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainer.ops import count_macs, sparse_chain, spmm
-from trainer.schedule import (
+from saintpipe.trainer.ops import count_macs, sparse_chain, spmm
+from saintpipe.trainer.schedule import (
     AX_FIRST,
     XW_FIRST,
     ChainShape,
@@ -23,8 +23,8 @@ from trainer.schedule import (
     macs,
     mixhop_macs,
 )
-from trainer.sparse import SparseOperand, transpose_permutation
-from trainer.synthetic import random_subgraph
+from saintpipe.trainer.sparse import SparseOperand, transpose_permutation
+from saintpipe.trainer.synthetic import random_subgraph
 
 
 def operand(n: int = 80, seed: int = 0, diag: bool = False) -> SparseOperand:
@@ -102,7 +102,7 @@ def test_unknown_order_is_an_error():
 
 def test_plan_logged_once_per_layer_and_widths(caplog):
     scheduler = Scheduler()
-    with caplog.at_level(logging.INFO, logger="trainer.schedule"):
+    with caplog.at_level(logging.INFO, logger="saintpipe.trainer.schedule"):
         for n in (100, 120, 130):  # subgraph sizes vary step to step; the plan does not
             scheduler.chain("layer1", ChainShape(n, n * 10, 50, 256))
         scheduler.chain("layer2", ChainShape(100, 1000, 256, 16))
@@ -115,8 +115,8 @@ def test_plan_logged_once_per_layer_and_widths(caplog):
 @pytest.mark.parametrize("order", [AX_FIRST, XW_FIRST])
 @pytest.mark.parametrize("x_grad", [True, False])
 def test_mixhop_cost_model_equals_executed_macs(order, x_grad):
-    from trainer.batch import GraphBatch
-    from trainer.layers import MixHopLayer
+    from saintpipe.trainer.batch import GraphBatch
+    from saintpipe.trainer.layers import MixHopLayer
 
     op = operand(n=60, seed=2, diag=True)
     layer = MixHopLayer("m", 20, 3 * 7, [0, 1, 3], bias=False)

@@ -1,0 +1,147 @@
+"""Configuration of ``saintpipe run``: the services' own config models, composed.
+
+One file configures the whole local run. Its sections are the ones each
+service reads on its own (``[pool]``, ``[samplers]``, ``[trainer]``) plus
+``[run]`` for what only the all-in-one runner decides (how many trainers, where
+metrics bind, time limits). Precedence is :func:`saintpipe.core.config.load_config`'s:
+defaults < file < ``SAINTPIPE_<SECTION>__<FIELD>`` < flags.
+
+What the runner wires itself (the dataset directory, the Redis URL it started,
+the Ray cluster, the metrics ports) is not set in ``[samplers]``: setting
+those fields there is an error that says where they belong.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from saintpipe.core.config import StrictModel, deep_merge, load_config
+from saintpipe.services.feature_shard.cache import CacheConfig
+from saintpipe.services.pool.config import PoolConfig
+from saintpipe.services.sampler_service.config import SamplerServiceConfig
+from saintpipe.trainer.config import TrainerConfig
+
+# Defaults of the local run where they differ from the services' own, sized for
+# the demo dataset (30,000 nodes, 8 classes) on a 2-core laptop: small
+# subgraphs give several steps per epoch, so the loss curve is visible and a
+# few minutes reach a test accuracy far above chance (1/8). They sit under the
+# config file, the environment and the flags (merged field by field).
+LOCAL_DEFAULTS: dict[str, Any] = {
+    "pool": {"job_id": "local", "capacity": 32},
+    "samplers": {"sampler": {"kind": "random_walk", "roots": 1000, "walk_length": 2}},
+    "trainer": {"epochs": 30, "patience": 8, "model": {"arch": "sage", "hidden": [128, 128]}},
+}
+
+
+
+class RunConfig(StrictModel):
+    """What only the all-in-one runner decides."""
+
+    data: Path | None = Field(None, description="dataset directory; none: the built-in demo dataset")
+    trainers: int = Field(1, ge=1, le=64, description="trainer actors (data-parallel)")
+    ray_num_cpus: int | None = Field(
+        None, ge=1, description="CPUs of the local Ray cluster; none: os.cpu_count()")
+    metrics: bool = Field(True, description="serve every component's Prometheus endpoint on a free port")
+    metrics_host: str = Field("127.0.0.1", description="address the sampler and trainer metrics endpoints bind "
+                                                     "(feature shards serve theirs on loopback)")
+    progress: bool = Field(True, description="a tqdm bar per epoch on stderr")
+    watch_interval_s: float = Field(0.5, gt=0, le=10, description="how often the runner checks its children")
+    startup_timeout_s: float = Field(120.0, gt=0, description="longest wait for one component to come up")
+    stop_grace_s: float = Field(10.0, gt=0, description="how long a child gets after SIGTERM before SIGKILL")
+    max_seconds: float | None = Field(
+        None, gt=0, description="stop training after this long (the summary still runs); none: no limit")
+
+
+class SamplersSection(SamplerServiceConfig):
+    """The sampler service's own settings (``[samplers]``), minus what the runner wires."""
+
+    data: Path | None = Field(None, description="set by the runner: the run's dataset ([run] data / --data)")
+    workers: int | None = Field(  # type: ignore[assignment]
+        None, ge=1, le=4096, description="sampler workers; none: the cores left after the trainers (at least 1)")
+
+    @model_validator(mode="after")
+    def _runner_owned(self) -> "SamplersSection":
+        owned = {"data": "[run] data or --data", "pool": "the [pool] section",
+                 "ray_address": "nowhere: `saintpipe run` starts its own local Ray",
+                 "metrics_port": "[run] metrics", "metrics_host": "[run] metrics_host"}
+        wrong = [f"samplers.{name} (set it in {where})" for name, where in owned.items()
+                 if name in self.model_fields_set]
+        if wrong:
+            raise ValueError("the local run sets these itself: " + "; ".join(wrong))
+        return self
+
+
+class PipelineConfig(StrictModel):
+    """Everything ``saintpipe run`` starts, one section per service."""
+
+    run: RunConfig = Field(default_factory=RunConfig)
+    pool: PoolConfig = Field(default_factory=PoolConfig, description="the job's pool; url none: a private redis-server")
+    samplers: SamplersSection = Field(default_factory=SamplersSection)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    feature_cache: CacheConfig | None = Field(
+        None, description="the trainers' feature cache in rows; none: the 10% highest-degree nodes pinned "
+                          "plus an LRU part of 20% of the nodes")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _local_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        defaults = copy.deepcopy(LOCAL_DEFAULTS)
+        sampler = (data.get("samplers") or {}).get("sampler") if isinstance(data.get("samplers"), dict) else None
+        if isinstance(sampler, dict) and sampler.get("kind", defaults["samplers"]["sampler"]["kind"]) != \
+                defaults["samplers"]["sampler"]["kind"]:
+            del defaults["samplers"]["sampler"]  # another kind: the demo's random-walk parameters do not apply
+        return deep_merge(defaults, data)
+
+    def sampler_workers(self, cpus: int) -> int:
+        """Workers to start: as configured, else the CPUs the trainers leave free (at least one)."""
+        if self.samplers.workers is not None:
+            return self.samplers.workers
+        return max(1, cpus - self.run.trainers)
+
+    def norm_subgraphs(self, num_train: int) -> int:
+        """Pre-sampled subgraphs for the normalization (the sampler service's rule)."""
+        return self.samplers.presamples(num_train)
+
+    def sampler_service_config(self, data: Path, redis_url: str, cpus: int, num_train: int) -> SamplerServiceConfig:
+        """The sampler service's config for this run: its section plus what the runner wired."""
+        fields: dict[str, Any] = self.samplers.model_dump(exclude={"data", "workers", "pool", "ray_address",
+                                                                   "metrics_port", "metrics_host",
+                                                                   "norm_subgraphs"})
+        return SamplerServiceConfig(
+            **fields, data=data, workers=self.sampler_workers(cpus), norm_subgraphs=self.norm_subgraphs(num_train),
+            pool=self.pool.model_copy(update={"url": redis_url}),
+            metrics_port=0 if self.run.metrics else None, metrics_host=self.run.metrics_host,
+        )
+
+    def feature_cache_rows(self, num_nodes: int) -> CacheConfig:
+        """The trainers' feature cache for a graph of ``num_nodes`` nodes."""
+        if self.feature_cache is not None:
+            return self.feature_cache
+        return CacheConfig(static_rows=num_nodes // 10, lru_rows=num_nodes // 5)
+
+    def cores(self) -> int:
+        """The cores the run sizes itself to: ``[run] ray_num_cpus``, else this machine's."""
+        return self.run.ray_num_cpus or os.cpu_count() or 1
+
+    def ray_cpus(self) -> int:
+        """Logical CPUs of the local Ray: the cores, or more when the actors need more (they then share)."""
+        cores = self.cores()
+        return max(cores, self.sampler_workers(cores) + self.run.trainers)
+
+
+def load_pipeline_config(path: Path | None = None, data: Path | None = None,
+                         environ: dict[str, str] | None = None) -> PipelineConfig:
+    """Defaults < ``path`` < ``SAINTPIPE_<SECTION>__<FIELD>`` < ``--data``.
+
+    Raises:
+        ConfigError: naming the file or variable and the field at fault.
+    """
+    flags = {"run": {"data": data}} if data is not None else None
+    return load_config(PipelineConfig, path, flags, environ)

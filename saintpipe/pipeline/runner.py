@@ -1,0 +1,289 @@
+"""``saintpipe run``: the whole pipeline on one machine, started and stopped as one unit.
+
+Start order (each step waits until its component answers): a private Redis
+(or ``SAINTPIPE_REDIS_URL`` / ``[pool] url``), one feature-shard process per
+shard on free loopback ports, a local Ray cluster, the sampler service (its
+workers are Ray actors filling the pool), the trainer(s) (Ray actors reading
+the pool and the shards). Then the runner shows one progress bar per epoch
+until training ends, and prints the summary.
+
+Every component is registered with a :class:`~saintpipe.pipeline.supervision.Supervisor`
+as soon as it starts, so a signal, a component that dies, or an error at any
+point stops everything started so far, in reverse order, and frees its ports.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from saintpipe.pipeline.config import PipelineConfig
+from saintpipe.pipeline.progress import EpochBars
+from saintpipe.pipeline.summary import RunSummary
+from saintpipe.pipeline.supervision import Supervisor
+
+log = logging.getLogger(__name__)
+
+
+class Stopped(Exception):
+    """A stop was requested (signal or failure) while the pipeline was starting."""
+
+
+@dataclass
+class Endpoints:
+    """Where the run's components listen (printed at start-up; tests read them)."""
+
+    redis: str = ""
+    shards: list[list[str]] = field(default_factory=list)
+    metrics: dict[str, str] = field(default_factory=dict)
+
+
+class LocalPipeline:
+    """Start, supervise and stop the local pipeline.
+
+    Args:
+        config: the run's configuration (``config.run.data`` must be set).
+        out: where start-up lines and the summary go (progress bars go to stderr).
+
+    Example::
+
+        summary = LocalPipeline(load_pipeline_config(data=Path("data/demo"))).run()
+        print(summary.test_score)
+    """
+
+    def __init__(self, config: PipelineConfig, out: TextIO | None = None) -> None:
+        if config.run.data is None:
+            raise ValueError("config.run.data must name the dataset directory")
+        self.config = config
+        self.out = out or sys.stdout
+        self.endpoints = Endpoints()
+        self.supervisor = Supervisor(interval=config.run.watch_interval_s)
+        self._t0 = time.monotonic()
+        self._sampler_service = None
+        self._trainers = None
+
+    # --- the run --------------------------------------------------------------------------------------
+    def run(self) -> RunSummary:
+        """Run to the end of training (or a signal, or a failure); returns the summary.
+
+        Raises:
+            ServiceUnavailable: a component failed (the message names it); everything was stopped.
+            DatasetError, ConfigError: bad input, found before anything started.
+        """
+        from saintpipe.services.dataset.store import open_dataset
+
+        dataset = open_dataset(self.config.run.data)
+        summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
+                                     f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
+                             metric="F1-micro" if dataset.manifest.multilabel else "accuracy")
+        sup = self.supervisor
+        sup.install_signal_handlers()
+        try:
+            try:
+                self._start_all(dataset)
+                self._print_endpoints()
+                sup.start_watching()
+                self._train(summary)
+            except Stopped:
+                pass
+            except BaseException:
+                sup.request_stop()
+                raise
+            finally:
+                try:
+                    self._collect(summary)
+                finally:  # whatever the summary hit, every component is stopped
+                    sup.close()
+                    summary.times.wall = time.monotonic() - self._t0
+        finally:
+            sup.restore_signal_handlers()
+        sup.raise_if_failed()
+        if sup.signal is not None:
+            summary.stopped_by = sup.signal.name
+        return summary
+
+    def _checkpoint(self) -> None:
+        """Between start-up steps: stop early if asked to, or if something already died."""
+        self.supervisor.check_now()
+        if self.supervisor.stop_requested.is_set():
+            raise Stopped()
+
+    def _start_all(self, dataset) -> None:
+        self._start_redis()
+        self._checkpoint()
+        self._start_shards(dataset)
+        self._checkpoint()
+        self._start_ray()
+        self._checkpoint()
+        # Trainer actors load torch and the graph while the samplers estimate the normalization.
+        self._launch_trainers(dataset)
+        self._start_samplers(dataset)
+        self._checkpoint()
+        self._start_trainers()
+        self._checkpoint()
+
+    # --- components -------------------------------------------------------------------------------------
+    def _start_redis(self) -> None:
+        from saintpipe.services.pool.connection import redact_url
+        from saintpipe.services.pool.pool import SubgraphPool
+        from saintpipe.services.pool.redis_server import RedisServer
+        from saintpipe.services.pool.shared_memory import sweep
+        from saintpipe.services.sampler_service.sequence import delete_sequences
+
+        server = RedisServer(self.config.pool.url)
+        self.supervisor.on_stop("redis", server.stop)
+        server.start()
+        # Stopped after the samplers and trainers (registered before them): the job's shared-memory slots go
+        # with the run. Without Redis: it may already be down, and the next run deletes the job's keys.
+        self.supervisor.on_stop("shared-memory slots", lambda: sweep(server.url, self.config.pool.job_id))
+        self.redis_url = server.url
+        self.endpoints.redis = redact_url(server.url)
+        if server.external:
+            # A job id reused on a shared Redis must not hand this run another run's subgraphs.
+            with SubgraphPool.from_config(self.config.pool, url=server.url) as pool:
+                pool.delete_job()
+            delete_sequences(self.config.pool.model_copy(update={"url": server.url}))
+        else:
+            self.supervisor.watch_pid("redis-server", server.pid, f"127.0.0.1:{server.port}")
+        log.info("redis at %s", self.endpoints.redis)
+
+    def _start_shards(self, dataset) -> None:
+        from saintpipe.services.feature_shard.launch import LocalShards
+
+        extra = ["--metrics-port", "0"] if self.config.run.metrics else []
+        shards = LocalShards(self.config.run.data, dataset.manifest.num_shards, extra_args=extra,
+                             own_process_group=True)
+        self.supervisor.on_stop("feature shards", shards.stop)
+        for replicas in shards.processes:
+            for p in replicas:
+                name = f"feature shard {p.shard}"
+                self.supervisor.watch_process(name, p.process, p.address)
+                if p.metrics_url:
+                    self.endpoints.metrics[name] = p.metrics_url
+        self.shards = shards
+        self.endpoints.shards = shards.addresses
+
+    def _start_ray(self) -> None:
+        import ray
+
+        cpus = self.config.ray_cpus()
+        verbose = logging.getLogger().isEnabledFor(logging.INFO)
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
+                 logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
+        self.supervisor.on_stop("ray", ray.shutdown)
+        self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
+        log.info("local ray with %d CPUs", cpus)
+
+    def _start_samplers(self, dataset) -> None:
+        from saintpipe.services.sampler_service.service import SamplerService
+
+        cfg = self.config.sampler_service_config(Path(self.config.run.data), self.redis_url, self.config.cores(),
+                                                 num_train=int(dataset.splits["train"].size))
+        service = SamplerService(cfg)
+        self.supervisor.on_stop("sampler service", service.stop)
+        service.start()
+        self.supervisor.watch("sampler service", lambda: service.failure)
+        self._sampler_service = service
+        if service.metrics_url:
+            self.endpoints.metrics["samplers"] = service.metrics_url
+
+    def _launch_trainers(self, dataset) -> None:
+        from saintpipe.pipeline.trainers import LocalTrainers
+        from saintpipe.trainer.worker import TrainerSpec
+
+        cfg = self.config
+        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(cfg.run.data).resolve()), pool_url=self.redis_url,
+                           feature_addresses=self.shards.addresses, config=cfg.trainer, pool=cfg.pool,
+                           metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
+        cache = cfg.feature_cache_rows(dataset.num_nodes)
+        trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
+        trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
+        self._trainers = trainers
+
+    def _start_trainers(self) -> None:
+        trainers = self._trainers
+        self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
+        trainers.start(timeout=self.config.run.startup_timeout_s)
+        self.supervisor.watch("trainers", trainers.failure)
+        self.endpoints.metrics.update(trainers.metrics_urls)
+
+    def _print_endpoints(self) -> None:
+        e = self.endpoints
+        lines = [f"redis            {e.redis}"]
+        lines += [f"feature shard {k}  {', '.join(replicas)}" for k, replicas in enumerate(e.shards)]
+        workers = self._sampler_service.config.workers if self._sampler_service else 0
+        lines.append(f"sampler workers  {workers} (Ray actors)")
+        lines.append(f"trainers         {self.config.run.trainers} (Ray actors)")
+        if e.metrics:
+            lines.append("metrics endpoints (Prometheus):")
+            lines += [f"  {name:<16} {url}" for name, url in e.metrics.items()]
+        print("\n".join(lines), flush=True, file=self.out)
+
+    # --- training ---------------------------------------------------------------------------------------
+    def _train(self, summary: RunSummary) -> None:
+        sup, trainers = self.supervisor, self._trainers
+        bars = EpochBars(self.config.trainer.epochs, enabled=self.config.run.progress)
+        limit = self.config.run.max_seconds
+        summary.times.startup = time.monotonic() - self._t0
+        started = time.monotonic()
+        print(f"training started ({summary.times.startup:.1f} s after start-up began)", flush=True, file=self.out)
+        try:
+            while not sup.stop_requested.wait(0.25):
+                progress = trainers.progress()
+                bars.update(progress)
+                if progress.done:
+                    # A dead shard or Redis explains a failed trainer better than the trainer's own error.
+                    sup.check_now()
+                    if not sup.stop_requested.is_set() and (reason := trainers.failure()):
+                        sup.fail(reason)
+                    break
+                if limit is not None and time.monotonic() - started > limit:
+                    summary.stopped_by = f"max_seconds ({limit:g} s)"
+                    trainers.finish()  # ends the loop early; the trainers still score the best weights
+                    limit = None
+            if not sup.stop_requested.is_set():
+                trainers.wait()
+                bars.update(trainers.progress())
+        finally:
+            bars.close()
+            summary.training_seconds = time.monotonic() - started
+
+    def _collect(self, summary: RunSummary) -> None:
+        """Fill the summary from whatever ran (also after an interruption)."""
+        t = summary.times
+        if self._sampler_service is not None:
+            try:
+                stats = self._sampler_service.stats()
+                summary.sampler_workers = len(stats.workers)
+                summary.subgraphs_sampled = stats.subgraphs
+                t.sampling = sum(w.counters.sample_seconds_sum for w in stats.workers)
+                t.sampler_pool_wait = sum(w.counters.pool_wait_seconds for w in stats.workers)
+            except Exception as exc:  # stopping anyway: a partial summary beats none
+                log.debug("sampler stats unavailable: %s", exc)
+        if self._trainers is not None:
+            summary.trainers = self.config.run.trainers
+            result = self._trainers.result()
+            if result is not None:
+                summary.test_score, summary.val_score = result.test_score, result.val_score
+                summary.epochs, summary.steps, summary.subgraphs_trained = result.epochs, result.steps, \
+                    result.subgraphs
+                t.feature_fetch, t.compute = result.times.feature_fetch, result.times.compute
+                t.data_wait, t.evaluation = result.times.data_wait, result.times.evaluation
+                if result.stopped_early and summary.stopped_by == "finished":
+                    summary.stopped_by = "early stopping (validation stopped improving)"
+            else:
+                p = self._trainers.progress()
+                summary.epochs, summary.steps, summary.subgraphs_trained = p.epoch, p.steps, p.subgraphs
+        if math.isnan(summary.test_score) and summary.stopped_by == "finished" and self.supervisor.failure:
+            summary.stopped_by = "failure"
+
+
+def run_pipeline(config: PipelineConfig, out: TextIO | None = None) -> RunSummary:
+    """Run the local pipeline with ``config``; see :class:`LocalPipeline`."""
+    return LocalPipeline(config, out=out).run()
+
