@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import free_port, run_cli, saintpipe_command  # noqa: F401  (re-exported to fixtures)
+
 ROOT = Path(__file__).resolve().parents[1]
 TEST_DATA = ROOT / "tests" / "data"
-
-
-def free_port() -> int:
-    """A free TCP port on loopback (bind to port 0 and read it back)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def saintpipe_command() -> list[str]:
-    """The real ``saintpipe`` console script of this environment.
-
-    Tests run it with PYTHONPATH set to this checkout, so the code under test is
-    this tree's even where the environment's editable install points elsewhere.
-    """
-    script = Path(sys.executable).parent / "saintpipe"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("saintpipe")
-    if found is None:
-        pytest.fail("the saintpipe console script is not installed (run ./scripts/test.sh)")
-    return [found]
-
-
-def run_cli(*args: str, check: bool = True, timeout: float = 300, env: dict | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.update(env or {})
-    proc = subprocess.run([*saintpipe_command(), *args], capture_output=True, text=True, timeout=timeout,
-                          env=full_env, cwd=cwd)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"saintpipe {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import signal
 import time
 
 import pytest
-from conftest import free_port, saintpipe_command
+from tests.support.cli import free_port, saintpipe_command
 
 from tests.support.pipeline import PipelineProcess, small_dataset, write_config
 from tests.support.prometheus import Prometheus, dashboard_queries

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import free_port, saintpipe_command
+from tests.support.cli import free_port, saintpipe_command
 
 from tests.support.compose import as_list, healthcheck_argv, load_compose, read_env_file, service_environment
 
