@@ -24,72 +24,29 @@ the bytes path exactly as without shared memory.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 import grpc
 import numpy as np
 
-from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeTimeout, ServiceUnavailable
-from saintpipe.core.grpc_status import error_from_rpc_error
+from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard import ranges, shm
 from saintpipe.services.feature_shard.addresses import resolve_shards
 from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
 from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
 from saintpipe.services.feature_shard.malloc import tune_malloc
-from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, SERVICE_NAME, decode_chunk, encode_ids
+from saintpipe.services.feature_shard.replicas import Replica, Shard, connect_replica, with_failover
+from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TRANSFER_DTYPES = ("float32", "float16")
-_BACKOFF_START, _BACKOFF_MAX = 0.05, 1.0
-# Client channels: accept any answer size (the server chunks to its own limit)
-# and come back quickly after a replica restarts.
-_CHANNEL_OPTIONS = [
-    ("grpc.max_receive_message_length", -1),
-    ("grpc.max_send_message_length", -1),
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 2000),
-]
-
-
-@dataclass(eq=False)
-class _Replica:
-    address: str
-    channel: grpc.Channel
-    gather: Callable  # streaming: answers larger than one message
-    gather_unary: Callable  # one message: every answer that fits
-    info: Callable
-    gather_shm: Callable  # GatherUnary with a shared-memory target: a metadata-only GatherChunk
-    probe: Callable  # ProbeSharedMemory
-    has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
-    shm: bool | None = None  # sees this host's shared memory (None: not probed yet)
-
-
-@dataclass(eq=False)
-class _Shard:
-    index: int
-    replicas: list[_Replica]
-    preferred: int = 0  # replica tried first: the last one that answered
-    info: pb.ShardInfo | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def order(self) -> list[_Replica]:
-        with self.lock:
-            p = self.preferred
-        return self.replicas[p:] + self.replicas[:p]
-
-    def prefer(self, replica: _Replica) -> None:
-        with self.lock:
-            self.preferred = self.replicas.index(replica)
 
 
 class FeatureClient:
@@ -167,7 +124,7 @@ class FeatureClient:
             "failovers": 0,
         }
         self._shards = [
-            _Shard(k, [self._replica(a) for a in replicas]) for k, replicas in enumerate(addresses)
+            Shard(k, [connect_replica(a) for a in replicas]) for k, replicas in enumerate(addresses)
         ]
         self._pool = futures.ThreadPoolExecutor(
             max_workers or max(2, 2 * len(self._shards)), thread_name_prefix=f"features-{name}"
@@ -185,41 +142,11 @@ class FeatureClient:
 
     # -- set-up -------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _replica(address: str) -> _Replica:
-        channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
-        gather = channel.unary_stream(
-            f"/{SERVICE_NAME}/Gather",
-            request_serializer=pb.GatherRequest.SerializeToString,
-            response_deserializer=decode_chunk,
-        )
-        gather_unary = channel.unary_unary(
-            f"/{SERVICE_NAME}/GatherUnary",
-            request_serializer=pb.GatherRequest.SerializeToString,
-            response_deserializer=decode_chunk,
-        )
-        info = channel.unary_unary(
-            f"/{SERVICE_NAME}/Info",
-            request_serializer=pb.InfoRequest.SerializeToString,
-            response_deserializer=pb.ShardInfo.FromString,
-        )
-        gather_shm = channel.unary_unary(
-            f"/{SERVICE_NAME}/GatherUnary",
-            request_serializer=pb.GatherRequest.SerializeToString,
-            response_deserializer=pb.GatherChunk.FromString,
-        )
-        probe = channel.unary_unary(
-            f"/{SERVICE_NAME}/ProbeSharedMemory",
-            request_serializer=pb.SharedMemoryProbe.SerializeToString,
-            response_deserializer=pb.SharedMemoryProbeReply.FromString,
-        )
-        return _Replica(address, channel, gather, gather_unary, info, gather_shm, probe)
-
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
         deadline_at = time.monotonic() + self.deadline
 
-        def ask(shard: _Shard) -> pb.ShardInfo:
+        def ask(shard: Shard) -> pb.ShardInfo:
             return self._with_failover(
                 shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), deadline_at, "Info"
             )
@@ -271,13 +198,13 @@ class FeatureClient:
                 )
             )
 
-    def _replica_shm(self, shard: _Shard, replica: _Replica, timeout: float) -> bool:
+    def _replica_shm(self, shard: Shard, replica: Replica, timeout: float) -> bool:
         """Whether ``replica`` takes shared-memory targets from this client (probed once)."""
         if replica.shm is None:
             self._probe(shard, replica, timeout)
         return bool(replica.shm)
 
-    def _probe(self, shard: _Shard, replica: _Replica, timeout: float) -> bool:
+    def _probe(self, shard: Shard, replica: Replica, timeout: float) -> bool:
         """Probe ``replica`` (see :func:`shm.probe`); ConfigError with ``shared_memory="on"`` if it fails."""
         where = f"feature shard {shard.index} at {replica.address}"
 
@@ -480,7 +407,7 @@ class FeatureClient:
             for a, b in ranges.pieces(lo, hi, self._max_ids_per_call)
         ]
 
-        def run(call: tuple[_Shard, int, int]) -> None:
+        def run(call: tuple[Shard, int, int]) -> None:
             shard, a, b = call
             self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at, region)
 
@@ -496,7 +423,7 @@ class FeatureClient:
 
     def _gather_piece(
         self,
-        shard: _Shard,
+        shard: Shard,
         ids: np.ndarray,
         out: np.ndarray,
         positions: np.ndarray,
@@ -509,7 +436,7 @@ class FeatureClient:
         base = int(positions[0])
         contiguous = bool(positions[-1] - base == positions.size - 1 and (np.diff(positions) == 1).all())
 
-        def place(replica: _Replica, offset: int, rows: np.ndarray) -> int:
+        def place(replica: Replica, offset: int, rows: np.ndarray) -> int:
             """Copy one decoded chunk into ``out``; returns its row count."""
             if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
                 raise DecodeError(
@@ -528,7 +455,7 @@ class FeatureClient:
                 out[positions[offset:end]] = rows
             return rows.shape[0]
 
-        def shared(replica: _Replica, timeout: float) -> None:
+        def shared(replica: Replica, timeout: float) -> None:
             """The server writes the rows into ``region`` at ``out[base]``; the answer is metadata."""
             row_bytes = self.feature_dim * out.dtype.itemsize
             target = pb.SharedMemoryTarget(
@@ -550,7 +477,7 @@ class FeatureClient:
                 )
             self._count(rows_fetched=ids.size, shm_bytes=ids.size * row_bytes, shard_calls=1)
 
-        def attempt(replica: _Replica, timeout: float) -> None:
+        def attempt(replica: Replica, timeout: float) -> None:
             if region is not None and self._replica_shm(shard, replica, timeout):
                 try:
                     return shared(replica, timeout)
@@ -588,59 +515,10 @@ class FeatureClient:
 
         self._with_failover(shard, attempt, deadline_at, "Gather")
 
-    def _with_failover(
-        self, shard: _Shard, call: Callable[[_Replica, float], T], deadline_at: float, what: str
-    ) -> T:
-        """Run ``call(replica, timeout)`` on the shard's replicas until one answers.
-
-        UNAVAILABLE moves on to the next replica; after a full round, back off and
-        go round again, ``retries`` times, never past ``deadline_at``. Any other
-        failure is raised at once as its typed saintpipe error.
-        """
-        failures: list[str] = []
-        attempts = 0
-        for round_no in range(self.retries + 1):
-            for replica in shard.order():
-                remaining = deadline_at - time.monotonic()
-                if remaining <= 0:
-                    return self._unavailable(shard, what, failures, attempts, out_of_time=True)
-                attempts += 1
-                try:
-                    result = call(replica, remaining)
-                except grpc.RpcError as exc:
-                    where = f"feature shard {shard.index} at {replica.address}"
-                    code = exc.code()
-                    if code == grpc.StatusCode.UNAVAILABLE:
-                        failures.append(f"{replica.address}: {exc.details()}")
-                        self._count(failovers=1)
-                        log.debug("%s unavailable (%s); trying the next replica", where, exc.details())
-                        continue
-                    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                        raise SaintpipeTimeout(
-                            f"{where}: {what} did not finish within the {self.deadline:g} s deadline"
-                        ) from None
-                    raise error_from_rpc_error(exc, where) from None
-                if replica is not shard.replicas[shard.preferred]:
-                    shard.prefer(replica)
-                return result
-            if round_no < self.retries:
-                remaining = deadline_at - time.monotonic()
-                pause = min(_BACKOFF_START * 2**round_no, _BACKOFF_MAX) * random.uniform(0.5, 1.0)
-                if remaining <= pause:
-                    return self._unavailable(shard, what, failures, attempts, out_of_time=True)
-                self._count(retries=1)
-                time.sleep(pause)
-        return self._unavailable(shard, what, failures, attempts, out_of_time=False)
-
-    def _unavailable(self, shard: _Shard, what: str, failures: list[str], attempts: int, out_of_time: bool):
-        addresses = ", ".join(r.address for r in shard.replicas)
-        last = "; ".join(dict.fromkeys(failures)) or "no attempt fit in the deadline"
-        why = f"the {self.deadline:g} s deadline ran out" if out_of_time else f"{self.retries} retries"
-        span = f" [{shard.info.start}, {shard.info.stop})" if shard.info is not None else ""
-        raise ServiceUnavailable(
-            f"feature shard {shard.index}{span}: no replica answered {what} ({addresses}) after {attempts} "
-            f"attempts and {why}: {last}"
-        )
+    def _with_failover(self, shard: Shard, call: Callable[[Replica, float], T], deadline_at: float,
+                       what: str) -> T:
+        return with_failover(shard, call, deadline_at, what, deadline=self.deadline, retries=self.retries,
+                             count=self._count)
 
     def _count(self, **amounts: int) -> None:
         with self._stats_lock:
