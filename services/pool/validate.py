@@ -1,4 +1,4 @@
-"""The invariants of a subgraph's arrays (services/subgraph.py), checked in one pass.
+"""The invariants of a subgraph's arrays (saintpipe/core/subgraph.py), checked in one pass.
 
 Used by the decoder on every message and by the encoder before sending, so a
 broken subgraph is refused with the field and position at fault.

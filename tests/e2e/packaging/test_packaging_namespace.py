@@ -9,6 +9,7 @@ and an environment with only that wheel must not see ``services`` or
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -24,9 +25,16 @@ SOURCES = {"saintpipe": ROOT / "saintpipe", "saintpipe/services": ROOT / "servic
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources.
+    src = tmp_path_factory.mktemp("src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.nbi", "*.nbc")
+    for folder in ("saintpipe", "services", "trainer", "protos"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "-w", str(out), str(ROOT)], check=True, cwd=out)
+                    "--disable-pip-version-check", "-w", str(out), str(src)], check=True, cwd=out)
     (built,) = out.glob("saintpipe-*.whl")
     return built
 
@@ -34,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def source_modules() -> set[str]:
     found = set()
     for prefix, folder in SOURCES.items():
-        for path in folder.rglob("*.py"):
+        for path in [*folder.rglob("*.py"), *folder.rglob("*.lua")]:
             rel = path.relative_to(folder)
             if prefix == "saintpipe" and rel.parts[0] in ("services", "trainer"):
                 continue
@@ -48,8 +56,8 @@ def test_wheel_installs_only_saintpipe(wheel: Path) -> None:
     assert {t for t in top if not t.endswith(".dist-info")} == {"saintpipe"}
 
 
-def test_wheel_holds_every_module_of_the_checkout(wheel: Path) -> None:
-    packaged = {n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".py")}
+def test_wheel_holds_every_module_and_script_of_the_checkout(wheel: Path) -> None:
+    packaged = set(zipfile.ZipFile(wheel).namelist())
     missing = source_modules() - packaged
     assert not missing, f"pyproject.toml's package list leaves out: {sorted(missing)}"
 

@@ -94,7 +94,7 @@ def test_dockerignore_keeps_the_context_small():
     for path in (".git/HEAD", ".venv/bin/python", "tests/data/cora.npz", "helm/saintpipe/Chart.yaml",
                  "docs/metrics.md", "services/__pycache__/x.cpython-311.pyc", ".env"):
         assert not in_build_context(path, rules), path
-    assert in_build_context("services/health_probe.py", rules)
+    assert in_build_context("saintpipe/cli/health_probe.py", rules)
     included = [f for f in tracked_files() if in_build_context(f, rules)]
     assert included and all(f.split("/")[0] in {"saintpipe", "services", "trainer", "protos", "pyproject.toml",
                                                   "README.md"} for f in included)

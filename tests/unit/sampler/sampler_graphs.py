@@ -45,7 +45,7 @@ def scipy_induced(indptr: np.ndarray, indices: np.ndarray, node_ids: np.ndarray)
 
 
 def assert_valid_subgraph(g, num_nodes: int, clip_multiple: int | None = None) -> None:
-    """Every convention of services/subgraph.py, checked independently of the kernels."""
+    """Every convention of saintpipe/core/subgraph.py, checked independently of the kernels."""
     n, e = g.num_nodes, g.num_edges
     assert g.node_ids.dtype == np.int64 and g.indptr.dtype == np.int64 and g.indices.dtype == np.int32
     assert g.edge_weights.dtype == g.edge_weights_t.dtype == g.loss_weights.dtype == np.float32
