@@ -1,0 +1,64 @@
+"""What a job holds: its counters and sizes in one snapshot, and removing all of it."""
+
+from __future__ import annotations
+
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.link import RedisLink
+from saintpipe.services.pool.shared import GROUP, JobKeys, PoolStats, log
+from saintpipe.services.pool.slots import ProducerSlots
+
+
+class Accounting:
+    """Stats and deletion of one job; ``SubgraphPool`` documents each public method.
+
+    Args:
+        job_id: the job.
+        capacity: the pool object's capacity (reported in stats).
+        keys: the job's keys.
+        link: the pool object's round trips.
+        slots: the pool object's shared-memory slots (closed when the job is deleted).
+    """
+
+    def __init__(self, job_id: str, capacity: int, keys: JobKeys, link: RedisLink, slots: ProducerSlots) -> None:
+        self.job_id = job_id
+        self.capacity = capacity
+        self._keys = keys
+        self._link = link
+        self._slots = slots
+
+    def stats(self) -> PoolStats:
+        held, pending, produced, acked, redelivered, malformed = (
+            int(v or 0)
+            for v in self._link.eval("STATS", self._keys.stream_and_counters, [GROUP], "read pool stats")
+        )
+        return PoolStats(
+            depth=held - pending,
+            pending=pending,
+            produced=produced,
+            acknowledged=acked,
+            redelivered=redelivered,
+            malformed=malformed,
+            capacity=self.capacity,
+        )
+
+    def delete_job(self) -> int:
+        client = self._link.client
+
+        def delete() -> int:
+            removed = client.delete(*self._keys.entry)
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000):
+                batch.append(key)
+                if len(batch) >= 1000:
+                    removed += client.unlink(*batch)
+                    batch = []
+            if batch:
+                removed += client.unlink(*batch)
+            return removed
+
+        removed = int(self._link.call(delete, "delete the job"))
+        self._slots.close()  # its slots are swept below: a later put starts with new ones
+        swept = shared_memory.sweep(self._link.url, self.job_id)
+        if swept:
+            log.info("pool job %s: removed %d shared-memory slots", self.job_id, swept)
+        return removed

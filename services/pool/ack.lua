@@ -1,0 +1,19 @@
+-- ACK (after ack_one.lua): acknowledge entries and delete them and their bytes (wherever GET moved
+-- them), each counted under ARGV[2] ('acknowledged', or 'malformed' for an entry that failed to
+-- decode). With a consumer name in ARGV[3], only entries that consumer holds. Returns how many were
+-- pending (for that consumer) and are now gone; the others were acknowledged already, taken over, or
+-- lost in a restart.
+-- ARGV: group, counter, consumer or '', entry ids.
+
+local done = 0
+for i = 4, #ARGV do
+  local id = ARGV[i]
+  local mine = true
+  if ARGV[3] ~= '' then
+    if redis.call('EXISTS', KEYS[1]) == 0 then return done end
+    local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+    mine = info[1] ~= nil and info[1][2] == ARGV[3]
+  end
+  if mine then done = done + ack_one(id, ARGV[2]) end
+end
+return done

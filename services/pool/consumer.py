@@ -1,0 +1,209 @@
+"""The consumer side of a pool object: getting entries (reclaiming those of dead consumers), acknowledging."""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+
+import redis
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.acks import AckQueue
+from saintpipe.services.pool.codec import decode_owned
+from saintpipe.services.pool.link import RedisLink
+from saintpipe.services.pool.resp import pack
+from saintpipe.services.pool.scripts import SCRIPTS
+from saintpipe.services.pool.shared import GROUP, JobKeys, PoolEntry, log
+
+from saintpipe.core.errors import DecodeError, InvalidArgument, SaintpipeError
+
+# Longest single blocking read; between reads the consumer looks for entries to reclaim.
+_MAX_BLOCK_SLICE = 1.0
+# Longest an ack(wait=False) waits for a round trip to carry it before a background flush sends it.
+_MAX_ACK_DELAY = 0.1
+
+
+class Consumer:
+    """Gets and acknowledgements of one pool object; ``SubgraphPool`` documents each public method.
+
+    Args:
+        job_id: the job.
+        visibility_timeout: seconds an entry stays with its consumer before another may take it.
+        socket_timeout: seconds one Redis call may take (a blocking read ends before it).
+        keys: the job's keys.
+        link: the pool object's round trips.
+        acks: acknowledgements queued by ``ack(wait=False)``.
+    """
+
+    def __init__(
+        self,
+        job_id: str,
+        visibility_timeout: float,
+        socket_timeout: float,
+        keys: JobKeys,
+        link: RedisLink,
+        acks: AckQueue,
+    ) -> None:
+        self.job_id = job_id
+        self._keys = keys
+        self._entry_keys = keys.entry
+        self._link = link
+        self._acks = acks
+        self._get = SCRIPTS["GET"]
+        self._min_idle_ms = max(1, int(visibility_timeout * 1000))
+        # A blocking read must end before the socket times out.
+        self._block_slice = min(_MAX_BLOCK_SLICE, visibility_timeout / 2, socket_timeout / 2)
+        self._ack_delay = min(_MAX_ACK_DELAY, visibility_timeout / 4)
+        self._closed = threading.Event()  # ends the flush thread
+        # Abandoned entries are looked for first at most this often (and whenever nothing new is there).
+        self._claim_interval = min(_MAX_BLOCK_SLICE, visibility_timeout / 4)
+        self._next_claim = 0.0
+
+    def get(self, consumer: str, timeout: float | None) -> PoolEntry | None:
+        if not consumer:
+            raise InvalidArgument("consumer name must be non-empty")
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
+            now = time.monotonic()
+            abandoned_first = now >= self._next_claim
+            if abandoned_first:
+                self._next_claim = now + self._claim_interval
+            # One round trip: the GET script (first acknowledging what ack(wait=False) queued) moves the
+            # entry's bytes to a key named here, then GET them.
+            dest = self._keys.new_bytes_key()
+            acks = self._acks.take()
+            args = [GROUP, consumer, self._min_idle_ms, int(abandoned_first), *acks]
+            try:
+                (eid, deliveries, present, acked), payload = self._link.run(
+                    [self._get.command([*self._entry_keys, dest], args), pack("GET", dest)],
+                    "get a subgraph",
+                )
+            except BaseException:
+                self._acks.requeue(acks)
+                raise
+            if acked != len(acks):
+                self._acks.note_stale(len(acks) - acked, len(acks))
+            if eid:  # nil (or false, depending on the protocol) when there is none
+                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None)
+            else:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                block = self._block_slice if remaining is None else min(self._block_slice, remaining)
+                read = self._blocking_read(consumer, block)
+                entry = self._entry(consumer, *read) if read else None
+            if entry is not None:
+                return entry
+
+    def _blocking_read(
+        self, consumer: str, seconds: float
+    ) -> tuple[str, int, memoryview | bytes | None] | None:
+        """Wait up to ``seconds`` for a new entry; returns (id, deliveries, bytes) or None."""
+        block = pack(
+            "XREADGROUP",
+            "GROUP",
+            GROUP,
+            consumer,
+            "COUNT",
+            1,
+            "BLOCK",
+            max(1, int(seconds * 1000)),
+            "STREAMS",
+            self._keys.stream,
+            ">",
+        )
+        try:
+            reply = self._link.run([block], "wait for a subgraph")[0]
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            return None  # the stream vanished (restart or delete_job); the next GET script recreates it
+        if not reply:
+            return None
+        # RESP3 answers {stream: entries}, RESP2 [[stream, entries]].
+        entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
+        entry_id, fields = entries[0]
+        # A new entry's bytes are still under the key its producer named (field k).
+        key = fields[fields.index(b"k") + 1]
+        return entry_id.decode(), 1, self._link.run([pack("GET", key)], "fetch a subgraph")[0]
+
+    def _entry(
+        self, consumer: str, eid: str, deliveries: int, payload: memoryview | bytes | None
+    ) -> PoolEntry | None:
+        """Decode the bytes of a delivered entry; None if another consumer took it over meanwhile."""
+        try:
+            if payload is not None and shared_memory.is_reference(payload):
+                reference, payload = payload, shared_memory.read(payload)  # ConfigError: not readable here
+                if payload is None:
+                    raise DecodeError(
+                        f"its shared-memory slot {shared_memory.SlotReference.parse(reference).name} is gone"
+                    )
+            if payload is None:
+                raise DecodeError("its bytes are missing from Redis")
+            return PoolEntry(entry_id=eid, subgraph=decode_owned(payload), deliveries=deliveries)
+        except DecodeError as exc:
+            # Only while this consumer still holds it: another may have taken it over in between.
+            removed = self._link.eval(
+                "ACK", self._entry_keys, [GROUP, "malformed", consumer, eid], "drop a malformed entry"
+            )
+            if not removed:
+                if payload is None:
+                    return None
+                raise DecodeError(
+                    f"pool job {self.job_id!r} entry {eid} was malformed (another consumer holds it now): {exc}"
+                ) from None
+            log.error("pool job %s: removed malformed entry %s: %s", self.job_id, eid, exc)
+            raise DecodeError(
+                f"pool job {self.job_id!r} entry {eid} was malformed and has been removed: {exc}"
+            ) from None
+
+    def ack(self, entry_id: str, *, wait: bool) -> bool | None:
+        if not wait:
+            self._queue_ack(entry_id)
+            return None
+        done = self._link.eval(
+            "ACK", self._entry_keys, [GROUP, "acknowledged", "", entry_id], "acknowledge a subgraph"
+        )
+        if not done:
+            log.debug("pool job %s: entry %s was not pending when acknowledged", self.job_id, entry_id)
+        return bool(done)
+
+    def flush_acks(self) -> None:
+        if self._acks.queued():
+            self._link.run([], "acknowledge subgraphs")
+
+    def _queue_ack(self, entry_id: str) -> None:
+        if self._acks.push(entry_id):
+            threading.Thread(
+                target=_flush_loop,
+                args=(weakref.ref(self), self._closed, self._ack_delay),
+                name=f"pool-acks-{self.job_id}",
+                daemon=True,
+            ).start()
+
+    def _flush_due(self) -> None:
+        """Send queued acknowledgements that no round trip has carried within ``_ack_delay``."""
+        if self._acks.due(self._ack_delay):
+            try:
+                self._link.run([], "acknowledge subgraphs")
+            except (redis.RedisError, SaintpipeError) as exc:  # still queued: the next call sends them
+                log.warning("pool job %s: could not send queued acknowledgements: %s", self.job_id, exc)
+
+    def touch(self, consumer: str, entry_id: str) -> bool:
+        return bool(
+            self._link.eval("TOUCH", self._keys.stream_and_counters, [GROUP, consumer, entry_id], "extend a lease")
+        )
+
+    def stop(self) -> None:
+        """End the background flush (``close`` then sends what is queued itself)."""
+        self._closed.set()
+
+
+def _flush_loop(consumer_ref: weakref.ref, closed: threading.Event, period: float) -> None:
+    """A pool's background flush of queued acknowledgements; holds its consumer only weakly, ends with it."""
+    while not closed.wait(period):
+        consumer = consumer_ref()
+        if consumer is None:
+            return
+        consumer._flush_due()
+        del consumer

@@ -1,0 +1,23 @@
+-- put_entry(): shared by PUT and PUT_REFERENCE (scripts.py prepends it).
+-- Append an entry for the bytes under KEYS[4], but only while fewer than capacity (ARGV[2]) entries
+-- are held. Creates the stream and its group when missing (a fresh job, or a Redis that restarted
+-- without persistence). Returns the new entry id; the number held when full (and renews the upload's
+-- expiry, ARGV[3] ms); or -1 when the upload is gone (expired, or lost in a restart).
+
+local function put_entry()
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+  end
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    return -1
+  end
+  local held = redis.call('XLEN', KEYS[1])
+  if held >= tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[4], ARGV[3])
+    return held
+  end
+  local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[4])
+  redis.call('PERSIST', KEYS[4])
+  redis.call('HINCRBY', KEYS[2], 'produced', 1)
+  return id
+end

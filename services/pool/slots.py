@@ -1,0 +1,90 @@
+"""A shared-memory producer's slots: writing a message into one, and learning from Redis which are free again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.link import RedisLink
+from saintpipe.services.pool.resp import pack
+from saintpipe.services.pool.shared import FORKS, log
+
+from saintpipe.core.errors import SaintpipeError
+
+# Oldest entries asked about along with each put (is its slot free again?), and, when no slot is free and
+# _SLOTS_WITHOUT_RECLAIM exist, before creating another.
+SLOT_CHECKS_PER_PUT, _SLOT_CHECKS_WHEN_SHORT = 2, 32
+# Up to this many slots a producer short of a free one makes another rather than asking Redis at once:
+# a pipelined producer holds one being written, one in flight and the entries whose checks are on the way.
+_SLOTS_WITHOUT_RECLAIM = 8
+
+Written = tuple[shared_memory.SlotWriter, int, bytes]  # (writer, slot, reference to put in Redis)
+
+
+class ProducerSlots:
+    """The slots of one pool object's puts (made on first use, and anew in a forked child).
+
+    Args:
+        url: the pool's Redis URL.
+        job_id: the pool's job.
+        stream_key: the job's stream (an entry gone from it frees its slot).
+        link: the pool object's round trips.
+    """
+
+    def __init__(self, url: str, job_id: str, stream_key: str, link: RedisLink) -> None:
+        self.url = url
+        self.job_id = job_id
+        self._stream_key = stream_key
+        self._link = link
+        self._writer: shared_memory.SlotWriter | None = None
+        self._fork = -1
+        self._failure_logged = False
+
+    def write(self, encode_into: Callable[[Callable[[int], np.ndarray]], int]) -> Written | None:
+        """Let ``encode_into(allocate)`` write the message into a slot.
+
+        Returns:
+            (writer, slot, reference); None when no slot could be written (``/dev/shm`` full): the
+            caller puts the bytes in Redis.
+        """
+        writer = self._current()
+
+        def when_short() -> None:
+            if writer.slots >= _SLOTS_WITHOUT_RECLAIM:
+                self._reclaim(writer, writer.oldest(_SLOT_CHECKS_WHEN_SHORT))
+
+        try:
+            slot, reference = writer.write(encode_into, when_short)
+        except OSError as exc:  # ENOSPC from posix_fallocate, EMFILE, ...: nothing was put yet
+            if isinstance(exc, SaintpipeError):  # Redis away while looking for free slots: not a slot problem
+                raise
+            if not self._failure_logged:
+                self._failure_logged = True
+                log.warning(
+                    "pool job %s: cannot write a shared-memory slot under %s (%s); putting subgraph bytes "
+                    "in Redis until a slot can be written again (raise the size of /dev/shm, or lower the "
+                    "pool's capacity)", self.job_id, shared_memory.SHM_DIR, exc,
+                )
+            return None
+        self._failure_logged = False
+        return writer, slot, reference
+
+    def _current(self) -> shared_memory.SlotWriter:
+        if self._writer is None or self._fork != FORKS[0]:  # a forked child writes its own slots
+            self._writer = shared_memory.SlotWriter(self.url, self.job_id)
+            self._fork = FORKS[0]
+        return self._writer
+
+    def _reclaim(self, writer: shared_memory.SlotWriter, entry_ids: list[str]) -> None:
+        """Ask Redis which of these entries have left the stream; their slots are free again."""
+        if entry_ids:
+            checks = [pack("XRANGE", self._stream_key, eid, eid) for eid in entry_ids]
+            replies = self._link.run(checks, "look for free shared-memory slots")
+            writer.gone([eid for eid, entry in zip(entry_ids, replies) if not entry])
+
+    def close(self) -> None:
+        """Unmap the slots (see ``SlotWriter.close``); a later write starts with new ones."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

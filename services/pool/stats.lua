@@ -1,0 +1,11 @@
+-- STATS: a consistent snapshot: {held, pending, produced, acknowledged, redelivered, malformed}.
+-- ARGV: group.
+
+local held, pending = 0, 0
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  held = redis.call('XLEN', KEYS[1])
+  local summary = redis.pcall('XPENDING', KEYS[1], ARGV[1])
+  if type(summary) == 'table' and not summary.err then pending = summary[1] end
+end
+local c = redis.call('HMGET', KEYS[2], 'produced', 'acknowledged', 'redelivered', 'malformed')
+return {held, pending, tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0, tonumber(c[4]) or 0}

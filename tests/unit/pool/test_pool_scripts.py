@@ -1,0 +1,61 @@
+"""The pool's Lua scripts as loaded from their files, and the facade's exports (no server)."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib.resources import files
+
+from saintpipe.services.pool import scripts
+
+PACKAGE = files("saintpipe.services.pool")
+USED = {"ack_one", "put_entry", "put", "put_reference", "get", "ack", "touch", "stats"}
+
+
+def lua(name: str) -> str:
+    return (PACKAGE / f"{name}.lua").read_text(encoding="utf-8")
+
+
+def test_every_lua_file_is_a_script_or_a_shared_piece():
+    # Beside the module, not in a subfolder: the package data pattern "*.lua" covers only the package's own.
+    assert {p.name.removesuffix(".lua") for p in PACKAGE.iterdir() if p.name.endswith(".lua")} == USED
+
+
+def test_the_comment_that_opens_a_file_does_not_reach_redis():
+    for name in USED:
+        assert lua(name).startswith("-- ")
+    for name, script in scripts.SCRIPTS.items():
+        assert script.text == getattr(scripts, name)
+        assert not script.text.lstrip("\n").startswith("--"), name
+        assert script.text.startswith("\n") and script.text.endswith("\n")
+
+
+def test_shared_pieces_come_first_and_once():
+    ack_one = scripts._code("ack_one")
+    put_entry = scripts._code("put_entry")
+    assert "local function ack_one(id, counter)" in ack_one
+    assert "local function put_entry()" in put_entry
+    for name in ("PUT", "PUT_REFERENCE"):
+        assert getattr(scripts, name).startswith(ack_one + put_entry)
+    for name in ("GET", "ACK"):
+        assert getattr(scripts, name).startswith(ack_one)
+        assert "put_entry" not in getattr(scripts, name)
+    for name in ("TOUCH", "STATS"):
+        assert "ack_one" not in getattr(scripts, name)
+    for name in scripts.SCRIPTS:
+        assert getattr(scripts, name).count("local function ack_one") <= 1
+
+
+def test_scripts_are_called_by_the_sha_of_their_text():
+    for script in scripts.SCRIPTS.values():
+        assert script.sha == hashlib.sha1(script.text.encode()).hexdigest()
+        sent = b"".join(script.command(["k1", "k2"], ["a", 1]))
+        assert sent.startswith(b"*7\r\n$7\r\nEVALSHA\r\n$40\r\n" + script.sha.encode() + b"\r\n$1\r\n2\r\n")
+
+
+def test_the_facade_exports_what_callers_import():
+    from saintpipe.services.pool import pool, shared
+
+    assert pool.PoolEntry is shared.PoolEntry and pool.PoolStats is shared.PoolStats
+    assert (pool.GROUP, pool.KEY_PREFIX) == ("trainers", "saintpipe:pool:")
+    for name in ("SubgraphPool", "PreparedPut", "resolve_transport"):
+        assert hasattr(pool, name)
