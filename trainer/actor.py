@@ -18,7 +18,8 @@ from dataclasses import replace
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
-from saintpipe.trainer.loop import TimeBreakdown, TrainResult
+from saintpipe.trainer.loop import TrainResult
+from saintpipe.trainer.timing import TimeBreakdown
 from saintpipe.trainer.worker import TrainerSpec
 
 log = logging.getLogger(__name__)
@@ -106,12 +107,10 @@ def merge_results(results: list[TrainResult]) -> TrainResult:
     digests = {r.model_digest for r in results}
     if len(digests) > 1:
         raise RuntimeError(f"data-parallel trainers ended with different weights: {sorted(digests)}")
-    times = TimeBreakdown(**{k: sum(getattr(r.times, k) for r in results) for k in vars(lead.times)})
-    times.total = max(r.times.total for r in results)
     return replace(
         lead,
         subgraphs=sum(r.subgraphs for r in results),
-        times=times,
+        times=TimeBreakdown.merged([r.times for r in results]),
         redelivered=sum(r.redelivered for r in results),
     )
 

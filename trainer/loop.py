@@ -31,29 +31,9 @@ from saintpipe.trainer.evaluate import EvalGraph, evaluate
 from saintpipe.trainer.feeds import Feed
 from saintpipe.trainer.metrics import TrainerMetrics
 from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
+from saintpipe.trainer.timing import TimeBreakdown
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TimeBreakdown:
-    """Seconds spent, summed over the run (per trainer).
-
-    Attributes:
-        sampling_wait: waiting for subgraphs to arrive (empty pool, or sampling in-process).
-        feature_fetch: fetching features (overlapped with compute when prefetching).
-        data_wait: time the loop was blocked waiting for its next subgraph and features.
-        compute: forward, backward, gradient all-reduce and optimizer steps.
-        evaluation: validation and test scoring.
-        total: wall-clock of the whole run.
-    """
-
-    sampling_wait: float = 0.0
-    feature_fetch: float = 0.0
-    data_wait: float = 0.0
-    compute: float = 0.0
-    evaluation: float = 0.0
-    total: float = 0.0
 
 
 @dataclass
@@ -86,7 +66,8 @@ class TrainResult:
     def summary(self) -> dict:
         """A flat dict for printing or JSON."""
         out = {k: v for k, v in asdict(self).items() if k not in ("times", "history", "model_digest")}
-        out.update({f"{k}_s": round(v, 4) for k, v in asdict(self.times).items()})
+        for name in TimeBreakdown.TRAINER_FIELDS:  # the wall clock keeps its published key, total_s
+            out[f"{'total' if name == 'wall' else name}_s"] = round(getattr(self.times, name), 4)
         return out
 
 
@@ -209,7 +190,7 @@ class TrainLoop:
             item.ack()
             self._account(item, data_wait, compute, last_loss)
             self._advance(labelled_all if self.sync is not None else labelled)
-        self.times.total += time.perf_counter() - start
+        self.times.wall += time.perf_counter() - start
         return self._finish(last_loss)
 
     def _account(self, item, data_wait: float, compute: float, loss: float) -> None:

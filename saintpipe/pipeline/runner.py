@@ -26,6 +26,7 @@ from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
 from saintpipe.pipeline.summary import RunSummary
 from saintpipe.pipeline.supervision import Supervisor
+from saintpipe.trainer.timing import TimeBreakdown
 
 log = logging.getLogger(__name__)
 
@@ -272,8 +273,9 @@ class LocalPipeline:
                 summary.test_score, summary.val_score = result.test_score, result.val_score
                 summary.epochs, summary.steps, summary.subgraphs_trained = result.epochs, result.steps, \
                     result.subgraphs
-                t.feature_fetch, t.compute = result.times.feature_fetch, result.times.compute
-                t.data_wait, t.evaluation = result.times.data_wait, result.times.evaluation
+                for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
+                    if name != "wall":
+                        setattr(t, name, getattr(result.times, name))
                 if result.stopped_early and summary.stopped_by == "finished":
                     summary.stopped_by = "early stopping (validation stopped improving)"
             else:

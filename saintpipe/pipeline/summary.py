@@ -6,30 +6,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
-
-@dataclass
-class TimeSpent:
-    """Seconds, summed over the trainers (or the sampler workers, for ``sampling``).
-
-    Attributes:
-        sampling: sampler workers drawing and inducing subgraphs (runs beside training, on its own cores).
-        sampler_pool_wait: sampler workers blocked on a full pool (they were ahead of the trainers).
-        feature_fetch: trainers fetching feature rows (overlapped with compute when prefetching).
-        compute: trainers' forward, backward and optimizer steps.
-        data_wait: trainers blocked waiting for their next subgraph and its features.
-        evaluation: validation and test scoring.
-        startup: from the command's start to the first training step's data being requested.
-        wall: the whole run, start-up and teardown included.
-    """
-
-    sampling: float = 0.0
-    sampler_pool_wait: float = 0.0
-    feature_fetch: float = 0.0
-    compute: float = 0.0
-    data_wait: float = 0.0
-    evaluation: float = 0.0
-    startup: float = 0.0
-    wall: float = 0.0
+from saintpipe.trainer.timing import TimeBreakdown
 
 
 @dataclass
@@ -39,7 +16,8 @@ class RunSummary:
     Attributes:
         dataset: the dataset's name and size. test_score/val_score: accuracy (F1-micro for multi-label data)
         of the best-validation weights; NaN when the run ended before scoring. stopped_by: why training
-        ended (finished, early stopping, max_seconds, SIGINT, ...).
+        ended (finished, early stopping, max_seconds, SIGINT, ...). times: the trainers' time breakdown with
+        the sampler workers' figures, the start-up and the whole command's wall clock.
     """
 
     dataset: str
@@ -54,7 +32,7 @@ class RunSummary:
     trainers: int = 0
     training_seconds: float = 0.0
     stopped_by: str = "finished"
-    times: TimeSpent = field(default_factory=TimeSpent)
+    times: TimeBreakdown = field(default_factory=TimeBreakdown)
 
     @property
     def sampler_throughput(self) -> float:

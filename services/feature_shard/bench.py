@@ -12,6 +12,12 @@ in-process) is the baseline; the ratio is service MB/s over baseline MB/s (MB
 of float32 rows delivered to the caller). The target figure (ratio >= 0.5 at
 dim 500) is read from the shared-memory path, the one a same-host deployment
 uses; where shared memory is unavailable, from the bytes path.
+
+Per width, in the same process, one answer chunk of the bytes path (a shard's
+share of a gather, float32, framed as the server frames it) is decoded by the
+hand-written reader (``wire.decode_chunk``) and by the generated class
+(``GatherChunk.FromString``), interleaved: rows "decode chunk: ...", and
+``ratio_decode_dimD_hand_to_generated`` (protowire's docstring quotes them).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "features",
         help="feature-service gather throughput vs. in-process numpy",
         description="Gather random rows from feature shards served by real subprocesses, and in the same run "
-        "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio.",
+        "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio. "
+        "Also decodes one answer chunk per width by the hand-written reader and by the generated class.",
     )
     parser.add_argument(
         "--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)"
@@ -55,8 +62,8 @@ def _bench(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
+    from saintpipe.core.report import emit_report
 
     try:
         dims = [int(d) for d in args.dims.split(",") if d.strip()]
@@ -67,12 +74,17 @@ def _bench(args: argparse.Namespace) -> int:
     if args.rows > args.nodes:
         raise InvalidArgument(f"--rows {args.rows} exceeds --nodes {args.nodes} (rows are distinct)")
     logging.getLogger(__name__).info("benchmarking dims %s", dims)
-    rows, summary, ratios = [], {}, {}
+    rows, summary, ratios, decode_ratios = [], {}, {}, {}
     target_path = SHM
     with tempfile.TemporaryDirectory(prefix="saintpipe-bench-features-") as tmp:
         for dim in dims:
-            dim_rows = _bench_dim(Path(tmp) / f"dim{dim}", dim, args)
+            dim_rows, decode_rows = _bench_dim(Path(tmp) / f"dim{dim}", dim, args)
             rows.extend(dim_rows)
+            rows.extend(decode_rows)
+            # Chunk decode speed of the hand-written reader over the generated class's (saintpipe/core/protowire.py).
+            decode_ratios[f"ratio_decode_dim{dim}_hand_to_generated"] = (
+                decode_rows[1]["p50_ms"] / decode_rows[0]["p50_ms"]
+            )
             by_path = {row["path"]: row["ratio"] for row in dim_rows}
             if SHM not in by_path:
                 target_path = BYTES
@@ -86,6 +98,7 @@ def _bench(args: argparse.Namespace) -> int:
     if 500 in ratios:
         summary["target_ratio_dim500"] = 0.5
         summary["target_met"] = ratios[500] >= 0.5
+    summary.update(decode_ratios)
     params = {
         "rows": args.rows,
         "nodes": args.nodes,
@@ -117,19 +130,22 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 BASELINE = "numpy mmap (baseline)"
+DECODE_HAND = "decode chunk: hand reader"  # feature_shard.wire.decode_chunk (saintpipe.core.protowire)
+DECODE_GENERATED = "decode chunk: generated class"  # GatherChunk.FromString + np.frombuffer of its rows
 BYTES = "service bytes"  # float32 rows in gRPC messages: the figure that holds across hosts
 SHM = "service shm"  # float32 rows written into the client's /dev/shm region: same host only
 FP16 = "service fp16"  # float16 rows in gRPC messages
 
 
-def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
+def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
+    """The rows of the gather paths and the rows of the two chunk decoders, for feature width ``dim``."""
     import numpy as np
-    from tqdm import tqdm
-
-    from saintpipe.core.errors import SaintpipeError
     from saintpipe.services.dataset.demo import generate_demo
     from saintpipe.services.dataset.store import open_dataset, write_dataset
     from saintpipe.services.feature_shard.client import FeatureClient
+    from tqdm import tqdm
+
+    from saintpipe.core.errors import SaintpipeError
 
     rng = np.random.default_rng(args.seed)
     arrays = generate_demo(num_nodes=args.nodes, feature_dim=1, seed=args.seed)
@@ -213,6 +229,51 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> list[dict]:
     base = out[0]["MB_per_s"]
     for row in out:
         row["ratio"] = row["MB_per_s"] / base
+    return out, _bench_decode(dataset.gather_features(id_sets[0][: -(-args.rows // args.shards)]), dim)
+
+
+def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
+    """Decode one answer chunk of the bytes path (a shard's share of a gather, float32, as the server
+    frames it) by the hand-written reader and by the generated class, interleaved: is the reader needed?"""
+    import time
+
+    import numpy as np
+    from saintpipe.services.feature_shard.wire import allocate_chunk, decode_chunk
+
+    from saintpipe.core.errors import SaintpipeError
+    from saintpipe.protos import feature_shard_pb2 as pb
+
+    message, view = allocate_chunk(0, rows.shape[0], dim, np.dtype(np.float32))
+    view[...] = rows
+    del view
+
+    def generated():
+        chunk = pb.GatherChunk.FromString(message)
+        return chunk.offset, np.frombuffer(chunk.rows, dtype=chunk.dtype).reshape(chunk.shape)
+
+    paths = {DECODE_HAND: lambda: decode_chunk(message), DECODE_GENERATED: generated}
+    for name, decode in paths.items():
+        if not np.array_equal(decode()[1], rows):
+            raise SaintpipeError(f"benchmark self-check failed: {name} decoded other rows")
+    took: dict[str, list[float]] = {name: [] for name in paths}
+    for i in range(rounds + 5):
+        for name, decode in paths.items():
+            began = time.perf_counter()
+            decode()
+            if i >= 5:
+                took[name].append(time.perf_counter() - began)
+    out = []
+    for name, times in took.items():
+        median = float(np.median(times))
+        out.append({
+            "dim": dim,
+            "path": name,
+            "rows_per_s": rows.shape[0] / median,
+            "MB_per_s": rows.nbytes / 1e6 / median,
+            "p50_ms": median * 1e3,
+            "p99_ms": float(np.percentile(times, 99)) * 1e3,
+            "wire_MB": len(message) / 1e6,
+        })
     return out
 
 

@@ -7,10 +7,12 @@ with a dtype and a shape (``protos/saintpipe/protos/feature_shard.proto``).
 decoded here without the generated class touching the row bytes: the small
 fields are serialized by the generated class, the ``rows`` field (tag 2,
 length-delimited) is appended by hand, and the decoder walks the protobuf wire
-format and returns a zero-copy numpy view of the rows. The bytes on the wire
-are an ordinary ``GatherChunk`` message (protobuf accepts fields in any
-order); tests check both directions against the generated class. Going through
-the generated class instead costs four extra copies of every payload.
+format with the shared hand-written reader (:mod:`saintpipe.core.protowire`,
+whose docstring has the figures from ``saintpipe bench features``) and returns a
+zero-copy numpy view of the rows. The bytes on the wire are an ordinary
+``GatherChunk`` message (protobuf accepts fields in any order); tests check
+both directions against the generated class. Going through the generated class
+instead costs four extra copies of every payload.
 
 The server goes one copy further with :func:`allocate_chunk`: it creates the
 message's ``bytes`` object first (uninitialized, through the C API's
@@ -29,14 +31,15 @@ import ctypes
 
 import numpy as np
 
+from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError
 from saintpipe.protos import feature_shard_pb2 as pb
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["FeatureShard"].full_name
 # Dtypes a shard may store or send; always little-endian on the wire.
 WIRE_DTYPES: dict[str, np.dtype] = {"float32": np.dtype("<f4"), "float16": np.dtype("<f2")}
-_ROWS_TAG = bytes([(2 << 3) | 2])  # field 2, wire type 2 (length-delimited)
-_PADDING_TAG = bytes([(5 << 3) | 2])  # field 5, wire type 2
+_ROWS_TAG = pw.tag(2, pw.LEN)
+_PADDING_TAG = pw.tag(5, pw.LEN)
 # Bytes a GatherChunk needs beside its rows (offset, dtype, shape, padding, tags), with room to spare.
 CHUNK_OVERHEAD = 256
 ROWS_ALIGNMENT = 16  # CPython's bytes data is 16-byte aligned, so this holds on both ends
@@ -73,18 +76,6 @@ def wire_dtype(name: str) -> np.dtype:
         raise DecodeError(f"unknown dtype {name!r} (expected one of {sorted(WIRE_DTYPES)})") from None
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
     """A serialized ``GatherChunk`` holding ``rows`` (2-D, a dtype of :data:`WIRE_DTYPES`).
 
@@ -98,7 +89,7 @@ def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
         rows = rows.astype(WIRE_DTYPES[dtype_name])
     head = pb.GatherChunk(offset=offset, dtype=dtype_name, shape=rows.shape).SerializeToString()
     payload = memoryview(rows).cast("B") if rows.size else b""
-    return b"".join((head, _ROWS_TAG, _varint(len(payload)), payload))
+    return b"".join((head, _ROWS_TAG, pw.varint(len(payload)), payload))
 
 
 def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[bytes, np.ndarray]:
@@ -115,7 +106,7 @@ def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[b
     dtype = WIRE_DTYPES[dtype.name]
     head = pb.GatherChunk(offset=offset, dtype=dtype.name, shape=(rows, dim)).SerializeToString()
     payload = rows * dim * dtype.itemsize
-    rows_key = _ROWS_TAG + _varint(payload)
+    rows_key = _ROWS_TAG + pw.varint(payload)
     pad = -(len(head) + 2 + len(rows_key)) % ROWS_ALIGNMENT  # 2: padding's tag and one-byte length
     prefix = b"".join((head, _PADDING_TAG, bytes([pad]), bytes(pad), rows_key))
     message = _bytes_from_size(None, len(prefix) + payload)
@@ -125,57 +116,31 @@ def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[b
     return message, view
 
 
-def _read_varint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while pos < end:
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            break
-    raise DecodeError("GatherChunk: truncated or overlong varint")
+# What decode errors call GatherChunk's fields.
+_NAMES = {1: "GatherChunk.offset", 2: "GatherChunk.rows", 3: "GatherChunk.dtype", 4: "GatherChunk.shape"}
 
 
 def _decode_fields(data: bytes) -> tuple[int, memoryview | None, str, list[int]]:
-    """Walk the wire format of a GatherChunk: (offset, rows bytes, dtype, shape)."""
-    buf = memoryview(data)
-    pos, end = 0, len(buf)
+    """Walk the wire format of a GatherChunk: (offset, rows bytes, dtype, shape).
+
+    Protobuf's rules: a field repeated takes its last value (``shape`` collects,
+    packed or not), a known field of another wire type is skipped like an
+    unknown one.
+    """
     offset, rows, dtype, shape = 0, None, "", []
-    while pos < end:
-        key, pos = _read_varint(buf, pos, end)
-        field, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            value, pos = _read_varint(buf, pos, end)
+    for field, wire_type, value, length in pw.iter_fields(data, 0, len(data), "GatherChunk", _NAMES):
+        if wire_type == pw.LEN:
+            if field == 2:
+                rows = memoryview(data)[value : value + length]
+            elif field == 4:  # packed repeated int64
+                shape += pw.packed_int64(data, value, value + length, _NAMES[4])
+            elif field == 3:
+                dtype = bytes(data[value : value + length]).decode("utf-8", errors="replace")
+        elif wire_type == pw.VARINT:
             if field == 1:
                 offset = value
             elif field == 4:
-                shape.append(value - (1 << 64) if value >= 1 << 63 else value)
-        elif wire_type == 2:
-            length, pos = _read_varint(buf, pos, end)
-            if pos + length > end:
-                raise DecodeError(f"GatherChunk: field {field} runs past the end of the message")
-            value_bytes = buf[pos : pos + length]
-            pos += length
-            if field == 2:
-                rows = value_bytes
-            elif field == 3:
-                dtype = bytes(value_bytes).decode("utf-8", errors="replace")
-            elif field == 4:  # packed repeated int64
-                sub, sub_end = 0, len(value_bytes)
-                while sub < sub_end:
-                    value, sub = _read_varint(value_bytes, sub, sub_end)
-                    shape.append(value - (1 << 64) if value >= 1 << 63 else value)
-        elif wire_type == 1:
-            pos += 8
-        elif wire_type == 5:
-            pos += 4
-        else:
-            raise DecodeError(f"GatherChunk: unsupported wire type {wire_type} for field {field}")
-    if pos != end:
-        raise DecodeError("GatherChunk: truncated message")
+                shape.append(pw.signed(value))
     return offset, rows, dtype, shape
 
 

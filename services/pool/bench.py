@@ -1,4 +1,10 @@
-"""``saintpipe bench pool``: put+get+ack throughput of the pool vs plain Redis SET+GET of the same bytes."""
+"""``saintpipe bench pool``: put+get+ack throughput of the pool vs plain Redis SET+GET of the same bytes.
+
+Also, in the same run, decoding alone of the same message by three readers:
+the codec's compiled path, its Python walk over :mod:`saintpipe.core.protowire`,
+and the generated class (``Subgraph.FromString``), each with the same checksum
+and checks; protowire's docstring quotes these rows.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="subgraph pool throughput vs plain Redis SET+GET",
         description="Times put+get+ack of subgraphs through the pool (encode and decode included) and, "
         "in the same run, plain Redis SET+GET of the same message bytes through redis-py as the baseline, "
-        "and through the pool's own zero-copy I/O path as a stricter floor. Starts a private redis-server "
-        "unless --redis-url or SAINTPIPE_REDIS_URL is given.",
+        "and through the pool's own zero-copy I/O path as a stricter floor; then decoding alone of the same "
+        "message by the codec's compiled path, by its Python walk and by the generated protobuf class. Starts "
+        "a private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.",
     )
     parser.add_argument("--nodes", type=int, default=8000, help="nodes per subgraph (default 8000)")
     parser.add_argument(
@@ -36,20 +43,25 @@ def _bench(args: argparse.Namespace) -> int:
     import statistics
     import time
 
-    from saintpipe.core.report import emit_report
-    from saintpipe.core.errors import InvalidArgument
     from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_parts
     from saintpipe.services.pool.connection import make_client
+    from saintpipe.services.pool.decoder import decode_walked
     from saintpipe.services.pool.pool import SubgraphPool
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.pool.resp import Connections, pack
     from saintpipe.services.pool.synthetic import random_subgraph
+
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.core.report import emit_report
 
     for name in ("nodes", "edges", "count"):
         if getattr(args, name) < 1:
             raise InvalidArgument(f"--{name} must be >= 1")
     sg = random_subgraph(args.nodes, args.edges, seed=0, job_id="bench")
     data = encode_subgraph(sg)
+    for decode in (decode_subgraph, decode_walked, decode_generated):
+        if not decode(data).equals(sg):
+            raise RuntimeError(f"{decode.__name__} decoded another subgraph")
     job = f"bench-{os.getpid()}"
     warmup = 5
 
@@ -105,6 +117,13 @@ def _bench(args: argparse.Namespace) -> int:
                 "codec": codec_cycle,
             },
             {"redispy": redispy_cycle, "default": default_cycle},
+            # Decoding alone, three readers of the same bytes: which hand-written reader earns its place
+            # (saintpipe/core/protowire.py's docstring quotes these rows).
+            {
+                "decode": lambda: decode_subgraph(data),
+                "decode_walked": lambda: decode_walked(data),
+                "decode_generated": lambda: decode_generated(data),
+            },
         ]
         seconds: dict[str, list[float]] = {name: [] for phase in phases for name in phase}
         try:
@@ -139,6 +158,9 @@ def _bench(args: argparse.Namespace) -> int:
         "floor": "redis SET+GET (floor: pool's zero-copy I/O)",
         "default": "redis SET+GET (default redis-py client)",
         "codec": "encode (pieces)+decode only",
+        "decode": "decode: hand reader, compiled walk+hash+checks",
+        "decode_walked": "decode: hand reader, Python walk (protowire)",
+        "decode_generated": "decode: generated class (FromString)",
     }
     rows = []
     for name, label in labels.items():
@@ -175,7 +197,38 @@ def _bench(args: argparse.Namespace) -> int:
             "ratio_pool_to_io_floor": per_s["pool"] / per_s["floor"],
             "target_ratio": 0.7,
             "meets_target": ratio >= 0.7,
+            # Decode speed (checksum and structural checks included in all three) over the others'.
+            "ratio_decode_hand_to_generated": per_s["decode"] / per_s["decode_generated"],
+            "ratio_decode_python_walk_to_generated": per_s["decode_walked"] / per_s["decode_generated"],
+            "ratio_decode_compiled_to_python_walk": per_s["decode"] / per_s["decode_walked"],
         },
         as_json=args.json,
     )
     return 0
+
+
+def decode_generated(data: bytes):
+    """``decode_subgraph`` through the generated class: ``Subgraph.FromString``, views of its bytes fields,
+    the same checksum and checks. The benchmark's reference for the hand-written reader."""
+    import numpy as np
+    from saintpipe.services.pool.schema import ARRAYS, FORMAT_VERSION, checksum
+    from saintpipe.services.pool.validate import check_subgraph_arrays
+
+    from saintpipe.core.errors import DecodeError
+    from saintpipe.core.subgraph import Subgraph
+    from saintpipe.protos import subgraph_pb2
+
+    msg = subgraph_pb2.Subgraph.FromString(data)
+    if msg.format_version != FORMAT_VERSION:
+        raise DecodeError(f"subgraph format_version: got {msg.format_version}")
+    arrays = {}
+    for name, (_, dtype) in ARRAYS.items():
+        field = getattr(msg, name)
+        if field.dtype != dtype.str or list(field.shape) != [len(field.data) // dtype.itemsize]:
+            raise DecodeError(f"subgraph {name}: dtype or shape")
+        arrays[name] = np.frombuffer(field.data, dtype=dtype)
+    meta = (msg.job_id, msg.worker, msg.sequence, msg.seed)
+    if checksum(FORMAT_VERSION, meta, arrays) != msg.checksum:
+        raise DecodeError("subgraph checksum")
+    check_subgraph_arrays(arrays)
+    return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)

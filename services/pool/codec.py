@@ -1,22 +1,23 @@
 """Subgraph <-> bytes: the ``saintpipe.protos.Subgraph`` message (protos/saintpipe/protos/subgraph.proto).
 
 Arrays travel as raw little-endian bytes with a dtype and a shape. Encoding
-copies each array once (into the message); decoding copies nothing: the
-arrays it returns are read-only numpy views of the message's own bytes,
-aligned because the encoder pads each ``data`` field to a multiple of 8 bytes
-from the message start. Copy an array before writing to it.
+copies each array once (into the message), or not at all when the pieces are
+sent in place; decoding (:mod:`saintpipe.services.pool.decoder`, re-exported
+here: ``decode_subgraph``, ``decode_owned``) copies nothing: the arrays it
+returns are read-only numpy views of the message's own bytes, aligned because
+the encoder pads each ``data`` field to a multiple of 8 bytes from the message
+start. Copy an array before writing to it.
 
 The bytes are exactly what the generated ``subgraph_pb2.Subgraph`` serializes
 (field order, defaults omitted), and any protobuf reader can parse them; the
-framing is done here only to avoid the generated classes' copies (see
-:mod:`saintpipe.services.pool.wire`).
+framing is done by hand (:mod:`saintpipe.core.protowire`, whose docstring has
+the figures) only to avoid the generated classes' copies.
 
-The decoder trusts nothing: every malformation (a broken frame, a wrong format
-version, a missing or repeated field, a dtype or length mismatch, a
-non-monotone ``indptr``, an index out of range, a checksum mismatch) raises
+The decoder trusts nothing: every malformation raises
 :class:`~saintpipe.core.errors.DecodeError` naming the field at fault. The XXH3-64
-checksum covers every field but the padding, so a corrupted message is rejected
-rather than decoded into a subgraph other than the one encoded.
+checksum (:func:`saintpipe.services.pool.schema.checksum`) covers every field but
+the padding, so a corrupted message is rejected rather than decoded into a
+subgraph other than the one encoded.
 """
 
 from __future__ import annotations
@@ -27,35 +28,21 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
-import xxhash
-
-from saintpipe.core.errors import DecodeError, InvalidArgument
-from saintpipe.services.pool import fused, scan, wire
+from saintpipe.services.pool import fused
+from saintpipe.services.pool.decoder import decode_owned, decode_subgraph
+from saintpipe.services.pool.schema import ALIGN, ARRAYS, FORMAT_VERSION, checksum
 from saintpipe.services.pool.validate import check_subgraph_arrays
+
+from saintpipe.core import protowire as pw
+from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.core.subgraph import Subgraph
 
-FORMAT_VERSION = 1
-ALIGN = 8
+__all__ = [
+    "ALIGN", "ARRAYS", "DIRECT_AVAILABLE", "FORMAT_VERSION", "FramedSubgraph", "MessageFramer", "decode_owned",
+    "decode_subgraph", "encode_subgraph", "encode_subgraph_into", "encode_subgraph_parts", "frame_subgraph",
+    "seal_subgraph",
+]
 
-# Array fields: name -> (field number in Subgraph, the one dtype it travels as).
-ARRAYS: dict[str, tuple[int, np.dtype]] = {
-    "node_ids": (6, np.dtype("<i8")),
-    "indptr": (7, np.dtype("<i8")),
-    "indices": (8, np.dtype("<i4")),
-    "edge_weights": (9, np.dtype("<f4")),
-    "edge_weights_t": (10, np.dtype("<f4")),
-    "loss_weights": (11, np.dtype("<f4")),
-}
-# Scalar fields: number -> (name, wire type).
-_SCALARS = {
-    1: ("format_version", wire.VARINT),
-    2: ("job_id", wire.LEN),
-    3: ("worker", wire.VARINT),
-    4: ("sequence", wire.VARINT),
-    5: ("seed", wire.VARINT),
-    12: ("checksum", wire.I64),
-}
-_BY_NUMBER = {num: name for name, (num, _) in ARRAYS.items()}
 _INT64 = (-(2**63), 2**63 - 1)
 _UINT64 = (0, 2**64 - 1)
 
@@ -101,10 +88,10 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     # Scalars first (field order), proto3 style: fields equal to their default are omitted.
     head = bytearray(_VERSION_FIELD)
     if job:
-        head += _JOB_KEY + wire.varint(len(job)) + job
+        head += _JOB_KEY + pw.varint(len(job)) + job
     for key, value in ((_WORKER_KEY, meta[1]), (_SEQUENCE_KEY, meta[2]), (_SEED_KEY, meta[3])):
         if value:
-            head += key + wire.varint(wire.unsigned(value))
+            head += key + pw.varint(pw.unsigned(value))
     pos = len(head)
     parts: list = [bytes(head)]
     for name, (number, _) in ARRAYS.items():
@@ -115,9 +102,9 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
         if arr.nbytes:
             parts.append(memoryview(arr).cast("B"))
             pos += arr.nbytes
-    checksum = _checksum(FORMAT_VERSION, meta, arrays)
-    if checksum:
-        parts.append(_CHECKSUM_KEY + struct.pack("<Q", checksum))
+    digest = checksum(FORMAT_VERSION, meta, arrays)
+    if digest:
+        parts.append(_CHECKSUM_KEY + struct.pack("<Q", digest))
     return parts
 
 
@@ -180,7 +167,7 @@ def encode_subgraph_into(
     dest = None
     if fused.AVAILABLE:  # frame, allocate, then one compiled pass: hash, check and copy each array
         job_array = np.frombuffer(job, dtype=np.uint8)
-        scalars = (np.uint64(wire.unsigned(meta[1])), np.uint64(wire.unsigned(meta[2])), np.uint64(meta[3]))
+        scalars = (np.uint64(pw.unsigned(meta[1])), np.uint64(pw.unsigned(meta[2])), np.uint64(meta[3]))
         views = [_read_only(a) for a in arrays.values()]
         arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
         cuts = np.empty(8, dtype=np.int64)
@@ -243,7 +230,7 @@ class MessageFramer:
             raise InvalidArgument("MessageFramer needs the compiled codec (saintpipe.services.pool.fused)")
         job, self._meta = _meta(job_id, worker, 0, 0)
         self._job = np.frombuffer(job, dtype=np.uint8)
-        self._worker = np.uint64(wire.unsigned(self._meta[1]))
+        self._worker = np.uint64(pw.unsigned(self._meta[1]))
         self._arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
         self._cuts = np.empty(8, dtype=np.int64)
         self._offsets = np.empty(6, dtype=np.int64)
@@ -260,7 +247,7 @@ class MessageFramer:
         if not (type(sequence) is int and _INT64[0] <= sequence <= _INT64[1]
                 and type(seed) is int and 0 <= seed <= _UINT64[1]):
             _meta(self._meta[0], self._meta[1], sequence, seed)  # raises, naming the field (or converts)
-        scalars = (self._worker, np.uint64(wire.unsigned(int(sequence))), np.uint64(seed))
+        scalars = (self._worker, np.uint64(pw.unsigned(int(sequence))), np.uint64(seed))
         size = int(fused.layout_graph(self._job, *scalars, num_nodes, num_edges, self._arena, self._cuts,
                                       self._offsets))
         dest = _destination(allocate(size), size)
@@ -330,8 +317,8 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
     cuts = np.empty(8, dtype=np.int64)
     status = fused.encode(
         np.frombuffer(job, dtype=np.uint8),
-        np.uint64(wire.unsigned(meta[1])),
-        np.uint64(wire.unsigned(meta[2])),
+        np.uint64(pw.unsigned(meta[1])),
+        np.uint64(pw.unsigned(meta[2])),
         np.uint64(meta[3]),
         *(_read_only(a) for a in arrays.values()),
         bool(validate),
@@ -380,207 +367,40 @@ def _array_header(number: int, arr: np.ndarray, pos: int) -> bytes:
     of ALIGN from the message start.
     """
     nbytes = arr.nbytes
-    shape = wire.varint(arr.size)
-    header = _ARRAY_PREFIX[number] + wire.varint(len(shape)) + shape
+    shape = pw.varint(arr.size)
+    header = _ARRAY_PREFIX[number] + pw.varint(len(shape)) + shape
     outer_key = _FIELD_KEYS[number]
     if nbytes == 0:  # proto3 omits an empty bytes field; nothing to align
-        return outer_key + wire.varint(len(header)) + header
-    data_key = _DATA_KEY + wire.varint(nbytes)
+        return outer_key + pw.varint(len(header)) + header
+    data_key = _DATA_KEY + pw.varint(nbytes)
     fixed = len(header) + len(data_key)
     before = pos + len(outer_key) + fixed  # bytes before the data, less the length varint and the padding
     # A padding field of p zero bytes takes 2 + p bytes on the wire (absent when p = 0).
-    pad = -(before + wire.varint_size(fixed + nbytes)) % ALIGN
+    pad = -(before + pw.varint_size(fixed + nbytes)) % ALIGN
     if pad in (1, 2):
         pad += ALIGN
-    if (before + wire.varint_size(fixed + pad + nbytes) + pad) % ALIGN:  # padding lengthened the varint
+    if (before + pw.varint_size(fixed + pad + nbytes) + pad) % ALIGN:  # padding lengthened the varint
         for pad in _PAD_SIZES:
-            if (before + wire.varint_size(fixed + pad + nbytes) + pad) % ALIGN == 0:
+            if (before + pw.varint_size(fixed + pad + nbytes) + pad) % ALIGN == 0:
                 break
-    return b"".join((outer_key, wire.varint(fixed + pad + nbytes), header, _PADDINGS[pad], data_key))
+    return b"".join((outer_key, pw.varint(fixed + pad + nbytes), header, _PADDINGS[pad], data_key))
 
 
-_FIELD_KEYS = {number: wire.tag(number, wire.LEN) for number, _ in ARRAYS.values()}
-_DTYPE_KEY, _SHAPE_KEY, _DATA_KEY = wire.tag(1, wire.LEN), wire.tag(2, wire.LEN), wire.tag(4, wire.LEN)
+_FIELD_KEYS = {number: pw.tag(number, pw.LEN) for number, _ in ARRAYS.values()}
+_DTYPE_KEY, _SHAPE_KEY, _DATA_KEY = pw.tag(1, pw.LEN), pw.tag(2, pw.LEN), pw.tag(4, pw.LEN)
 # Per array field: the dtype field and the shape field's key (all but the shape's length and value).
 _ARRAY_PREFIX = {
-    number: _DTYPE_KEY + wire.varint(len(dtype.str)) + dtype.str.encode() + _SHAPE_KEY
+    number: _DTYPE_KEY + pw.varint(len(dtype.str)) + dtype.str.encode() + _SHAPE_KEY
     for number, dtype in ARRAYS.values()
 }
-_VERSION_FIELD = wire.tag(1, wire.VARINT) + wire.varint(FORMAT_VERSION)
-_JOB_KEY = wire.tag(2, wire.LEN)
-_WORKER_KEY, _SEQUENCE_KEY, _SEED_KEY = (wire.tag(n, wire.VARINT) for n in (3, 4, 5))
-_CHECKSUM_KEY = wire.tag(12, wire.I64)
+_VERSION_FIELD = pw.tag(1, pw.VARINT) + pw.varint(FORMAT_VERSION)
+_JOB_KEY = pw.tag(2, pw.LEN)
+_WORKER_KEY, _SEQUENCE_KEY, _SEED_KEY = (pw.tag(n, pw.VARINT) for n in (3, 4, 5))
+_CHECKSUM_KEY = pw.tag(12, pw.I64)
 # Up to two alignments of sizes: where the padding lengthens the field's length varint (a length near
 # 128, 16384, ...), the residues that one alignment's worth of sizes reaches skip the one that aligns.
 _PAD_SIZES = (0, *range(3, 3 + 2 * ALIGN))
-_PADDINGS = {p: (wire.tag(3, wire.LEN) + wire.varint(p - 2) + bytes(p - 2)) if p else b"" for p in _PAD_SIZES}
-
-
-def decode_subgraph(data: bytes | bytearray | memoryview) -> Subgraph:
-    """Parse and validate the bytes of a ``saintpipe.protos.Subgraph`` message.
-
-    Args:
-        data: the encoded message. ``bytes`` is mapped in place; other buffers are
-            copied once (the subgraph must not change when the caller reuses them).
-
-    Returns:
-        The subgraph; its arrays are read-only numpy views of ``data``.
-
-    Raises:
-        DecodeError: naming the field that is wrong.
-    """
-    return decode_owned(data if isinstance(data, bytes) else bytes(data))
-
-
-def decode_owned(buf: bytes | bytearray | memoryview) -> Subgraph:
-    """``decode_subgraph`` without the copy, for a buffer nobody else will write to.
-
-    The pool decodes the buffer it has just received a message into; the
-    subgraph's arrays become read-only views of it.
-    """
-    raw = np.frombuffer(buf, dtype=np.uint8)
-    raw.flags.writeable = False  # one compiled specialization for bytes and for received buffers
-    table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
-    if fused.AVAILABLE:
-        status = fused.check_message(raw, table)
-        if status == fused.OK:  # framed, hashed and checked in one compiled pass
-            meta, arrays = _fields_from_table(buf, table)
-            return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
-        framed = status != fused.INVALID
-    else:
-        framed = scan.scan(raw, table)
-    if framed:  # well framed: the compiled walk found every field
-        meta, arrays = _fields_from_table(buf, table)
-    else:  # the Python walk names what is wrong (or decodes what the compiled walk does not handle)
-        meta, arrays = _fields(buf)
-    expected = _checksum(FORMAT_VERSION, meta, arrays)
-    if meta[4] != expected:
-        raise DecodeError(
-            f"subgraph checksum: message says {meta[4]:#018x}, its contents hash to "
-            f"{expected:#018x} (the message was corrupted)"
-        )
-    check_subgraph_arrays(arrays)
-    return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
-
-
-_U64_MASK = (1 << 64) - 1
-
-
-def _fields_from_table(buf: bytes | bytearray | memoryview, table: np.ndarray) -> tuple[tuple, dict]:
-    """The metadata (job, worker, sequence, seed, checksum) and array views located by ``scan``."""
-    t = table.tolist()
-    job_id = _job_id(buf, t[scan.T_JOB_AT], t[scan.T_JOB_LEN])
-    meta = (
-        job_id,
-        wire.signed(t[scan.T_WORKER] & _U64_MASK),
-        wire.signed(t[scan.T_SEQUENCE] & _U64_MASK),
-        t[scan.T_SEED] & _U64_MASK,
-        t[scan.T_CHECKSUM] & _U64_MASK,
-    )
-    arrays = {
-        name: _view(buf, dtype, t[at], t[at + 1])
-        for (name, dtype), at in zip(_DTYPES, _TABLE_AT, strict=True)
-    }
-    return meta, arrays
-
-
-_DTYPES = [(name, dtype) for name, (_, dtype) in ARRAYS.items()]
-_TABLE_AT = [scan.T_ARRAYS + 3 * i for i in range(len(ARRAYS))]
-
-
-def _fields(buf: bytes | bytearray | memoryview) -> tuple[tuple, dict]:
-    """The same as ``_fields_from_table`` by a Python walk of the message, raising on anything wrong."""
-    scalars: dict[str, int] = {}
-    arrays: dict[str, np.ndarray] = {}
-    for number, wire_type, value, length in wire.iter_fields(buf, 0, len(buf), "subgraph message"):
-        if number in _SCALARS:
-            name, want = _SCALARS[number]
-            _expect(name, wire_type, want, name in scalars)
-            scalars[name] = value if wire_type != wire.LEN else (value, length)
-        elif number in _BY_NUMBER:
-            name = _BY_NUMBER[number]
-            _expect(name, wire_type, wire.LEN, name in arrays)
-            arrays[name] = _read_array(buf, name, value, length)
-        # Unknown fields are skipped, as protobuf readers do.
-    version = scalars.get("format_version", 0)
-    if version != FORMAT_VERSION:
-        raise DecodeError(f"subgraph format_version: got {version}, this decoder reads {FORMAT_VERSION}")
-    for name in ARRAYS:
-        if name not in arrays:
-            raise DecodeError(f"subgraph {name}: missing")
-    job_id = _job_id(buf, *scalars["job_id"]) if "job_id" in scalars else ""
-    meta = (
-        job_id,
-        wire.signed(scalars.get("worker", 0)),
-        wire.signed(scalars.get("sequence", 0)),
-        scalars.get("seed", 0),
-        scalars.get("checksum", 0),
-    )
-    return meta, {name: arrays[name] for name in ARRAYS}
-
-
-def _job_id(buf: bytes | bytearray | memoryview, offset: int, length: int) -> str:
-    try:
-        return bytes(buf[offset : offset + length]).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DecodeError(f"subgraph job_id: not valid UTF-8 ({exc})") from None
-
-
-def _view(buf: bytes | bytearray | memoryview, dtype: np.dtype, count: int, offset: int) -> np.ndarray:
-    """A read-only view of ``count`` items at ``offset``, copied once if it is not aligned."""
-    arr = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
-    if not arr.flags.aligned:  # not padded by this encoder: copy once rather than hand out an unaligned view
-        arr = arr.copy()
-    arr.flags.writeable = False
-    return arr
-
-
-def _expect(name: str, wire_type: int, want: int, seen: bool) -> None:
-    if wire_type != want:
-        raise DecodeError(f"subgraph {name}: wire type {wire_type}, expected {want}")
-    if seen:
-        raise DecodeError(f"subgraph {name}: appears more than once")
-
-
-def _read_array(buf: bytes | bytearray | memoryview, name: str, start: int, length: int) -> np.ndarray:
-    """A read-only view of the Array message at ``buf[start:start+length]``."""
-    want = ARRAYS[name][1]
-    dtype = None
-    shape: list[int] = []
-    data = (start, 0)
-    seen: set[int] = set()
-    for number, wire_type, value, size in wire.iter_fields(buf, start, start + length, f"subgraph {name}"):
-        if number == 2 and wire_type == wire.VARINT:  # an unpacked repeated shape is legal protobuf
-            shape.append(wire.signed(value))
-            continue
-        if number in (1, 2, 3, 4):
-            field = ("dtype", "shape", "padding", "data")[number - 1]
-            if wire_type != wire.LEN:
-                raise DecodeError(f"subgraph {name}.{field}: wire type {wire_type}, expected {wire.LEN}")
-            if number in seen:
-                raise DecodeError(f"subgraph {name}.{field}: appears more than once")
-            seen.add(number)
-        if number == 1:
-            dtype = buf[value : value + size]
-        elif number == 2:
-            pos, end = value, value + size
-            while pos < end:
-                item, pos = wire.read_varint(buf, pos, end, f"subgraph {name}.shape")
-                shape.append(wire.signed(item))
-        elif number == 4:
-            data = (value, size)
-    if dtype is None or bytes(dtype) != want.str.encode():
-        got = "missing" if dtype is None else repr(bytes(dtype).decode("utf-8", "replace"))
-        raise DecodeError(f"subgraph {name}.dtype: got {got}, expected {want.str!r}")
-    if len(shape) != 1 or shape[0] < 0:
-        raise DecodeError(f"subgraph {name}.shape: expected one non-negative length, got {shape}")
-    offset, nbytes = data
-    if nbytes != shape[0] * want.itemsize:
-        raise DecodeError(
-            f"subgraph {name}.data: shape {shape} of {want.str} needs {shape[0] * want.itemsize} "
-            f"bytes, got {nbytes}"
-        )
-    return _view(buf, want, shape[0], offset)
+_PADDINGS = {p: (pw.tag(3, pw.LEN) + pw.varint(p - 2) + bytes(p - 2)) if p else b"" for p in _PAD_SIZES}
 
 
 def _wire_array(name: str, value: object) -> np.ndarray:
@@ -596,18 +416,3 @@ def _wire_array(name: str, value: object) -> np.ndarray:
             f"subgraph {name}: dtype {arr.dtype} does not convert losslessly to {target.str}"
         )
     return np.ascontiguousarray(arr, dtype=target)
-
-
-def _checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, np.ndarray]) -> int:
-    """XXH3-64 over version, ids, then each array's dtype, length and bytes (padding excluded)."""
-    job = meta[0].encode("utf-8")
-    h = xxhash.xxh3_64(struct.pack("<IQqqQ", version, len(job), meta[1], meta[2], meta[3]) + job)
-    for name, dtype_key in _HASH_DTYPES.items():
-        arr = arrays[name]
-        h.update(dtype_key + arr.size.to_bytes(8, "little"))
-        h.update(arr)
-    return h.intdigest()
-
-
-# struct "<4s" of each wire dtype string (the arrays hashed always have their wire dtype).
-_HASH_DTYPES = {name: dtype.str.encode().ljust(4, b"\0") for name, (_, dtype) in ARRAYS.items()}

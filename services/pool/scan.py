@@ -1,13 +1,16 @@
 """A compiled walk of a ``Subgraph`` message: the decoder's fast path.
 
-The Python walk in :mod:`saintpipe.services.pool.codec` (over :mod:`saintpipe.services.pool.wire`)
-costs tens of microseconds per message in interpreter overhead. ``scan`` does
-the same walk in one Numba call and fills a small table with where every field
-is. It applies every framing rule the Python walk applies and is never more
-lenient: whenever it meets anything wrong or unusual it just reports failure,
-and the decoder then runs the Python walk, which names the field at fault (or,
-for a legal message this walk does not handle, decodes it). Tests check the two
-walks agree on fuzzed messages.
+The compiled counterpart, for ``Subgraph`` messages only, of the shared
+hand-written reader :mod:`saintpipe.core.protowire`: the Python walk over it
+(:func:`saintpipe.services.pool.decoder.fields`) costs tens of microseconds per
+message in interpreter overhead, ``scan`` does the same walk in one Numba call
+and fills a small table with where every field is; it is also the first step of
+the decoder's one compiled pass (``fused.check_message``). Why it stays (the
+measured figures) is in protowire's docstring. It applies every framing rule
+the Python walk applies and is never more lenient: whenever it meets anything
+wrong or unusual it just reports failure, and the decoder then runs the Python
+walk, which names the field at fault (or, for a legal message this walk does
+not handle, decodes it). Tests check the two walks agree on fuzzed messages.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ TABLE_SIZE = T_ARRAYS + 3 * 6
 
 # Wire dtype strings of the array fields 6..11 (node_ids, indptr: <i8; indices: <i4; weights: <f4).
 _DTYPES = np.frombuffer(b"<i8<i8<i4<f4<f4<f4", dtype=np.uint8).reshape(6, 3).copy()
+_MAX_FIELD = np.uint64((1 << 29) - 1)  # protobuf's largest field number; parsers refuse larger ones
 _ITEMSIZES = np.array([8, 8, 4, 4, 4, 4], dtype=np.int64)
 
 
@@ -77,7 +81,7 @@ def _array(buf, start, end, index, table):  # pragma: no cover - compiled
             return False
         number = key >> np.uint64(3)
         wire_type = np.int64(key & np.uint64(7))
-        if number == 0:
+        if number == 0 or number > _MAX_FIELD:
             return False
         if number == 2 and wire_type == 0:  # an unpacked repeated shape
             shape, pos = _varint(buf, pos, end)
@@ -146,7 +150,7 @@ def scan(buf, table):  # pragma: no cover - compiled
             return False
         number = key >> np.uint64(3)
         wire_type = np.int64(key & np.uint64(7))
-        if number == 0:
+        if number == 0 or number > _MAX_FIELD:
             return False
         if number > 12:
             pos = _skip(buf, pos, end, wire_type)

@@ -29,6 +29,16 @@ def test_bench_pool_prints_figures_and_the_ratio(cli, redis_server):
     ratio = report["summary"]["ratio_pool_to_baseline"]
     assert ratio == report["rows"][0]["subgraphs_per_s"] / report["rows"][1]["subgraphs_per_s"]
     assert report["summary"]["meets_target"] == (ratio >= 0.7)
+    # Decoding alone by the three readers of the same bytes, and their ratios.
+    speed = {row["path"]: row["subgraphs_per_s"] for row in report["rows"] if row["path"].startswith("decode:")}
+    compiled, walked, generated = (
+        speed["decode: hand reader, compiled walk+hash+checks"],
+        speed["decode: hand reader, Python walk (protowire)"],
+        speed["decode: generated class (FromString)"],
+    )
+    assert report["summary"]["ratio_decode_hand_to_generated"] == compiled / generated
+    assert report["summary"]["ratio_decode_python_walk_to_generated"] == walked / generated
+    assert report["summary"]["ratio_decode_compiled_to_python_walk"] == compiled / walked
     assert not redis_server.client().keys("saintpipe:*")  # the benchmark cleaned up after itself
 
 

@@ -37,14 +37,15 @@ def test_two_data_parallel_actors_train_from_pool_and_features(
 
 
 def test_merge_refuses_diverged_trainers():
-    from saintpipe.trainer.loop import TimeBreakdown, TrainResult
+    from saintpipe.trainer.loop import TrainResult
+    from saintpipe.trainer.timing import TimeBreakdown
 
     def result(digest: str) -> TrainResult:
         return TrainResult(
-            0.5, 0.5, 1, 1, 1, False, -1, TimeBreakdown(compute=1.0, total=2.0), model_digest=digest
+            0.5, 0.5, 1, 1, 1, False, -1, TimeBreakdown(compute=1.0, wall=2.0), model_digest=digest
         )
 
     merged = merge_results([result("a"), result("a")])
-    assert merged.subgraphs == 2 and merged.times.compute == 2.0 and merged.times.total == 2.0
+    assert merged.subgraphs == 2 and merged.times.compute == 2.0 and merged.times.wall == 2.0
     with pytest.raises(RuntimeError, match="different weights"):
         merge_results([result("a"), result("b")])

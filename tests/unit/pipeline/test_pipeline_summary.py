@@ -8,13 +8,13 @@ import math
 import re
 
 from saintpipe.pipeline.progress import EpochBars, TrainerProgress
-from saintpipe.pipeline.summary import RunSummary, TimeSpent, format_summary
+from saintpipe.pipeline.summary import RunSummary, TimeBreakdown, format_summary  # the trainer's type
 
 
 def summary(**kw) -> RunSummary:
     base = dict(dataset="demo (30,000 nodes)", test_score=0.9811, val_score=0.98, epochs=10, steps=109,
                 subgraphs_trained=109, subgraphs_sampled=141, sampler_workers=1, trainers=1, training_seconds=10.0,
-                times=TimeSpent(sampling=1.5, sampler_pool_wait=9.0, feature_fetch=1.1, compute=6.0, data_wait=2.0,
+                times=TimeBreakdown(sampling=1.5, sampler_pool_wait=9.0, feature_fetch=1.1, compute=6.0, data_wait=2.0,
                                 evaluation=2.0, startup=15.9, wall=25.2))
     base.update(kw)
     return RunSummary(**base)

@@ -7,9 +7,11 @@ import dataclasses
 import numpy as np
 import pytest
 
+from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.protos import subgraph_pb2
-from saintpipe.services.pool.codec import ARRAYS, FORMAT_VERSION, _checksum, decode_subgraph, encode_subgraph
+from saintpipe.services.pool.codec import ARRAYS, FORMAT_VERSION, decode_subgraph, encode_subgraph
+from saintpipe.services.pool import schema
 from saintpipe.services.pool.synthetic import random_subgraph
 from saintpipe.core.subgraph import Subgraph
 
@@ -53,7 +55,7 @@ def build_message(
         field.data = arr.tobytes()
     if checksum is None:
         checksum = (
-            _checksum(FORMAT_VERSION, (job_id, worker, sequence, seed), arrays) if len(arrays) == 6 else 1
+            schema.checksum(FORMAT_VERSION, (job_id, worker, sequence, seed), arrays) if len(arrays) == 6 else 1
         )
     msg.checksum = checksum
     return msg.SerializeToString()
@@ -258,3 +260,22 @@ def test_unknown_fields_are_skipped():
     # Field 99 as a varint and as bytes: a newer writer's additions.
     extra = b"\x98\x06\x05" + b"\x9a\x06\x03abc"
     assert decode_subgraph(data + extra).equals(tiny())
+
+
+def test_broken_framing_names_the_field():
+    data = encode_subgraph(tiny())
+    fields = {n: (at, size) for n, _, at, size in pw.iter_fields(data, 0, len(data), "subgraph")}
+    at, size = fields[ARRAYS["indptr"][0]]
+    with pytest.raises(DecodeError, match=rf"subgraph indptr: claims {size} bytes, only {size - 1} remain"):
+        decode_subgraph(data[: at + size - 1])
+    with pytest.raises(DecodeError, match="subgraph worker: truncated varint"):
+        decode_subgraph(data + b"\x18\x80")
+    with pytest.raises(DecodeError, match="subgraph checksum: truncated"):
+        decode_subgraph(data + b"\x61\0\0")
+    # Inside an Array message: its dtype field claims more than the array holds.
+    start, length = fields[ARRAYS["node_ids"][0]]
+    array = data[start : start + length]
+    assert array[0] == 0x0A  # Array.dtype, length-delimited, first
+    mangled = data[:start] + b"\x0a\x7f" + data[start + 2 :]
+    with pytest.raises(DecodeError, match=r"subgraph node_ids.dtype: claims 127 bytes"):
+        decode_subgraph(mangled)

@@ -9,7 +9,9 @@ bytes, the generated protobuf classes parse them to the same values
 
 from __future__ import annotations
 
+import google.protobuf.message
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -87,3 +89,12 @@ def test_arbitrary_bytes(blob):
         decode_subgraph(blob)
     except DecodeError:
         pass
+
+
+def test_a_field_number_above_protobufs_largest_is_refused_as_the_reference_parser_refuses_it():
+    # Key 0x100000015: field 2**29 + 2, wire type 5 (I32), then four bytes (found by the fuzzer above).
+    data = b"\x95\x80\x80\x80\x10\x00\x00\x00\x00" + MESSAGES[1]
+    with pytest.raises(google.protobuf.message.DecodeError):
+        subgraph_pb2.Subgraph.FromString(data)
+    with pytest.raises(DecodeError, match="field number"):
+        decode_subgraph(data)

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.services.pool import fused, scan
-from saintpipe.services.pool.codec import _checksum, _fields, _fields_from_table, decode_subgraph, encode_subgraph
+from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
+from saintpipe.services.pool.decoder import decode_walked, fields, fields_from_table
 from saintpipe.services.pool.synthetic import random_subgraph
-from saintpipe.services.pool.validate import check_subgraph_arrays
 from saintpipe.core.subgraph import Subgraph
 
 MESSAGES = [
@@ -37,16 +37,16 @@ def agree(data: bytes) -> bool:
     if not scan.scan(np.frombuffer(data, dtype=np.uint8), table):
         return False
     try:
-        meta, arrays = _fields_from_table(data, table)
+        meta, arrays = fields_from_table(data, table)
     except DecodeError as fast_error:  # a job id that is not UTF-8: both walks must say so
         try:
-            _fields(data)
+            fields(data)
         except DecodeError as slow_error:
             assert str(fast_error) == str(slow_error)
             return True
         raise AssertionError(f"the Python walk accepts what the table refused: {fast_error}") from None
     try:
-        slow_meta, slow_arrays = _fields(data)
+        slow_meta, slow_arrays = fields(data)
     except DecodeError as exc:
         raise AssertionError(f"scan accepted what the Python walk refuses: {exc}") from None
     assert meta == slow_meta
@@ -155,14 +155,7 @@ def test_fused_check_accepts_only_what_the_python_path_decodes_to_the_original(w
         msg[pos] = data.draw(st.integers(0, 255))
     table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
     if fused.check_message(np.frombuffer(bytes(msg), dtype=np.uint8), table) == fused.OK:
-        assert decode_subgraph(MESSAGES[which]).equals(_decode_python(bytes(msg)))
-
-
-def _decode_python(data: bytes):
-    meta, arrays = _fields(data)
-    assert meta[4] == _checksum(1, meta[:4], arrays)
-    check_subgraph_arrays(arrays)
-    return Subgraph(job_id=meta[0], worker=meta[1], sequence=meta[2], seed=meta[3], **arrays)
+        assert decode_subgraph(MESSAGES[which]).equals(decode_walked(bytes(msg)))
 
 
 def _python_encoded(sg: Subgraph, monkeypatch) -> bytes:
@@ -182,7 +175,7 @@ def test_array_data_is_aligned_when_padding_lengthens_the_length_varint(n, job_l
     assert data == _python_encoded(sg, monkeypatch)
     table = np.empty(scan.TABLE_SIZE, dtype=np.int64)
     assert scan.scan(np.frombuffer(data, dtype=np.uint8), table)
-    _, arrays = _fields_from_table(data, table)
+    _, arrays = fields_from_table(data, table)
     base = np.frombuffer(data, dtype=np.uint8).ctypes.data
     for name, arr in arrays.items():
         assert arr.size == 0 or (arr.ctypes.data - base) % 8 == 0, f"{name} not 8-aligned in the message"

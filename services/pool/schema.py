@@ -1,0 +1,46 @@
+"""The ``Subgraph`` message as the codec writes and reads it: version, field numbers, wire dtypes, checksum.
+
+Shared by the encoder (:mod:`saintpipe.services.pool.codec`) and the decoder
+(:mod:`saintpipe.services.pool.decoder`); the schema itself is
+protos/saintpipe/protos/subgraph.proto.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import xxhash
+
+FORMAT_VERSION = 1
+ALIGN = 8  # each array's data starts a multiple of this many bytes from the message start
+
+# Array fields: name -> (field number in Subgraph, the one dtype it travels as).
+ARRAYS: dict[str, tuple[int, np.dtype]] = {
+    "node_ids": (6, np.dtype("<i8")),
+    "indptr": (7, np.dtype("<i8")),
+    "indices": (8, np.dtype("<i4")),
+    "edge_weights": (9, np.dtype("<f4")),
+    "edge_weights_t": (10, np.dtype("<f4")),
+    "loss_weights": (11, np.dtype("<f4")),
+}
+# The scalar fields' numbers.
+FORMAT_VERSION_FIELD, JOB_ID_FIELD, WORKER_FIELD, SEQUENCE_FIELD, SEED_FIELD, CHECKSUM_FIELD = 1, 2, 3, 4, 5, 12
+
+
+def checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, np.ndarray]) -> int:
+    """XXH3-64 over version, ids (job, worker, sequence, seed), then each array's dtype, length and bytes.
+
+    The padding is not covered; the arrays must have their wire dtypes.
+    """
+    job = meta[0].encode("utf-8")
+    h = xxhash.xxh3_64(struct.pack("<IQqqQ", version, len(job), meta[1], meta[2], meta[3]) + job)
+    for name, dtype_key in _HASH_DTYPES.items():
+        arr = arrays[name]
+        h.update(dtype_key + arr.size.to_bytes(8, "little"))
+        h.update(arr)
+    return h.intdigest()
+
+
+# struct "<4s" of each wire dtype string (the arrays hashed always have their wire dtype).
+_HASH_DTYPES = {name: dtype.str.encode().ljust(4, b"\0") for name, (_, dtype) in ARRAYS.items()}
