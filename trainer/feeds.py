@@ -3,15 +3,17 @@
 A feed hands out :class:`Item` s: a subgraph, its feature rows and a callback
 that acknowledges it once the step that used it is done.
 
-* :class:`PoolFeed`: the production path. Gets a subgraph from the Redis pool,
-  gathers its rows from the feature service, and with ``prefetch`` does both for
-  the next subgraph on a background thread while the current step computes.
-* :class:`SamplerFeed`: samples in-process with the Numba sampler kernels and
-  reads features from a local array (accuracy experiments, tests, benchmarks).
+* :class:`PoolFeed`: gets a subgraph from the Redis pool, gathers its rows
+  (from the feature service in production; from an in-memory graph in the
+  accuracy experiment, :mod:`saintpipe.pipeline.local_pool`), and with
+  ``prefetch`` does both for the next subgraph on a background thread while
+  the current step computes.
+
+The trainer takes subgraphs only through the pool's client: it never samples.
 
 Every item carries how long its subgraph took to arrive (``sample_wait_s``:
-the pool was empty, or sampling itself) and how long its features took
-(``fetch_s``); the loop measures separately how long it actually waited.
+the pool was empty) and how long its features took (``fetch_s``); the loop
+measures separately how long it actually waited.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,36 +54,14 @@ class Feed(Protocol):
         """Stop background work and release connections (unacknowledged items go back to the pool)."""
 
 
-class SamplerFeed:
-    """Subgraphs drawn in-process by a :class:`saintpipe.services.sampler.sampler.Sampler`, features from ``gather``.
-
-    Args:
-        sampler: a configured sampler (``make_sampler``).
-        gather: feature rows for an id array.
-        seeds: the seed of each successive subgraph (e.g. ``subgraph_seed(job_seed, worker, i)``).
-    """
-
-    def __init__(self, sampler, gather: Callable[[np.ndarray], np.ndarray], seeds: Iterator[int]) -> None:
-        self.sampler, self.gather, self.seeds = sampler, gather, seeds
-
-    def next(self, timeout: float) -> Item:
-        start = time.perf_counter()
-        sub = self.sampler.sample(next(self.seeds))
-        sampled = time.perf_counter()
-        feats = self.gather(sub.node_ids)
-        return Item(sub, feats, sampled - start, time.perf_counter() - sampled, ack=lambda: None)
-
-    def close(self) -> None:
-        pass
-
-
 class PoolFeed:
-    """Subgraphs from a :class:`saintpipe.services.pool.pool.SubgraphPool`, features from a feature client.
+    """Subgraphs from a :class:`saintpipe.services.pool.pool.SubgraphPool`, features from ``gather``.
 
     Args:
         pool: the job's pool.
         consumer: this trainer's consumer name (unique among the job's trainers).
-        gather: feature rows for an id array (``FeatureClient.gather``).
+        gather: feature rows for an id array, in request order (``FeatureClient.gather``, or an
+            in-memory graph's ``EvalGraph.gather``).
         prefetch: fetch the next subgraph and its features on a background
             thread while the current step computes.
         get_timeout: seconds one pool read may block before the thread checks for shutdown.

@@ -10,8 +10,8 @@ from saintpipe.cli.registry import register_all
 BENCHMARKS: tuple[str, ...] = (
     "saintpipe.services.dataset.bench",
     "saintpipe.services.feature_shard.bench",
-    "saintpipe.trainer.bench_accuracy",
-    "saintpipe.services.sampler.bench",
+    "saintpipe.pipeline.bench_accuracy",
+    "saintpipe.services.sampler_service.bench_kernels",
     "saintpipe.services.pool.bench",
     "saintpipe.trainer.bench",
     "saintpipe.services.sampler_service.bench",

@@ -1,6 +1,6 @@
 """The dataset store: one directory, memory-mapped by every component.
 
-See :mod:`saintpipe.services.dataset.store` for the layout.
+See :mod:`saintpipe.services.dataset.layout` for the files it holds.
 """
 
 from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest

@@ -16,7 +16,7 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce
 from saintpipe.services.dataset.csr import csr_to_symmetric
-from saintpipe.services.dataset.store import SPLITS, load_npy
+from saintpipe.services.dataset.layout import SPLITS, load_npy
 
 # File names looked for in a directory by :func:`find_array_files`.
 ROLES = ("indptr", "indices", "features", "labels", "train", "val", "test", "split")

@@ -23,7 +23,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
 from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.dataset.kronecker import random_splits
-from saintpipe.services.dataset.store import SPLITS
+from saintpipe.services.dataset.layout import SPLITS
 
 log = logging.getLogger(__name__)
 

@@ -13,16 +13,17 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
+from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.layout import shard_file, shard_ranges
 from saintpipe.services.dataset.manifest import Manifest, sha256_file, write_manifest
-from saintpipe.services.dataset.store import _replace_dir, open_dataset, shard_file, shard_ranges
+from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.dataset.verify import verify_dataset
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,7 @@ def reshard_dataset(
     ranges = shard_ranges(manifest.num_nodes, num_shards)
     dataset = open_dataset(path)
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
+    with replacing_dir(target) as tmp:
         old_shards = {shard_file(k) for k in range(manifest.num_shards)}
         for rel in manifest.files:
             if rel not in old_shards:
@@ -89,11 +88,6 @@ def reshard_dataset(
         files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         new = manifest.model_copy(update={"shards": ranges, "files": files, "feature_dtype": dtype})
         write_manifest(tmp, new)
-        os.chmod(tmp, 0o755)
-        _replace_dir(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("resharded %s into %d shards at %s", path, num_shards, target)
     return new
 

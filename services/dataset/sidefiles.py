@@ -14,7 +14,7 @@ import numpy as np
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import tabular
-from saintpipe.services.dataset.store import load_npy
+from saintpipe.services.dataset.layout import load_npy
 
 SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2, "none": -1, "-": -1, "": -1,
                "0": 0, "1": 1, "2": 2, "-1": -1}

@@ -1,66 +1,32 @@
 """Write and open dataset directories.
 
-Layout of a dataset directory::
-
-    manifest.json            shapes, dtypes, shard ranges, sha256 of every file (written last)
-    indptr.npy               int64 [N+1]
-    indices.npy              int32 [E], neighbour lists sorted ascending
-    labels.npy               int64 [N] (-1 = unlabelled) or uint8 [N, C] (multi-label)
-    split/train.npy, split/val.npy, split/test.npy      int64 node ids
-    features/shard-00000.npy ...                         float32/float16 rows [start, stop)
-    (extra files, e.g. node_ids.npy for imported edge lists)
-
-Readers memory-map every array: sampler processes on one host share the page
-cache instead of holding copies. Writers build the whole directory under a
-temporary name beside ``out`` and rename it at the end, so a failure never
-leaves a half-written dataset and never touches an existing one.
+The files a dataset directory holds are listed in
+:mod:`saintpipe.services.dataset.layout`. Readers memory-map every array:
+sampler processes on one host share the page cache instead of holding copies.
+Writers build the whole directory under a temporary name beside ``out`` and
+rename it at the end (:func:`saintpipe.core.atomic.replacing_dir`), so a
+failure never leaves a half-written dataset and never touches an existing one.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
+from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file, shard_ranges
 from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.verify import verify_dataset
+
+__all__ = ["Dataset", "open_dataset", "write_dataset"]
 
 log = logging.getLogger(__name__)
-
-SPLITS = ("train", "val", "test")
-
-
-def shard_ranges(num_nodes: int, num_shards: int) -> list[tuple[int, int]]:
-    """Split [0, N) into ``num_shards`` contiguous ranges of near-equal size."""
-    if num_shards < 1:
-        raise DatasetError(f"number of shards must be >= 1, got {num_shards}")
-    if num_shards > num_nodes:
-        raise DatasetError(f"cannot split {num_nodes} nodes into {num_shards} shards")
-    bounds = np.linspace(0, num_nodes, num_shards + 1).round().astype(np.int64)
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def shard_file(k: int) -> str:
-    return f"features/shard-{k:05d}.npy"
-
-
-def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
-    """``np.load`` with errors that name the file (missing, truncated, pickled)."""
-    if not path.is_file():
-        raise DatasetError(f"{path}: file not found")
-    try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-    except ValueError as exc:
-        raise DatasetError(f"{path}: not a readable .npy file ({exc}); is it truncated or pickled?") from None
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read: {exc}") from None
 
 
 @dataclass
@@ -132,8 +98,6 @@ def open_dataset(path: Path | str, verify: bool = False) -> Dataset:
     path = Path(path)
     manifest = read_manifest(path)
     if verify:
-        from saintpipe.services.dataset.verify import verify_dataset
-
         verify_dataset(path)
     indptr = load_npy(path / "indptr.npy")
     indices = load_npy(path / "indices.npy")
@@ -198,9 +162,7 @@ def write_dataset(
     checks.check_splits(dict(splits), labels, num_nodes)
     ranges = shard_ranges(num_nodes, num_shards)
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with replacing_dir(out) as tmp:
         _save(tmp, "indptr.npy", indptr)
         _save(tmp, "indices.npy", indices)
         _save(tmp, "labels.npy", labels)
@@ -234,21 +196,5 @@ def write_dataset(
             source=source,
         )
         write_manifest(tmp, manifest)
-        os.chmod(tmp, 0o755)
-        _replace_dir(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log.info("wrote dataset %s to %s (%d nodes, %d edges)", name, out, num_nodes, indices.size)
     return manifest
-
-
-def _replace_dir(new: Path, out: Path) -> None:
-    """Move ``new`` to ``out``; an existing ``out`` is removed only after the move succeeded."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.rename(out, old)
-        os.rename(new, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(new, out)

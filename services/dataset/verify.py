@@ -16,7 +16,7 @@ from tqdm import tqdm
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
-from saintpipe.services.dataset.store import SPLITS, load_npy, shard_file
+from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from saintpipe.core.errors import ConfigError, InvalidArgument, ServiceUnavailable
 from saintpipe.core.grpc_status import StatusInterceptor
 from saintpipe.protos import feature_shard_pb2 as pb
-from saintpipe.services.dataset.store import open_dataset, shard_file
+from saintpipe.services.dataset.layout import shard_file
+from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.feature_shard import metrics
 from saintpipe.services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from saintpipe.services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name

@@ -1,7 +1,11 @@
-"""GraphSAINT samplers: Numba kernels, induction into CSR, normalization (see docs/sampler.md).
+"""GraphSAINT samplers: Numba kernels, induction into CSR, normalization estimation (see docs/sampler.md).
 
-The public names are imported lazily, so that importing the package (the CLI
-does, to register ``saintpipe bench sampler``) does not load Numba::
+The kernels layer: pure numpy/Numba over arrays, no dataset files and no
+transport. (Normalization stored with a dataset, ``load_or_estimate``, is
+:mod:`saintpipe.services.dataset.normalization`; ``saintpipe bench sampler`` is
+:mod:`saintpipe.services.sampler_service.bench_kernels`.)
+
+The public names are imported lazily, so that importing the package does not load Numba::
 
     from saintpipe.services.sampler import make_sampler, FrontierConfig
 """
@@ -21,9 +25,8 @@ _EXPORTS = {
     "parse_sampler_config": "saintpipe.services.sampler.config",
     "Sampler": "saintpipe.services.sampler.sampler",
     "make_sampler": "saintpipe.services.sampler.sampler",
-    "Normalization": "saintpipe.services.sampler.normalization",
+    "Normalization": "saintpipe.services.sampler.coefficients",
     "estimate_normalization": "saintpipe.services.sampler.normalization",
-    "load_or_estimate": "saintpipe.services.sampler.normalization",
     "subgraph_seed": "saintpipe.services.sampler.parallel",
     "run_pinned": "saintpipe.services.sampler.parallel",
     "measure_throughput": "saintpipe.services.sampler.parallel",

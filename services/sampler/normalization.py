@@ -15,33 +15,31 @@ every edge (full-graph CSR position) counts how many of them contain it:
   (``C(v) = 0`` counted as 0.1), 0 for the others. The subgraph loss
   ``sum_v lambda(v) * L(v)`` then estimates the mean training loss.
 
-Stored with the dataset under ``DATASET_DIR/norm/<config_key>/`` (written
-atomically, reused by the next call with the same configuration, subgraph
-count and seed).
+Pure estimation: arrays in, :class:`~saintpipe.services.sampler.coefficients.Normalization`
+out. Storing it with a dataset (``DATASET_DIR/norm/<config_key>/``, reused by
+the next job with the same settings) is
+:mod:`saintpipe.services.dataset.normalization`; the sampler service spreads
+the pre-sampling over its workers with :func:`count_presamples`
+(:mod:`saintpipe.services.sampler_service.normalization`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import math
 import os
-import shutil
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from saintpipe.core.errors import DatasetError, InvalidArgument
+from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
 from saintpipe.services.sampler.parallel import WorkerContext, run_pinned, stream_seed
-from saintpipe.services.sampler.sampler import make_sampler, train_mask
+from saintpipe.services.sampler.sampler import Sampler, make_sampler, train_mask
 
-if TYPE_CHECKING:
-    from saintpipe.services.dataset.store import Dataset
+__all__ = ["ALPHA_MIN", "ALPHA_UNSEEN", "PRESAMPLE_STREAM", "UNSEEN_COUNT", "Normalization",
+           "coefficients_from_counts", "count_presamples", "count_samples", "estimate_normalization",
+           "presample_count", "subgraph_node_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -51,27 +49,22 @@ ALPHA_MIN = 1e-4
 ALPHA_UNSEEN = 10.0
 UNSEEN_COUNT = 0.1
 _REPORT_EVERY = 16
-_FILES = ("loss_coefficients.npy", "aggregator_coefficients.npy")
 
 
-@dataclass(frozen=True)
-class Normalization:
-    """Per-node loss coefficients and per-edge aggregator coefficients of one graph and sampler config."""
+def count_presamples(sampler: Sampler, start: int, stop: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Draw pre-sampling subgraphs ``[start, stop)``; return ``(C(v) int32 [N], C(u, v) int32 [E])``.
 
-    loss_coefficients: np.ndarray  # float32 [N]
-    aggregator_coefficients: np.ndarray  # float32 [E], alpha at full-graph CSR positions
-    num_subgraphs: int = 0
-    config_key: str = ""
-    seed: int = 0
-
-    def check_graph(self, num_nodes: int, num_edges: int) -> None:
-        """Raise InvalidArgument unless the arrays fit a graph of this size."""
-        if self.loss_coefficients.shape != (num_nodes,):
-            raise InvalidArgument(f"normalization: loss_coefficients has shape "
-                                  f"{self.loss_coefficients.shape}, the graph has {num_nodes} nodes")
-        if self.aggregator_coefficients.shape != (num_edges,):
-            raise InvalidArgument(f"normalization: aggregator_coefficients has shape "
-                                  f"{self.aggregator_coefficients.shape}, the graph has {num_edges} edges")
+    Subgraph ``i`` uses ``stream_seed(seed, PRESAMPLE_STREAM, i)``, as in
+    :func:`count_samples`, so shares drawn by different workers add up to the
+    same counts as one serial pass.
+    """
+    node_counts = np.zeros(sampler.num_nodes, dtype=np.int32)
+    edge_counts = np.zeros(sampler.num_edges, dtype=np.int32)
+    for i in range(start, stop):
+        subgraph, eids = sampler.sample_arrays(stream_seed(seed, PRESAMPLE_STREAM, i))
+        node_counts[subgraph.node_ids] += 1  # ids and CSR positions are distinct within one subgraph
+        edge_counts[eids] += 1
+    return node_counts, edge_counts
 
 
 def count_samples(indptr: np.ndarray, indices: np.ndarray, config: SamplerConfigModel, *, num_subgraphs: int,
@@ -158,108 +151,6 @@ def estimate_normalization(indptr: np.ndarray, indices: np.ndarray, config: Samp
                                            train_nodes)
     return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
                          config_key=config_key(config), seed=seed)
-
-
-def _train_digest(train_nodes: np.ndarray | None) -> str:
-    if train_nodes is None:
-        return "all"
-    return hashlib.sha256(np.ascontiguousarray(train_nodes, dtype=np.int64).tobytes()).hexdigest()[:16]
-
-
-def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel) -> Path:
-    """Where the normalization of ``config`` lives in a dataset directory."""
-    return Path(dataset_dir) / "norm" / config_key(config)
-
-
-def load_normalization(directory: Path) -> tuple[Normalization, dict]:
-    """Read a stored normalization (memory-mapped) and its metadata.
-
-    Raises:
-        DatasetError: naming the file that is missing or unreadable.
-    """
-    meta_path = directory / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        raise DatasetError(f"{meta_path}: not found") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{meta_path}: unreadable: {exc}") from None
-    arrays = []
-    for name in _FILES:
-        try:
-            arrays.append(np.load(directory / name, mmap_mode="r", allow_pickle=False))
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"{directory / name}: unreadable: {exc}") from None
-    norm = Normalization(loss_coefficients=arrays[0], aggregator_coefficients=arrays[1],
-                         num_subgraphs=int(meta["num_subgraphs"]), config_key=meta["config_key"],
-                         seed=int(meta["seed"]))
-    return norm, meta
-
-
-def save_normalization(directory: Path, norm: Normalization, meta: dict) -> None:
-    """Write ``norm`` to ``directory`` atomically: a temporary sibling renamed into place."""
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
-        np.save(tmp / _FILES[0], norm.loss_coefficients, allow_pickle=False)
-        np.save(tmp / _FILES[1], norm.aggregator_coefficients, allow_pickle=False)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, sort_keys=True))
-        os.chmod(tmp, 0o755)
-        if directory.exists():
-            old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
-            os.rename(directory, old)
-            os.rename(tmp, directory)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, directory)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def load_or_estimate(dataset: "Dataset | Path | str", config: SamplerConfigModel, num_subgraphs: int, *,
-                     seed: int = 0, processes: int | None = None,
-                     train_nodes: np.ndarray | None = None) -> Normalization:
-    """The dataset's stored normalization for ``config``, estimated and stored first if needed.
-
-    Args:
-        dataset: an opened :class:`~saintpipe.services.dataset.store.Dataset` or its directory.
-        config: the sampler configuration (its :func:`config_key` names the stored copy).
-        num_subgraphs, seed, processes: as for :func:`estimate_normalization`.
-        train_nodes: default: the dataset's ``train`` split.
-
-    A stored copy is reused when it was made with the same subgraph count, seed
-    and training nodes; otherwise it is re-estimated and replaced. When the
-    dataset directory is read-only the estimate is returned without storing it.
-    """
-    if not hasattr(dataset, "indptr"):
-        from saintpipe.services.dataset.store import open_dataset
-
-        dataset = open_dataset(dataset)
-    if train_nodes is None:
-        train_nodes = dataset.splits["train"]
-    directory = norm_dir(dataset.path, config)
-    wanted = {"config_key": config_key(config), "num_subgraphs": int(num_subgraphs), "seed": int(seed),
-              "num_nodes": int(dataset.num_nodes), "num_edges": int(dataset.num_edges),
-              "train_nodes": _train_digest(train_nodes)}
-    if (directory / "meta.json").is_file():
-        try:
-            norm, meta = load_normalization(directory)
-            if all(meta.get(k) == v for k, v in wanted.items()):
-                log.info("reusing normalization %s", directory)
-                return norm
-            log.info("stored normalization %s was made with other settings; estimating again", directory)
-        except DatasetError as exc:
-            log.warning("ignoring unreadable normalization: %s", exc)
-    norm = estimate_normalization(dataset.indptr, dataset.indices, config, num_subgraphs=num_subgraphs,
-                                  train_nodes=train_nodes, seed=seed, processes=processes)
-    meta = {**wanted, "config": config.model_dump(mode="json")}
-    try:
-        save_normalization(directory, norm, meta)
-        log.info("stored normalization in %s", directory)
-    except OSError as exc:
-        log.warning("could not store normalization in %s (%s); using it unsaved", directory, exc)
-    return norm
 
 
 def subgraph_node_bound(config: SamplerConfigModel) -> int:

@@ -7,7 +7,7 @@ only say how big their node set can get and call their node-selection kernel;
 clipping, induction, weights, the transpose and loss weights are the common
 path in :func:`saintpipe.services.sampler.kernels.induce.finish_subgraph`.
 
-Weights without a :class:`~saintpipe.services.sampler.normalization.Normalization`:
+Weights without a :class:`~saintpipe.services.sampler.coefficients.Normalization`:
 ``edge_weights`` are plain mean aggregation over the subgraph (``1 / deg_s(v)``
 on row ``v``, ``deg_s`` the degree inside the subgraph) and ``loss_weights``
 are uniform over the subgraph's training nodes (``1 / |train nodes in
@@ -58,7 +58,7 @@ from saintpipe.services.sampler.kernels.random_walk import random_walk_select
 from saintpipe.core.subgraph import Subgraph
 
 if TYPE_CHECKING:
-    from saintpipe.services.sampler.normalization import Normalization
+    from saintpipe.services.sampler.coefficients import Normalization
 
 _EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
 _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)

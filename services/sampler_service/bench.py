@@ -306,11 +306,11 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.dataset.normalization import load_or_estimate
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.services.pool.codec import encode_subgraph
     from saintpipe.services.pool.pool import resolve_transport
     from saintpipe.services.pool.redis_server import RedisServer
-    from saintpipe.services.sampler.normalization import load_or_estimate
     from saintpipe.services.sampler.parallel import available_cores
     from saintpipe.services.sampler_service.cli import sampler_flags
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
@@ -328,7 +328,7 @@ def _bench(args: argparse.Namespace) -> int:
                                       norm_subgraphs=args.norm_subgraphs,
                                       pool={"url": redis_server.url, "job_id": "bench-samplers",
                                             "transport": args.transport})
-        # The sampler package's own estimate, stored where the service looks: the service reuses it.
+        # The in-process estimate, stored with the dataset where the service looks: the service reuses it.
         norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
         sampler = build_sampler(config.sampler, dataset, norm)
         sg_bytes = len(encode_subgraph(sampler.sample(1)))

@@ -118,7 +118,7 @@ class _SamplerWorkerActor:
 
     def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
-        from saintpipe.services.sampler_service.normalization import count_presamples
+        from saintpipe.services.sampler.normalization import count_presamples
 
         return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
 

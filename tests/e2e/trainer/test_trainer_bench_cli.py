@@ -1,4 +1,7 @@
-"""The trainer's commands through the console script: bench train, bench accuracy, serve trainer errors."""
+"""The trainer's commands through the console script: bench train, serve trainer errors.
+
+(``bench accuracy`` is the pipeline's: tests/e2e/pipeline/test_pipeline_bench_accuracy_cli.py.)
+"""
 
 from __future__ import annotations
 
@@ -48,36 +51,6 @@ def test_bench_train_rejects_bad_sizes_in_one_line(cli):
         proc.stderr.strip()
         == "saintpipe: error: --sage-hidden must be even (self and neighbour halves), got 31"
     )
-
-
-def test_bench_accuracy_runs_all_three_trainings(cli):
-    proc = cli(
-        "bench",
-        "accuracy",
-        "--datasets",
-        "cora",
-        "--seeds",
-        "1",
-        "--epochs",
-        "3",
-        "--roots",
-        "100",
-        "--norm-subgraphs",
-        "20",
-        "--hidden",
-        "16,16",
-        "--json",
-    )
-    report = json.loads(proc.stdout)
-    trainings = {r["training"] for r in report["rows"]}
-    assert trainings == {"full-batch", "rw+norm", "rw (no norm)"}
-    assert all(0.0 <= r["test_mean"] <= 1.0 and r["seeds"] == 1 for r in report["rows"])
-    assert "cora_rw_norm_minus_full_points" in report["summary"]
-
-
-def test_bench_accuracy_names_a_missing_dataset(cli):
-    proc = cli("bench", "accuracy", "--datasets", "nope", check=False)
-    assert proc.returncode == 2 and "nope.npz not found" in proc.stderr
 
 
 def test_serve_trainer_names_missing_flags(cli, tmp_path):

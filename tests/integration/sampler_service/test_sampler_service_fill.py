@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from saintpipe.services.dataset.normalization import load_stored, norm_dir
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.sampler.normalization import estimate_normalization, norm_dir
+from saintpipe.services.sampler.normalization import estimate_normalization
 from saintpipe.services.sampler.parallel import subgraph_seed
-from saintpipe.services.sampler_service.normalization import load_stored
 from saintpipe.services.sampler_service.worker import build_sampler
 
 

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sampler_graphs import assert_valid_subgraph, random_graph, scipy_induced, skewed_graph
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
-from saintpipe.services.sampler.normalization import Normalization
+from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.sampler import make_sampler
 
 CONFIGS = [

@@ -1,19 +1,19 @@
-"""GraphSAINT normalization equals brute-force counting, and is stored and reused with the dataset."""
+"""GraphSAINT normalization equals brute-force counting and does not depend on how the pre-sampling is split.
+
+(Storing it with a dataset: tests/unit/dataset/test_dataset_normalization.py.)
+"""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
-import pytest
 
 from sampler_graphs import random_graph
-from saintpipe.services.dataset.store import write_dataset
-from saintpipe.services.sampler import normalization as norm_mod
 from saintpipe.services.sampler.config import FrontierConfig, RandomWalkConfig, config_key
-from saintpipe.services.sampler.normalization import (PRESAMPLE_STREAM, estimate_normalization, load_or_estimate,
-                                            norm_dir)
+from saintpipe.services.sampler.normalization import (PRESAMPLE_STREAM, count_presamples, count_samples,
+                                                      estimate_normalization)
 from saintpipe.services.sampler.parallel import stream_seed
 from saintpipe.services.sampler.sampler import make_sampler
 
@@ -67,39 +67,13 @@ def test_result_does_not_depend_on_the_number_of_processes():
     assert not np.array_equal(one.aggregator_coefficients, other_seed.aggregator_coefficients)
 
 
-@pytest.fixture
-def dataset_dir(tmp_path):
-    n = INDPTR.size - 1
-    write_dataset(tmp_path / "ds", name="tiny", indptr=INDPTR, indices=INDICES,
-                  features=np.zeros((n, 2), dtype=np.float32), labels=np.zeros(n, dtype=np.int64),
-                  splits={"train": TRAIN, "val": np.array([1, 3]), "test": np.array([5, 7])})
-    return tmp_path / "ds"
-
-
-def test_stored_with_the_dataset_and_reused(dataset_dir, monkeypatch):
-    first = load_or_estimate(dataset_dir, CONFIG, NUM, processes=1)
-    where = norm_dir(dataset_dir, CONFIG)
-    assert where == dataset_dir / "norm" / config_key(CONFIG)
-    meta = json.loads((where / "meta.json").read_text())
-    assert meta["num_subgraphs"] == NUM and meta["config"]["kind"] == "random_walk"
-    assert not list((dataset_dir / "norm").glob(".*")), "no temporary directory left behind"
-    expected_loss, _, _ = _brute_force(INDPTR, INDICES, CONFIG, NUM, TRAIN)  # the dataset's train split
-    assert np.array_equal(first.loss_coefficients, expected_loss)
-
-    def must_not_sample(*args, **kwargs):
-        raise AssertionError("the stored normalization should have been reused")
-
-    monkeypatch.setattr(norm_mod, "estimate_normalization", must_not_sample)
-    again = load_or_estimate(dataset_dir, CONFIG, NUM, processes=1)
-    assert np.array_equal(again.aggregator_coefficients, first.aggregator_coefficients)
-    # Another subgraph count is another estimate.
-    with pytest.raises(AssertionError, match="reused"):
-        load_or_estimate(dataset_dir, CONFIG, NUM + 1, processes=1)
-
-
-def test_sampler_uses_stored_normalization(dataset_dir):
-    norm = load_or_estimate(dataset_dir, CONFIG, NUM, processes=1)
-    sampler = make_sampler(CONFIG, INDPTR, INDICES, normalization=norm, train_nodes=TRAIN)
-    g = sampler.sample(3)
-    expected = np.where(np.isin(g.node_ids, TRAIN), norm.loss_coefficients[g.node_ids], 0)
-    assert np.array_equal(g.loss_weights, expected)
+def test_shares_of_the_presampling_add_up_to_one_serial_count():
+    """The sampler service's workers each count a contiguous share (count_presamples); the sums must equal
+    the kernels' own estimate, whatever the split."""
+    nodes, edges = count_samples(INDPTR, INDICES, CONFIG, num_subgraphs=NUM, seed=3, processes=1)
+    sampler = make_sampler(CONFIG, INDPTR, INDICES)
+    for bounds in ((0, NUM), (0, 5, NUM), (0, 1, 7, 11, NUM)):
+        parts = [count_presamples(sampler, a, b, 3) for a, b in pairwise(bounds)]
+        assert all(n.dtype == np.int32 and e.dtype == np.int32 for n, e in parts)
+        assert np.array_equal(sum(n.astype(np.int64) for n, _ in parts), nodes)
+        assert np.array_equal(sum(e.astype(np.int64) for _, e in parts), edges)

@@ -15,7 +15,7 @@ from sampler_graphs import assert_valid_subgraph, scipy_induced, star
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.sampler.config import parse_sampler_config
-from saintpipe.services.sampler.normalization import Normalization
+from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.sampler import make_sampler
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

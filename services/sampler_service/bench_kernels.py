@@ -19,6 +19,10 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
+# The sampler kernels' own benchmark. It lives here, above the kernels package (saintpipe.services.sampler,
+# pure arrays in and out), because it reads, generates and caches its graphs through the dataset store;
+# ``bench samplers`` (bench.py, beside it) measures the service filling the pool against the same kernels.
+
 CORA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cora.npz"
 KINDS = ("frontier", "random_walk", "edge", "node")
 QUICK_SCALES, QUICK_SECONDS = "12", 0.25

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from saintpipe.trainer.accuracy import SamplingSetup, load_planetoid, train_full_batch, train_subgraphs
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.evaluate import EvalGraph
+
+from saintpipe.pipeline.accuracy import SamplingSetup, load_planetoid, train_full_batch, train_subgraphs
 
 MODEL = ModelConfig(arch="gcn", hidden=[64, 64], dropout=0.5, lr=0.01, weight_decay=5e-4)
 

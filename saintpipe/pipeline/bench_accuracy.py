@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "tests" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
-    from saintpipe.trainer.accuracy import SamplingSetup, compare
+    from saintpipe.pipeline.accuracy import SamplingSetup, compare
     from saintpipe.trainer.config import ModelConfig
 
     if args.seeds < 1 or args.epochs < 1 or args.first_seed < 0:
