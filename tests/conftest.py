@@ -45,10 +45,10 @@ def saintpipe_home(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 def redis_server():
-    """A private, real redis-server on a free loopback port (password, no persistence); stopped afterwards.
+    """A private, real redis-server on a free loopback port (password, append-only file); stopped afterwards.
 
     Ignores SAINTPIPE_REDIS_URL so tests may restart or kill it. Use ``.url``;
-    ``.restart()`` restarts it on the same port (losing its data).
+    ``.restart()`` restarts it on the same port, from its append-only file (its data survive).
     """
     from saintpipe.services.pool.redis_server import RedisServer
 

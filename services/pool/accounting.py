@@ -27,7 +27,7 @@ class Accounting:
         self._slots = slots
 
     def stats(self) -> PoolStats:
-        held, pending, produced, acked, redelivered, malformed = (
+        held, pending, produced, acked, redelivered, dead_lettered = (
             int(v or 0)
             for v in self._link.eval("STATS", self._keys.stream_and_counters, [GROUP], "read pool stats")
         )
@@ -37,7 +37,7 @@ class Accounting:
             produced=produced,
             acknowledged=acked,
             redelivered=redelivered,
-            malformed=malformed,
+            dead_lettered=dead_lettered,
             capacity=self.capacity,
         )
 
@@ -45,7 +45,7 @@ class Accounting:
         client = self._link.client
 
         def delete() -> int:
-            removed = client.delete(*self._keys.entry)
+            removed = client.delete(*self._keys.entry_and_dead)
             batch: list[bytes] = []
             for key in client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000):
                 batch.append(key)

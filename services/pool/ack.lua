@@ -1,8 +1,7 @@
 -- ACK (after ack_one.lua): acknowledge entries and delete them and their bytes (wherever GET moved
--- them), each counted under ARGV[2] ('acknowledged', or 'malformed' for an entry that failed to
--- decode). With a consumer name in ARGV[3], only entries that consumer holds. Returns how many were
--- pending (for that consumer) and are now gone; the others were acknowledged already, taken over, or
--- lost in a restart.
+-- them), each counted under ARGV[2] ('acknowledged'). With a consumer name in ARGV[3], only entries
+-- that consumer holds. Returns how many were pending (for that consumer) and are now gone; the others
+-- were acknowledged already, taken over, or lost in a restart.
 -- ARGV: group, counter, consumer or '', entry ids.
 
 local done = 0

@@ -1,4 +1,4 @@
--- ack_one(id, counter): shared by PUT, PUT_REFERENCE, GET and ACK (scripts.py prepends it).
+-- ack_one(id, counter): shared by PUT, PUT_REFERENCE, GET, ACK and DEAD (scripts.py prepends it).
 -- Acknowledge entry id of the group ARGV[1] of stream KEYS[1]; if it was pending, delete it and its
 -- bytes (KEYS[3] says where GET moved them; else the entry's field k) and count it under counter in
 -- KEYS[2]. Returns 1 if it was pending, else 0. XACK on a missing stream is 0.

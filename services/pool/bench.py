@@ -34,6 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="timed cycles of each path, interleaved so machine noise hits both alike (default 200)",
     )
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of a private one")
+    parser.add_argument(
+        "--persistence",
+        choices=("everysec", "always", "none"),
+        default="none",
+        help="the private redis-server's AOF fsync policy, or none (no AOF, the default: the benchmark "
+        "compares the pool's own work with plain SET+GET, and the AOF's disk writes blur it; "
+        "docs/pool.md has both). Ignored with --redis-url",
+    )
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 
@@ -66,7 +74,11 @@ def _bench(args: argparse.Namespace) -> int:
     warmup = 5
 
     with (
-        RedisServer(args.redis_url) as server,
+        RedisServer(
+            args.redis_url,
+            persistent=args.persistence != "none",
+            appendfsync="everysec" if args.persistence == "none" else args.persistence,
+        ) as server,
         SubgraphPool(server.url, job, capacity=16) as pool,
         SubgraphPool(server.url, f"{job}-wait", capacity=16) as pool_wait,
     ):
@@ -188,6 +200,7 @@ def _bench(args: argparse.Namespace) -> int:
             "message_bytes": len(data),
             "count": args.count,
             "redis": "external" if server.external else "private",
+            "persistence": "external" if server.external else args.persistence,
             "redis_version": redis_version,
         },
         summary={

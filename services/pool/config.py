@@ -45,6 +45,20 @@ class PoolConfig(StrictModel):
         "the same /dev/shm), or 'auto' (shared memory when the Redis URL is a loopback one). Consumers "
         "read either kind.",
     )
+    max_deliveries: int = pydantic.Field(
+        default=5,
+        ge=0,
+        le=1_000_000,
+        description="An entry delivered more often than this without an acknowledgement (it probably crashes "
+        "the trainers that take it) goes to the job's dead-letter stream instead of to another trainer; "
+        "0: no limit.",
+    )
+    dead_letter_limit: int = pydantic.Field(
+        default=10_000,
+        ge=1,
+        le=100_000_000,
+        description="About how many records the job's dead-letter stream keeps (older ones are trimmed).",
+    )
     put_timeout: float | None = pydantic.Field(
         default=None,
         ge=0,

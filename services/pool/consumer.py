@@ -5,11 +5,13 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+from collections import deque
 
 import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import decode_owned
+from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS
@@ -33,6 +35,9 @@ class Consumer:
         keys: the job's keys.
         link: the pool object's round trips.
         acks: acknowledgements queued by ``ack(wait=False)``.
+        dead: where entries that cannot be trained on go.
+        max_deliveries: an entry delivered more often than this without an acknowledgement is
+            dead-lettered instead of delivered again; 0: no limit.
     """
 
     def __init__(
@@ -43,12 +48,18 @@ class Consumer:
         keys: JobKeys,
         link: RedisLink,
         acks: AckQueue,
+        dead: DeadLetters,
+        max_deliveries: int,
     ) -> None:
         self.job_id = job_id
         self._keys = keys
         self._entry_keys = keys.entry
         self._link = link
         self._acks = acks
+        self._dead = dead
+        self._max_deliveries = max_deliveries
+        # Consumer name -> ids recover() took back for it, delivered first by its next gets.
+        self._recovered: dict[str, deque[str]] = {}
         self._get = SCRIPTS["GET"]
         self._min_idle_ms = max(1, int(visibility_timeout * 1000))
         # A blocking read must end before the socket times out.
@@ -64,27 +75,38 @@ class Consumer:
             raise InvalidArgument("consumer name must be non-empty")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
-            now = time.monotonic()
-            abandoned_first = now >= self._next_claim
-            if abandoned_first:
-                self._next_claim = now + self._claim_interval
-            # One round trip: the GET script (first acknowledging what ack(wait=False) queued) moves the
-            # entry's bytes to a key named here, then GET them.
-            dest = self._keys.new_bytes_key()
+            recovered = self._take_recovered(consumer)
+            if recovered is not None:
+                order = recovered  # that entry first, if the consumer still holds it
+            else:
+                now = time.monotonic()
+                abandoned_first = now >= self._next_claim
+                if abandoned_first:
+                    self._next_claim = now + self._claim_interval
+                order = "1" if abandoned_first else "0"
             acks = self._acks.take()
-            args = [GROUP, consumer, self._min_idle_ms, int(abandoned_first), *acks]
+            args = [GROUP, consumer, self._min_idle_ms, order, self._max_deliveries, *acks]
+
+            def commands(args: list = args) -> list[list]:
+                # One round trip: the GET script (first acknowledging what ack(wait=False) queued) moves
+                # the entry's bytes to a key named here, then GET them. A fresh key for every attempt:
+                # an attempt whose reply was lost may have run, and its entry's bytes are under its key.
+                dest = self._keys.new_bytes_key()
+                return [self._get.command([*self._entry_keys, dest], args), pack("GET", dest)]
+
             try:
-                (eid, deliveries, present, acked), payload = self._link.run(
-                    [self._get.command([*self._entry_keys, dest], args), pack("GET", dest)],
-                    "get a subgraph",
-                )
+                (eid, deliveries, present, acked), payload = self._link.run(commands, "get a subgraph")
             except BaseException:
                 self._acks.requeue(acks)
+                if recovered is not None:
+                    self._recovered[consumer].appendleft(recovered)
                 raise
             if acked != len(acks):
                 self._acks.note_stale(len(acks) - acked, len(acks))
             if eid:  # nil (or false, depending on the protocol) when there is none
                 entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None)
+            elif recovered is not None:
+                continue  # it was no longer this consumer's; nothing new either: ask again in the usual order
             else:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -94,6 +116,32 @@ class Consumer:
                 entry = self._entry(consumer, *read) if read else None
             if entry is not None:
                 return entry
+
+    def recover(self, consumer: str) -> int:
+        if not consumer:
+            raise InvalidArgument("consumer name must be non-empty")
+        ids = self._link.eval(
+            "RECOVER",
+            self._entry_keys,
+            [GROUP, consumer, self._max_deliveries],
+            "recover a restarted consumer's entries",
+        )
+        # All it holds now: replaces what an earlier recover() queued and get() has not delivered yet.
+        self._recovered[consumer] = deque(i.decode() for i in ids)
+        if ids:
+            log.info(
+                "pool job %s: consumer %s took back %d unacknowledged entries", self.job_id, consumer, len(ids)
+            )
+        return len(ids)
+
+    def _take_recovered(self, consumer: str) -> str | None:
+        queue = self._recovered.get(consumer) if self._recovered else None
+        if not queue:
+            return None
+        try:
+            return queue.popleft()
+        except IndexError:  # another thread took the last one
+            return None
 
     def _blocking_read(
         self, consumer: str, seconds: float
@@ -130,7 +178,17 @@ class Consumer:
     def _entry(
         self, consumer: str, eid: str, deliveries: int, payload: memoryview | bytes | None
     ) -> PoolEntry | None:
-        """Decode the bytes of a delivered entry; None if another consumer took it over meanwhile."""
+        """Decode the bytes of a delivered entry; None if it went to the dead-letter stream instead.
+
+        None too if it could not be decoded and another consumer took it over meanwhile (that one
+        deals with it).
+        """
+        if self._max_deliveries and deliveries > self._max_deliveries:
+            # Each delivery ended without an acknowledgement: it probably crashes whoever takes it.
+            self._dead.move(
+                consumer, eid, f"delivered {deliveries - 1} times without acknowledgement", deliveries - 1
+            )
+            return None
         try:
             if payload is not None and shared_memory.is_reference(payload):
                 reference, payload = payload, shared_memory.read(payload)  # ConfigError: not readable here
@@ -142,20 +200,10 @@ class Consumer:
                 raise DecodeError("its bytes are missing from Redis")
             return PoolEntry(entry_id=eid, subgraph=decode_owned(payload), deliveries=deliveries)
         except DecodeError as exc:
-            # Only while this consumer still holds it: another may have taken it over in between.
-            removed = self._link.eval(
-                "ACK", self._entry_keys, [GROUP, "malformed", consumer, eid], "drop a malformed entry"
-            )
-            if not removed:
-                if payload is None:
-                    return None
-                raise DecodeError(
-                    f"pool job {self.job_id!r} entry {eid} was malformed (another consumer holds it now): {exc}"
-                ) from None
-            log.error("pool job %s: removed malformed entry %s: %s", self.job_id, eid, exc)
-            raise DecodeError(
-                f"pool job {self.job_id!r} entry {eid} was malformed and has been removed: {exc}"
-            ) from None
+            # Out of the way, not raised: one bad entry must not end training. Only while this consumer
+            # still holds it: another may have taken it over in between.
+            self._dead.move(consumer, eid, str(exc), deliveries)
+            return None
 
     def ack(self, entry_id: str, *, wait: bool) -> bool | None:
         if not wait:

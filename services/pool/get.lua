@@ -2,18 +2,26 @@
 -- unacknowledged for longer than the visibility timeout (a redelivery, counted), or one never
 -- delivered. With ARGV[4] = '1' abandoned entries are looked for first; otherwise only when there is
 -- no new entry (the caller asks for the first order every so often rather than on every call:
--- XAUTOCLAIM is a large share of this script's work). The entry's bytes are then RENAMEd to KEYS[4], a
--- fresh key the caller chose and GETs in the same round trip (a rename moves a pointer; returning
--- ~1 MB through Lua would copy it twice), and KEYS[3] records where they went, for ACK and for a later
--- redelivery.
--- Entry ids from ARGV[5] on are acknowledged first (as ACK does): a consumer's acknowledgement of its
+-- XAUTOCLAIM is a large share of this script's work). ARGV[4] may instead be the id of an entry this
+-- consumer took back with RECOVER: it comes first, if the consumer still holds it. The entry's bytes
+-- are then RENAMEd to KEYS[4], a fresh key the caller chose and GETs in the same round trip (a rename
+-- moves a pointer; returning ~1 MB through Lua would copy it twice), and KEYS[3] records where they
+-- went, for ACK and for a later redelivery.
+-- KEYS[4] must not exist yet: if it does, this very call has run before (it was sent again after its
+-- answer was lost) and renaming another entry's bytes onto it would destroy the first one's; nothing
+-- is taken then (the first entry stays pending and comes back after the visibility timeout).
+-- An entry claimed for more than ARGV[5] deliveries (0: no limit) is not counted as redelivered: the
+-- caller moves it to the dead-letter stream instead of handing it out (DEAD).
+-- Entry ids from ARGV[6] on are acknowledged first (as ACK does): a consumer's acknowledgement of its
 -- last entry travels with its next GET.
 -- Returns {id, deliveries, 1, acked}, {id, deliveries, 0, acked} when the bytes are missing, or
 -- {false, 0, 0, acked} when there is no entry; acked counts the acknowledged entries that were pending.
--- ARGV: group, consumer, visibility timeout in ms, abandoned first (1 or 0), entry ids to acknowledge.
+-- ARGV: group, consumer, visibility timeout in ms, abandoned first (1 or 0) or a recovered entry id,
+-- most deliveries, entry ids to acknowledge.
 
+if redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0, 0, 0} end
 local acked = 0
-for i = 5, #ARGV do acked = acked + ack_one(ARGV[i], 'acknowledged') end
+for i = 6, #ARGV do acked = acked + ack_one(ARGV[i], 'acknowledged') end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
   return {false, 0, 0, acked}
@@ -25,9 +33,11 @@ local function claim()
     local entry = claimed[2][1]
     if entry == nil then return nil end
     if entry[2] then
-      local info = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
-      redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
-      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry[2][2], info[1][4]
+      local deliveries = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)[1][4]
+      if ARGV[5] == '0' or deliveries <= tonumber(ARGV[5]) then
+        redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
+      end
+      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry[2][2], deliveries
     end
     -- A pending id whose entry was deleted by hand: drop it from the pending list, with its bytes.
     redis.call('XACK', KEYS[1], ARGV[1], entry[1])
@@ -47,8 +57,20 @@ local function read_new()
   local entry = read[1][2][1]
   return entry[1], entry[2][2], 1
 end
+local function recovered(id)
+  local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)[1]
+  if info == nil or info[2] ~= ARGV[2] then return nil end  -- acknowledged, or taken over since
+  local bytes = redis.call('HGET', KEYS[3], id)
+  if not bytes then
+    local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
+    if entry == nil then return nil end  -- deleted by hand: claim() drops it once it is idle
+    bytes = entry[2][2]
+  end
+  return id, bytes, info[4]
+end
 local id, bytes, deliveries
-if ARGV[4] == '1' then id, bytes, deliveries = claim() end
+if #ARGV[4] > 1 then id, bytes, deliveries = recovered(ARGV[4]) end
+if id == nil and ARGV[4] == '1' then id, bytes, deliveries = claim() end
 if id == nil then id, bytes, deliveries = read_new() end
 if id == nil and ARGV[4] ~= '1' then id, bytes, deliveries = claim() end
 if id == nil then return {false, 0, 0, acked} end

@@ -19,6 +19,9 @@ from saintpipe.services.pool.shared import GROUP, JobKeys, log
 
 T = TypeVar("T")
 
+# Packed commands, or a function that packs them afresh for every attempt.
+Commands = list[list] | Callable[[], list[list]]
+
 
 class RedisLink:
     """The connections of one pool object, and every round trip made on them.
@@ -50,10 +53,15 @@ class RedisLink:
         self._entry_keys = keys.entry
         self._ack = SCRIPTS["ACK"]
 
-    def run(self, commands: list[list], what: str) -> list:
+    def run(self, commands: Commands, what: str) -> list:
         """One round trip of packed commands, with reconnects and scripts reloaded after a restart.
 
         Acknowledgements queued by ``ack(wait=False)`` go first, in the same write.
+
+        An attempt that fails after sending may still have run on the server (a stalled Redis runs
+        it once it resumes; only the reply was lost), and the next attempt sends the commands again.
+        Commands that must not be repeated as they are, because they name a key that only one
+        attempt may use (a get's destination key), are given as a function that packs them afresh.
         """
         try:
             return self._attempt(commands)
@@ -72,11 +80,11 @@ class RedisLink:
 
         return self.call(attempt_with_scripts, what)
 
-    def _attempt(self, commands: list[list]) -> list:
+    def _attempt(self, commands: Commands) -> list:
+        sent = commands() if callable(commands) else commands
         acks = self._acks.take()
-        sent = commands
         if acks:
-            sent = [self._ack.command(self._entry_keys, [GROUP, "acknowledged", "", *acks]), *commands]
+            sent = [self._ack.command(self._entry_keys, [GROUP, "acknowledged", "", *acks]), *sent]
         try:
             replies = self.conns.exchange(sent, raise_errors=False)
         except BaseException:

@@ -30,6 +30,13 @@ _GAUGES = {
             "visibility timeout (mirrors the pool's counter)"
         ),
     ),
+    "saintpipe_pool_dead_lettered_total": (
+        "dead_lettered",
+        (
+            "Subgraphs moved to the dead-letter stream instead of being trained on: undecodable, bytes "
+            "gone, or delivered too often (mirrors the pool's counter)"
+        ),
+    ),
 }
 
 

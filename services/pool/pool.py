@@ -7,10 +7,17 @@ trainer got but never acknowledged (the trainer died) goes to another trainer
 once it has been idle for ``visibility_timeout`` seconds; ``stats()`` counts
 these redeliveries. The pool is bounded: with ``capacity`` unacknowledged
 entries held, ``put`` waits; nothing unconsumed is ever trimmed or dropped.
+An entry that cannot be trained on (it does not decode, its bytes are gone,
+or it was delivered more than ``max_deliveries`` times without an
+acknowledgement) goes to the job's dead-letter stream (``dead_letters()``)
+instead of failing the trainer that meets it. A trainer restarted under the
+same consumer name takes its unacknowledged entries back with ``recover``.
 
 Every call survives a Redis restart: it retries with exponential backoff and
 raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
-unreachable for ``reconnect_timeout`` seconds. See docs/pool.md for what a
+unreachable for ``reconnect_timeout`` seconds. A call sent again after its
+reply was lost (a stalled Redis runs both) does not take effect twice: a put
+adds its subgraph once, a get loses no entry. See docs/pool.md for what a
 restart of a non-persistent Redis loses.
 
 Each put and each get is one round trip (see docs/pool.md); ``ack(entry_id,
@@ -46,9 +53,10 @@ from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, PoolConfig
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
+from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
-from saintpipe.services.pool.shared import GROUP, KEY_PREFIX, JobKeys, PoolEntry, PoolStats, log
+from saintpipe.services.pool.shared import GROUP, KEY_PREFIX, DeadLetter, JobKeys, PoolEntry, PoolStats, log
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeError
@@ -57,6 +65,7 @@ from saintpipe.core.subgraph import Subgraph
 __all__ = [
     "GROUP",
     "KEY_PREFIX",
+    "DeadLetter",
     "PoolEntry",
     "PoolStats",
     "PreparedPut",
@@ -98,9 +107,12 @@ class SubgraphPool:
         transport: where this object's puts leave the bytes: ``"redis"``,
             ``"shared_memory"`` (same-host slots), or ``"auto"`` (shared memory
             when the URL is a loopback one).
+        max_deliveries: an entry delivered more often than this without an
+            acknowledgement is dead-lettered instead of delivered again; 0: no limit.
+        dead_letter_limit: about how many records the job's dead-letter stream keeps.
 
     Raises:
-        InvalidArgument: a bad job id, capacity, timeout or transport.
+        InvalidArgument: a bad job id, capacity, timeout, transport or limit.
         ConfigError: ``"shared_memory"`` where ``/dev/shm`` is not usable.
         ServiceUnavailable: Redis unreachable for ``reconnect.give_up_after`` seconds.
         AuthenticationFailed: Redis refused the URL's password.
@@ -116,6 +128,8 @@ class SubgraphPool:
         reconnect: ReconnectPolicy | None = None,
         socket_timeout: float = 10.0,
         transport: str = "redis",
+        max_deliveries: int = 5,
+        dead_letter_limit: int = 10_000,
     ) -> None:
         if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
             raise InvalidArgument(
@@ -125,10 +139,15 @@ class SubgraphPool:
             raise InvalidArgument(f"capacity {capacity!r}: must be an integer >= 1")
         if not visibility_timeout > 0:
             raise InvalidArgument(f"visibility_timeout {visibility_timeout!r}: must be > 0 seconds")
+        if not isinstance(max_deliveries, int) or max_deliveries < 0:
+            raise InvalidArgument(f"max_deliveries {max_deliveries!r}: must be an integer >= 0 (0: no limit)")
+        if not isinstance(dead_letter_limit, int) or dead_letter_limit < 1:
+            raise InvalidArgument(f"dead_letter_limit {dead_letter_limit!r}: must be an integer >= 1")
         self.url = url
         self.job_id = job_id
         self.capacity = capacity
         self.visibility_timeout = float(visibility_timeout)
+        self.max_deliveries = max_deliveries
         self.reconnect = reconnect or ReconnectPolicy()
         self.transport = resolve_transport(transport, url)
         if self.transport == "shared_memory":
@@ -139,7 +158,10 @@ class SubgraphPool:
         self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, acks)
         self._slots = ProducerSlots(url, job_id, keys.stream, self._link)
         self._producer = Producer(job_id, capacity, self.transport, keys, self._link, acks, self._slots)
-        self._consumer = Consumer(job_id, self.visibility_timeout, socket_timeout, keys, self._link, acks)
+        self._dead = DeadLetters(job_id, keys, self._link, dead_letter_limit)
+        self._consumer = Consumer(
+            job_id, self.visibility_timeout, socket_timeout, keys, self._link, acks, self._dead, max_deliveries
+        )
         self._accounting = Accounting(job_id, capacity, keys, self._link, self._slots)
         self._link.call(self._link.client.ping, "connect")
 
@@ -159,6 +181,8 @@ class SubgraphPool:
             ),
             socket_timeout=config.socket_timeout,
             transport=config.transport,
+            max_deliveries=config.max_deliveries,
+            dead_letter_limit=config.dead_letter_limit,
         )
 
     # -- producing ---------------------------------------------------------------------------------------
@@ -267,12 +291,30 @@ class SubgraphPool:
 
         Returns:
             The entry, or ``None`` when none arrived in time. Acknowledge it with
-            ``ack`` after training on it.
+            ``ack`` after training on it. Entries that cannot be trained on (they
+            do not decode, their bytes or shared-memory slot are gone, or they were
+            delivered more than ``max_deliveries`` times) are moved to the
+            dead-letter stream on the way (one warning each) and skipped.
 
         Raises:
-            DecodeError: the entry was malformed; it has been removed (counted as malformed).
+            ConfigError: the entry's bytes are in shared memory this process cannot
+                read (another host, another user); it is left for another consumer.
         """
         return self._consumer.get(consumer, timeout)
+
+    def recover(self, consumer: str) -> int:
+        """Take back at once what ``consumer`` holds unacknowledged, for a trainer restarted under that name.
+
+        Call it once when the trainer starts, before its first ``get``: the
+        entries its previous life got and never acknowledged would otherwise
+        wait out the visibility timeout. Each is claimed again (delivery count
+        incremented, counted as redelivered) and delivered, oldest first, by this
+        object's next ``get`` calls for ``consumer``, before anything else.
+
+        Returns:
+            How many entries were taken back.
+        """
+        return self._consumer.recover(consumer)
 
     def ack(self, entry_id: str, *, wait: bool = True) -> bool | None:
         """Acknowledge an entry after training on it; it is deleted from Redis.
@@ -317,8 +359,18 @@ class SubgraphPool:
         """A consistent snapshot of the job's counters and sizes."""
         return self._accounting.stats()
 
+    def dead_letters(self, count: int = 100) -> list[DeadLetter]:
+        """The newest ``count`` records of the job's dead-letter stream, oldest first.
+
+        Raises:
+            InvalidArgument: ``count`` < 1.
+        """
+        if not isinstance(count, int) or count < 1:
+            raise InvalidArgument(f"count {count!r}: must be an integer >= 1")
+        return self._dead.read(count)
+
     def delete_job(self) -> int:
-        """Remove everything this job stored in Redis (entries, their bytes, group, counters).
+        """Remove everything this job stored in Redis (entries, their bytes, group, counters, dead letters).
 
         Call it once the job's producers and consumers have stopped: a later
         ``put`` or ``get`` starts the job afresh.
@@ -341,6 +393,7 @@ class SubgraphPool:
         except (redis.RedisError, SaintpipeError) as exc:  # they come back after the visibility timeout
             log.warning("pool job %s: could not send queued acknowledgements on close: %s", self.job_id, exc)
         finally:
+            self._producer.forget_now()
             self._slots.close()
             self._link.close()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ class _Put:
     keys: list
     commands: list
     acks: list[str]
+    forgets: list[str]
     parts: list
     checked: list[str]
     writer: shared_memory.SlotWriter | None = None
@@ -82,6 +84,11 @@ class Producer:
         self._slots = slots
         self._pending: _Put | None = None  # a put_nowait() to settle()
         self._put_args = [GROUP, capacity, _UPLOAD_TTL_MS]
+        self._put_again = [*self._put_args, 0]  # PUT asked again for the same upload: nothing to forget
+        # Uploads whose put's answer this object has read: it will never send them again, so Redis may
+        # drop their records (put_entry.lua); the next put carries them.
+        self._forgets: list[str] = []
+        self._forgets_lock = threading.Lock()
         self._put = SCRIPTS["PUT"]
         self._put_reference = SCRIPTS["PUT_REFERENCE"]
 
@@ -128,8 +135,7 @@ class Producer:
     def cancel(self, put: PreparedPut) -> None:
         if put is self._pending:
             raise InvalidArgument(f"pool job {self.job_id}: that put was sent; settle() or abandon() it")
-        self._acks.requeue(put.acks)  # they were to travel with it
-        put.acks = []
+        self._give_back(put)  # they were to travel with it
         if put.writer is not None and put.slot is not None:
             put.writer.release(put.slot)
             put.slot = None
@@ -194,17 +200,30 @@ class Producer:
         upload = self._keys.new_bytes_key()
         keys = [*self._entry_keys, upload]
         acks = self._acks.take()
+        with self._forgets_lock:
+            forgets, self._forgets = self._forgets, []
+        # SET NX: sent again after a lost answer, it must not touch bytes the entry already uses.
         if writer is not None:
             checked = writer.oldest(SLOT_CHECKS_PER_PUT)
             commands = [self._put_reference.command(
-                keys, [*self._put_args, parts[0], len(checked), *checked, *acks])]
+                keys, [*self._put_args, parts[0], len(checked), *checked, len(forgets), *forgets, *acks])]
         else:
             checked = []
             commands = [
-                pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS),
-                self._put.command(keys, [*self._put_args, *acks]),
+                pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS, "NX"),
+                self._put.command(keys, [*self._put_args, len(forgets), *forgets, *acks]),
             ]
-        return _Put(upload, keys, commands, acks, parts, checked, writer, slot)
+        return _Put(upload, keys, commands, acks, forgets, parts, checked, writer, slot)
+
+    def _give_back(self, put: _Put) -> None:
+        """The acknowledgements and forgets ``put`` carried go with the next call (whether they ran is
+        unknown, and doing them twice is harmless)."""
+        self._acks.requeue(put.acks)
+        put.acks = []
+        if put.forgets:
+            with self._forgets_lock:
+                self._forgets[:0] = put.forgets
+            put.forgets = []
 
     def _answer(self, put: _Put) -> None:
         """Get the first round trip's replies (read those already sent, else send): sets ``put.result``."""
@@ -218,13 +237,13 @@ class Producer:
                 # below, as a failed round trip of RedisLink.run would be.
                 replies = None
             except redis.ResponseError as exc:
-                self._acks.requeue(put.acks)
+                self._give_back(put)
                 raise translate_error(self._link.url, exc) from None
         if replies is None:
             try:
                 replies = self._link.run(put.commands, "put a subgraph")
             except BaseException:
-                self._acks.requeue(put.acks)
+                self._give_back(put)
                 raise
         if put.writer is None:
             put.result = replies[1]
@@ -249,8 +268,8 @@ class Producer:
                     return entry_id
                 if result == -1:  # the upload vanished (a restart, or it expired): send it again
                     # SET and PUT again; the acknowledgements and slot checks went with the first round trip.
-                    again = [pack("SET", put.upload, put.parts, "PX", _UPLOAD_TTL_MS),
-                             self._put.command(put.keys, self._put_args)]
+                    again = [pack("SET", put.upload, put.parts, "PX", _UPLOAD_TTL_MS, "NX"),
+                             self._put.command(put.keys, self._put_again)]
                     put.result = self._link.run(again, "put a subgraph")[1]
                     continue
                 if result is not None:  # the number held: full
@@ -262,7 +281,7 @@ class Producer:
                         )
                     time.sleep(poll if deadline is None else min(poll, max(0.0, deadline - time.monotonic())))
                     poll = min(poll * 2, _POLL_MAX)
-                put.result = self._link.eval("PUT", put.keys, self._put_args, "put a subgraph")
+                put.result = self._link.eval("PUT", put.keys, self._put_again, "put a subgraph")
         except SaintpipeTimeout:
             if keep:
                 put.result = None  # ask again first thing next time
@@ -283,13 +302,29 @@ class Producer:
             put.slot = None
         if entry_id is None:
             self._discard(put.upload)
+        else:
+            with self._forgets_lock:
+                self._forgets.append(put.upload)
 
     def _discard(self, upload: str) -> None:
-        """Best effort: remove an upload that never made it into the stream (its expiry covers failures)."""
+        """Best effort: give up an upload; if its entry was added after all, keep that (discard.lua).
+
+        Its expiry covers a failure here; a record of an added entry left behind costs ~100 bytes.
+        """
         try:
-            self._link.client.unlink(upload)
+            self._link.client.eval(SCRIPTS["DISCARD"].text, 2, self._keys.at, upload)
         except redis.RedisError:
             pass
+
+    def forget_now(self) -> None:
+        """Best effort, on close: drop the records of the puts whose answers this object has read."""
+        with self._forgets_lock:
+            forgets, self._forgets = self._forgets, []
+        if forgets:
+            try:
+                self._link.client.hdel(self._keys.at, *forgets)
+            except redis.RedisError:
+                pass
 
 
 def _copy_into(data: bytes, allocate: Callable[[int], np.ndarray]) -> int:

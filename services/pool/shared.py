@@ -45,8 +45,12 @@ class PoolStats:
         pending: entries delivered to a trainer and not yet acknowledged.
         produced: entries ever put.
         acknowledged: entries acknowledged (trained on).
-        redelivered: deliveries of entries taken back from a trainer that held them too long.
-        malformed: entries removed because they did not decode.
+        redelivered: deliveries of entries taken back from a trainer that held them too long
+            (or recovered by a restarted trainer of the same name).
+        dead_lettered: entries removed without being trained on and recorded in the dead-letter
+            stream: they did not decode, their bytes were gone, or they were delivered more than
+            ``max_deliveries`` times. At any quiet moment
+            ``produced == acknowledged + depth + pending + dead_lettered``.
         capacity: this pool object's capacity (depth + pending never exceeds it).
     """
 
@@ -55,13 +59,33 @@ class PoolStats:
     produced: int
     acknowledged: int
     redelivered: int
-    malformed: int
+    dead_lettered: int
     capacity: int
 
     @property
     def held(self) -> int:
         """Unacknowledged entries stored: depth + pending."""
         return self.depth + self.pending
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """The record of one entry moved to the job's dead-letter stream instead of being trained on.
+
+    Attributes:
+        entry_id: the entry's id in the job's stream.
+        reason: why, in a few words ("its bytes are missing from Redis", "delivered 5 times without
+            acknowledgement", the decoder's message, ...).
+        consumer: the consumer that held it when it was moved.
+        deliveries: how many times it had been delivered.
+        time: when it was moved (Redis's clock, seconds since the epoch).
+    """
+
+    entry_id: str
+    reason: str
+    consumer: str
+    deliveries: int
+    time: float
 
 
 class JobKeys:
@@ -71,8 +95,10 @@ class JobKeys:
         self.stream = f"{KEY_PREFIX}{{{job_id}}}:stream"
         self.counters = f"{KEY_PREFIX}{{{job_id}}}:counters"
         self.at = f"{KEY_PREFIX}{{{job_id}}}:at"
+        self.dead = f"{KEY_PREFIX}{{{job_id}}}:dead"
         self.stream_and_counters = [self.stream, self.counters]  # KEYS of STATS and TOUCH
         self.entry = [self.stream, self.counters, self.at]  # KEYS of the others, before the bytes' key
+        self.entry_and_dead = [*self.entry, self.dead]  # KEYS of DEAD; every fixed key of the job
         self.upload_prefix = f"{KEY_PREFIX}{{{job_id}}}:sg:"
         self._token, self._counter, self._fork = secrets.token_hex(8), itertools.count(), FORKS[0]
 

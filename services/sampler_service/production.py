@@ -207,7 +207,7 @@ class Producer:
             took = (time.perf_counter() - t0 - placing[0], time.thread_time() - c0 - placing[1])
             drawn.append((subgraph, took))  # views of the slot: only the sizes are read later
             # Checked at the producer now and then: the kernels are tested to produce valid subgraphs, and
-            # every consumer checks each one it decodes (a bad one is removed and counted as malformed).
+            # every consumer checks each one it decodes (a bad one goes to the dead-letter stream, with a reason).
             self._sealed += 1
             return seal_subgraph(framed[0], validate=self._sealed % _CHECK_EVERY == 1)
 

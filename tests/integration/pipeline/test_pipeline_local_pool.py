@@ -66,7 +66,7 @@ def test_feed_yields_the_directly_drawn_subgraphs_in_seed_order(cora, shm_dir, p
             item.ack()
         assert _slots(shm_dir), "the subgraphs travelled in shared-memory slots"
         stats = source.stats()
-        assert stats.produced >= 25 and stats.redelivered == 0 and stats.malformed == 0
+        assert stats.produced >= 25 and stats.redelivered == 0 and stats.dead_lettered == 0
     assert _slots(shm_dir) == []
     deadline = time.monotonic() + 5
     while _alive(server_pid) and time.monotonic() < deadline:

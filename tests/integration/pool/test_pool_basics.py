@@ -1,4 +1,4 @@
-"""Pool basics on a real Redis: stats, delete_job, authentication, malformed entries, leases."""
+"""Pool basics on a real Redis: stats, delete_job, authentication, leases (dead letters: test_pool_dead_letters)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from saintpipe.core.errors import AuthenticationFailed, DecodeError
+from saintpipe.core.errors import AuthenticationFailed
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.synthetic import random_subgraph
 
@@ -82,20 +82,6 @@ def test_delete_job_removes_everything_and_only_that_job(redis_server):
     client.close()
     doomed.close()
     kept.close()
-
-
-def test_malformed_entry_is_removed_and_reported(redis_server):
-    pool = SubgraphPool(redis_server.url, "bad")
-    bad_id = pool.put_encoded(b"\x08\x02garbage")
-    pool.put(sg(1, "bad"))
-    with pytest.raises(DecodeError, match=f"entry {bad_id} was malformed and has been removed: .*subgraph"):
-        pool.get("t", timeout=1)
-    entry = pool.get("t", timeout=1)
-    assert entry.subgraph.equals(sg(1, "bad"))
-    pool.ack(entry.entry_id)
-    s = pool.stats()
-    assert (s.malformed, s.acknowledged, s.held) == (1, 1, 0)
-    pool.close()
 
 
 def test_wrong_or_missing_password_is_a_clear_error(redis_server):

@@ -139,7 +139,7 @@ def test_prepare_writes_the_message_in_a_slot_while_the_previous_put_is_unsettle
         consumer.ack(entry.entry_id)
     # A pipelined producer keeps a few slots in turn, found free by the checks riding on its puts.
     assert 2 <= slots(shm_dir, job) <= 8
-    assert producer.stats().produced == 20 and producer.stats().malformed == 0
+    assert producer.stats().produced == 20 and producer.stats().dead_lettered == 0
     producer.close()
     consumer.close()
 

@@ -1,4 +1,5 @@
-"""RedisServer: a real private redis-server that starts, answers, stops, restarts and dies with its parent."""
+"""RedisServer: a real private redis-server that starts, answers, stops, restarts (keeping its data) and dies
+with its parent."""
 
 from __future__ import annotations
 
@@ -31,17 +32,58 @@ def wait_gone(pid: int, seconds: float = 10.0) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-def test_private_server_has_password_no_persistence_and_stops(redis_server):
+def test_private_server_has_password_an_aof_in_its_data_directory_and_stops(redis_server):
     url = redis_server.url
     assert url.startswith(f"redis://:{redis_server.password}@127.0.0.1:{redis_server.port}/0")
     client = redis_server.client()
     assert client.ping()
-    assert client.config_get("save")["save"] == ""
-    assert client.config_get("appendonly")["appendonly"] == "no"
+    assert client.config_get("save")["save"] == ""  # no snapshots: the AOF is the persistence
+    assert client.config_get("appendonly")["appendonly"] == "yes"
+    assert client.config_get("appendfsync")["appendfsync"] == "everysec"
+    assert Path(client.config_get("dir")["dir"]) == redis_server.data_dir
+    assert (redis_server.data_dir / "appendonly.aof").exists()
     assert client.config_get("bind")["bind"] == "127.0.0.1"
     with pytest.raises(AuthenticationError):
         make_client(f"redis://127.0.0.1:{redis_server.port}/0").ping()  # no password: refused
     client.close()
+    data_dir = redis_server.data_dir
+    redis_server.stop()
+    assert not data_dir.exists()  # a data directory of its own is removed with it
+
+
+def test_without_persistence_a_restart_loses_data():
+    with RedisServer(use_env=False, persistent=False) as server:
+        client = server.client()
+        assert client.config_get("appendonly")["appendonly"] == "no" and server.data_dir is None
+        client.set("k", "v")
+        server.restart()
+        fresh = server.client()
+        assert fresh.get("k") is None
+        fresh.close()
+        client.close()
+
+
+def test_appendfsync_always_and_bad_choices():
+    with RedisServer(use_env=False, appendfsync="always") as server:
+        client = server.client()
+        assert client.config_get("appendfsync")["appendfsync"] == "always"
+        client.close()
+    with pytest.raises(InvalidArgument, match="appendfsync"):
+        RedisServer(use_env=False, appendfsync="sometimes")
+
+
+def test_a_given_data_directory_is_kept_and_a_new_server_finds_the_data(tmp_path):
+    data_dir = tmp_path / "redis-data"
+    with RedisServer(use_env=False, data_dir=data_dir) as first:
+        assert first.data_dir == data_dir
+        client = first.client()
+        client.set("k", b"kept")
+        client.close()
+    assert (data_dir / "appendonly.aof").exists()  # stop() leaves a directory it was given
+    with RedisServer(use_env=False, data_dir=data_dir) as second:  # another password, the same data
+        client = second.client()
+        assert client.get("k") == b"kept"
+        client.close()
 
 
 def test_context_manager_stops_the_process():
@@ -51,14 +93,31 @@ def test_context_manager_stops_the_process():
     assert wait_gone(pid)
 
 
-def test_restart_keeps_port_and_password_and_loses_data(redis_server):
+def test_restart_keeps_port_password_and_data(redis_server):
     client = redis_server.client()
     client.set("k", "v")
     old_pid, port = redis_server.pid, redis_server.port
     redis_server.restart()
     assert redis_server.port == port and redis_server.pid != old_pid
     fresh = redis_server.client()
-    assert fresh.get("k") is None  # no persistence
+    assert fresh.get("k") == b"v"
+    fresh.close()
+    client.close()
+
+
+def test_a_sigkilled_server_restarts_with_every_write_it_answered(redis_server):
+    client = redis_server.client()
+    for i in range(200):
+        client.set(f"k{i}", os.urandom(1000))
+    client.hset("h", mapping={"a": 1})
+    expected = {f"k{i}": client.get(f"k{i}") for i in range(200)}
+    old_pid = redis_server.pid
+    os.kill(old_pid, signal.SIGKILL)  # no shutdown: only what Redis wrote to the AOF before replying
+    assert wait_gone(old_pid)
+    redis_server.restart()
+    assert redis_server.pid != old_pid and psutil.pid_exists(redis_server.pid)
+    fresh = redis_server.client()
+    assert {k: fresh.get(k) for k in expected} == expected and fresh.hget("h", "a") == b"1"
     fresh.close()
     client.close()
 

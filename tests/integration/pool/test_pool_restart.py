@@ -1,4 +1,7 @@
-"""Producers and consumers survive a restart of a non-persistent Redis; one that stays down is reported."""
+"""Producers and consumers survive a restart of a non-persistent Redis; one that stays down is reported.
+
+(The private server persists: test_pool_persistence covers what its restarts keep.)
+"""
 
 from __future__ import annotations
 
@@ -22,12 +25,12 @@ def sg(seq: int):
     return random_subgraph(10, 25, seed=seq, job_id="rs", sequence=seq)
 
 
-def test_restart_loses_buffered_entries_and_the_pool_carries_on(redis_server):
-    pool = SubgraphPool(redis_server.url, "rs", capacity=8)
+def test_restart_loses_buffered_entries_and_the_pool_carries_on(volatile_redis):
+    pool = SubgraphPool(volatile_redis.url, "rs", capacity=8)
     for seq in range(3):
         pool.put(sg(seq))
     held = pool.get("trainer", timeout=5)
-    redis_server.restart()
+    volatile_redis.restart()
     # Buffered and pending entries and the counters went with the old process: documented loss.
     assert pool.stats().held == 0 and pool.stats().produced == 0
     assert pool.ack(held.entry_id) is False
@@ -38,7 +41,8 @@ def test_restart_loses_buffered_entries_and_the_pool_carries_on(redis_server):
     pool.close()
 
 
-def test_blocked_consumer_and_blocked_producer_ride_through_a_restart(redis_server):
+def test_blocked_consumer_and_blocked_producer_ride_through_a_restart(volatile_redis):
+    redis_server = volatile_redis  # the restart empties the full pool, which lets the producer in
     pool = SubgraphPool(redis_server.url, "rs", capacity=1)
     pool.put(sg(0))
     got: dict = {}
@@ -127,7 +131,7 @@ def test_redis_that_stays_down_is_service_unavailable(redis_server):
     with pytest.raises(ServiceUnavailable):
         pool.put(sg(1))
     redis_server.restart()
-    assert pool.stats().held == 0  # the same pool object works again
+    assert pool.stats().held == 1  # the same pool object works again; the entry was kept (AOF)
     pool.close()
 
 

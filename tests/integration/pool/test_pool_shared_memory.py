@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
-from saintpipe.core.errors import ConfigError, DecodeError, SaintpipeTimeout
+from saintpipe.core.errors import ConfigError, SaintpipeTimeout
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.codec import encode_subgraph
 from saintpipe.services.pool.pool import SubgraphPool
@@ -40,7 +41,7 @@ def test_entries_travel_through_reused_slots_and_redis_holds_only_references(red
     # Acknowledged entries free their slots: a put finds out and reuses them instead of creating more.
     assert 1 <= len(slots(shm_dir, "shm")) <= 3
     stats = producer.stats()
-    assert (stats.produced, stats.acknowledged, stats.held, stats.malformed) == (30, 30, 0, 0)
+    assert (stats.produced, stats.acknowledged, stats.held, stats.dead_lettered) == (30, 30, 0, 0)
     producer.close()
     consumer.close()
 
@@ -133,7 +134,7 @@ def test_a_consumer_that_cannot_see_the_slot_says_so_and_leaves_the_entry(redis_
     with pytest.raises(ConfigError, match="another host or container.*pool.transport"):
         consumer.get("far-away", timeout=1)
     stats = consumer.stats()
-    assert (stats.held, stats.malformed) == (1, 0)  # nothing lost
+    assert (stats.held, stats.dead_lettered) == (1, 0)  # nothing lost
     monkeypatch.setattr(shared_memory, "SHM_DIR", shm_dir)  # a consumer on the producer's host
     time.sleep(0.4)
     entry = consumer.get("near", timeout=1)
@@ -143,7 +144,7 @@ def test_a_consumer_that_cannot_see_the_slot_says_so_and_leaves_the_entry(redis_
 
 
 @pytest.mark.parametrize("damage", ["remove", "corrupt", "truncate"])
-def test_a_lost_or_damaged_slot_is_a_malformed_entry(redis_server, shm_dir, damage):
+def test_a_lost_or_damaged_slot_sends_its_entry_to_the_dead_letters(redis_server, shm_dir, damage):
     producer = SubgraphPool(redis_server.url, "bad", transport="shared_memory")
     producer.put(sg(0, "bad", nodes=200, edges=900))
     (path,) = [shm_dir / n for n in slots(shm_dir, "bad")]
@@ -160,10 +161,11 @@ def test_a_lost_or_damaged_slot_is_a_malformed_entry(redis_server, shm_dir, dama
             f.truncate(100)
     consumer = SubgraphPool(redis_server.url, "bad")
     expected = {"remove": "slot .* is gone", "corrupt": "checksum", "truncate": "slot .* is gone"}[damage]
-    with pytest.raises(DecodeError, match=f"malformed and has been removed: .*{expected}"):
-        consumer.get("t", timeout=1)
+    assert consumer.get("t", timeout=0.2) is None  # skipped, not raised
+    (letter,) = consumer.dead_letters()
+    assert re.search(expected, letter.reason) and letter.consumer == "t"
     stats = consumer.stats()
-    assert (stats.held, stats.malformed) == (0, 1)
+    assert (stats.held, stats.dead_lettered, stats.produced) == (0, 1, 1)
     producer.put(sg(1, "bad"))  # the producer goes on (a new slot, or the one it finds free)
     assert consumer.get("t", timeout=1).subgraph.equals(sg(1, "bad"))
     producer.close()
@@ -178,19 +180,19 @@ def test_a_reference_naming_a_file_outside_the_slots_is_refused(redis_server, sh
     key = "saintpipe:pool:{forged}:sg:forged"
     client.set(key, shared_memory.MAGIC + f"{namespace} ../../etc/passwd 10".encode())
     client.xadd("saintpipe:pool:{forged}:stream", {"k": key})
-    with pytest.raises(DecodeError, match="not a pool slot"):
-        consumer.get("t", timeout=1)
-    assert consumer.stats().malformed == 1
+    assert consumer.get("t", timeout=0.2) is None
+    assert "not a pool slot" in consumer.dead_letters()[0].reason
+    assert consumer.stats().dead_lettered == 1
     consumer.close()
 
 
-def test_slots_survive_a_redis_restart_and_are_reused_after_it(redis_server, shm_dir):
-    producer = SubgraphPool(redis_server.url, "restart", transport="shared_memory", capacity=4)
+def test_slots_survive_a_redis_restart_and_are_reused_after_it(volatile_redis, shm_dir):
+    producer = SubgraphPool(volatile_redis.url, "restart", transport="shared_memory", capacity=4)
     for i in range(3):
         producer.put(sg(i, "restart"))  # held: their slots are taken
     assert len(slots(shm_dir, "restart")) == 3
-    redis_server.restart()  # no persistence: the entries are gone, so are the slots' claims
-    consumer = SubgraphPool(redis_server.url, "restart")
+    volatile_redis.restart()  # no persistence: the entries are gone, so are the slots' claims
+    consumer = SubgraphPool(volatile_redis.url, "restart")
     for i in range(3, 8):
         producer.put(sg(i, "restart"))
         entry = consumer.get("t", timeout=2)
@@ -254,6 +256,6 @@ def test_a_slot_this_consumer_may_not_read_is_a_configuration_error(redis_server
     consumer = SubgraphPool(redis_server.url, "private")
     with pytest.raises(ConfigError, match="may not read.*one user.*'redis'"):
         consumer.get("t", timeout=1)
-    assert (consumer.stats().held, consumer.stats().malformed) == (1, 0)  # the entry stays for another consumer
+    assert (consumer.stats().held, consumer.stats().dead_lettered) == (1, 0)  # the entry stays for another consumer
     producer.close()
     consumer.close()

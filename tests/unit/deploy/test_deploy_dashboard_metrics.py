@@ -82,7 +82,7 @@ def test_every_metric_of_the_contract_is_on_a_panel():
     ("Sampler throughput per worker", ["sum by (worker) (rate(saintpipe_sampler_subgraphs_total[1m]))",
                                        "sum(rate(saintpipe_sampler_subgraphs_total[1m]))"]),
     ("Pool depth and pending", ["saintpipe_pool_depth", "saintpipe_pool_pending"]),
-    ("Redeliveries", ["saintpipe_pool_redelivered_total"]),
+    ("Redeliveries and dead letters", ["saintpipe_pool_redelivered_total", "saintpipe_pool_dead_lettered_total"]),
     ("Feature gather latency p50 / p99", [
         "histogram_quantile(0.5, sum by (le) (rate(saintpipe_feature_request_seconds_bucket[1m])))",
         "histogram_quantile(0.99, sum by (le) (rate(saintpipe_feature_request_seconds_bucket[1m])))"]),

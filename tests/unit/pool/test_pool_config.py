@@ -25,6 +25,16 @@ def test_defaults_and_environment_overrides():
     assert PoolConfig().capacity == 256 and PoolConfig().url is None
 
 
+def test_dead_letter_settings_default_and_come_from_the_environment():
+    assert (PoolConfig().max_deliveries, PoolConfig().dead_letter_limit) == (5, 10_000)
+    cfg = load_config(
+        PoolConfig,
+        environ={"SAINTPIPE_POOL__MAX_DELIVERIES": "0", "SAINTPIPE_POOL__DEAD_LETTER_LIMIT": "50"},
+        section="pool",
+    )
+    assert (cfg.max_deliveries, cfg.dead_letter_limit) == (0, 50)  # 0: no limit
+
+
 @pytest.mark.parametrize(
     "env, field",
     [
@@ -33,6 +43,8 @@ def test_defaults_and_environment_overrides():
         ({"SAINTPIPE_POOL__VISIBILITY_TIMEOUT": "-1"}, "visibility_timeout"),
         ({"SAINTPIPE_POOL__CAPACTY": "3"}, "capacty"),
         ({"SAINTPIPE_POOL__TRANSPORT": "carrier-pigeon"}, "transport"),
+        ({"SAINTPIPE_POOL__MAX_DELIVERIES": "-1"}, "max_deliveries"),
+        ({"SAINTPIPE_POOL__DEAD_LETTER_LIMIT": "0"}, "dead_letter_limit"),
     ],
 )
 def test_bad_values_name_the_field(env, field):
@@ -58,6 +70,8 @@ def test_bad_url_scheme_is_a_config_error():
         ({"job_id": "{tag}"}, "job_id"),
         ({"job_id": "ok", "capacity": 0}, "capacity"),
         ({"job_id": "ok", "visibility_timeout": 0}, "visibility_timeout"),
+        ({"job_id": "ok", "max_deliveries": -1}, "max_deliveries"),
+        ({"job_id": "ok", "dead_letter_limit": 0}, "dead_letter_limit"),
     ],
 )
 def test_pool_arguments_are_checked_before_connecting(kwargs, message):

@@ -8,7 +8,9 @@ from importlib.resources import files
 from saintpipe.services.pool import scripts
 
 PACKAGE = files("saintpipe.services.pool")
-USED = {"ack_one", "put_entry", "put", "put_reference", "get", "ack", "touch", "stats"}
+USED = {
+    "ack_one", "put_entry", "put", "put_reference", "get", "ack", "dead", "recover", "discard", "touch", "stats",
+}
 
 
 def lua(name: str) -> str:
@@ -36,10 +38,10 @@ def test_shared_pieces_come_first_and_once():
     assert "local function put_entry()" in put_entry
     for name in ("PUT", "PUT_REFERENCE"):
         assert getattr(scripts, name).startswith(ack_one + put_entry)
-    for name in ("GET", "ACK"):
+    for name in ("GET", "ACK", "DEAD"):
         assert getattr(scripts, name).startswith(ack_one)
         assert "put_entry" not in getattr(scripts, name)
-    for name in ("TOUCH", "STATS"):
+    for name in ("TOUCH", "STATS", "RECOVER", "DISCARD"):
         assert "ack_one" not in getattr(scripts, name)
     for name in scripts.SCRIPTS:
         assert getattr(scripts, name).count("local function ack_one") <= 1
@@ -56,6 +58,7 @@ def test_the_facade_exports_what_callers_import():
     from saintpipe.services.pool import pool, shared
 
     assert pool.PoolEntry is shared.PoolEntry and pool.PoolStats is shared.PoolStats
+    assert pool.DeadLetter is shared.DeadLetter
     assert (pool.GROUP, pool.KEY_PREFIX) == ("trainers", "saintpipe:pool:")
     for name in ("SubgraphPool", "PreparedPut", "resolve_transport"):
         assert hasattr(pool, name)

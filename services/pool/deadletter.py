@@ -1,0 +1,73 @@
+"""A job's dead-letter stream: entries moved out of the way instead of failing their trainers, and reading them.
+
+An entry that cannot be trained on (it does not decode, its bytes or its
+shared-memory slot are gone, or it has been delivered more than
+``max_deliveries`` times without an acknowledgement: it probably crashes the
+trainers that take it) is removed from the job's stream by the ``DEAD`` script
+and recorded in ``saintpipe:pool:{JOB}:dead``, capped at about ``limit``
+records. A consumer then goes on to the next entry.
+"""
+
+from __future__ import annotations
+
+from saintpipe.services.pool.link import RedisLink
+from saintpipe.services.pool.shared import GROUP, DeadLetter, JobKeys, log
+
+# A reason is a decoder's or the pool's message; keep the record small whatever it says.
+_MAX_REASON = 500
+
+
+class DeadLetters:
+    """The dead-letter stream of one job, seen by one pool object.
+
+    Args:
+        job_id: the job.
+        keys: the job's keys.
+        link: the pool object's round trips.
+        limit: about how many records the stream keeps (older ones are trimmed).
+    """
+
+    def __init__(self, job_id: str, keys: JobKeys, link: RedisLink, limit: int) -> None:
+        self.job_id = job_id
+        self._keys = keys
+        self._link = link
+        self._limit = limit
+
+    def move(self, consumer: str, entry_id: str, reason: str, deliveries: int) -> bool:
+        """Move an entry ``consumer`` holds to the dead-letter stream; False if it no longer holds it.
+
+        Logs one warning per entry moved (only the consumer that moved it logs).
+        """
+        reason = reason[:_MAX_REASON]
+        moved = self._link.eval(
+            "DEAD",
+            self._keys.entry_and_dead,
+            [GROUP, consumer, self._limit, entry_id, reason, deliveries],
+            "dead-letter an entry",
+        )
+        if moved:
+            log.warning(
+                "pool job %s: entry %s moved to the dead-letter stream %s (consumer %s, %d deliveries): %s",
+                self.job_id, entry_id, self._keys.dead, consumer, deliveries, reason,
+            )
+        else:  # another consumer took it over meanwhile (it deals with it), or it was acknowledged
+            log.debug("pool job %s: entry %s was no longer held by %s", self.job_id, entry_id, consumer)
+        return bool(moved)
+
+    def read(self, count: int) -> list[DeadLetter]:
+        """The newest ``count`` records, oldest first."""
+        client = self._link.client
+        rows = self._link.call(lambda: client.xrevrange(self._keys.dead, count=count), "read dead letters")
+        letters = []
+        for _, fields in reversed(rows):
+            text = {k.decode(): v.decode(errors="replace") for k, v in fields.items()}
+            letters.append(
+                DeadLetter(
+                    entry_id=text.get("id", ""),
+                    reason=text.get("reason", ""),
+                    consumer=text.get("consumer", ""),
+                    deliveries=int(text.get("deliveries", 0)),
+                    time=float(text.get("time", 0.0)),
+                )
+            )
+        return letters
