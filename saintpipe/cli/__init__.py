@@ -1,8 +1,9 @@
 """The ``saintpipe`` command line: one entry point with subcommand groups.
 
 Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one
-local pipeline), ``serve`` (each service on its own) and ``bench`` (benchmarks
-that print their figures). Each group lives in its own module and registers its
+local pipeline), ``serve`` (each service on its own), ``bench`` (benchmarks
+that print their figures) and ``doctor`` (saintpipe's files in /dev/shm, and
+removing those of dead processes). Each group lives in its own module and registers its
 commands on the parser; a command's handler takes the parsed arguments and
 returns an exit code.
 """
@@ -21,7 +22,7 @@ log = logging.getLogger("saintpipe")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from saintpipe.cli import bench, data, run, serve
+    from saintpipe.cli import bench, data, doctor, run, serve
 
     parser = argparse.ArgumentParser(
         prog="saintpipe",
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.register(groups)
     serve.register(groups)
     bench.register(groups)
+    doctor.register(groups)
     return parser
 
 

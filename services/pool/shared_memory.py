@@ -22,9 +22,13 @@ A reference only works where producer and consumer see the same
 references name, so a consumer elsewhere gets a :class:`ConfigError` (and
 leaves the entry for a consumer that can read it) instead of losing data.
 
-Slot names: ``saintpipe-pool-<server>-<job>+<owner>-<n>``, where ``server``
-hashes the Redis address, so :func:`sweep` (called by ``delete_job``) removes
-exactly one job's slots on one server.
+Slot names: ``saintpipe-pool-<server>-<job>+<owner>-<writer>-<n>``, where
+``server`` hashes the Redis address, so :func:`sweep` (called by
+``delete_job``) removes exactly one job's slots on one server; ``owner`` is the
+PID namespace, pid and start time of the producer process that wrote it
+(:mod:`saintpipe.core.shm_owners`), so the slots of a producer killed with
+SIGKILL can be told apart and removed by the next one (:func:`remove_leftovers`)
+or by ``saintpipe doctor --clean``; ``writer`` tells apart two writers of one process.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from saintpipe.core import shm_owners
 from saintpipe.core.errors import ConfigError, DecodeError
 
 log = logging.getLogger(__name__)
@@ -56,7 +61,12 @@ PREFIX = "saintpipe-pool-"
 # mistaken for an encoded subgraph, nor the other way round.
 MAGIC = b"\xffsaintpipe-slot:"
 _NAMESPACE_FILE = PREFIX + "namespace"
-_NAME = re.compile(re.escape(PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\+[0-9a-f]{16}-\d{1,9}")
+# Group 1: the job's slots on one server (sweep's glob); groups 2-4: the owner. References are checked
+# against it: a consumer opens only names a producer can have written.
+_NAME = re.compile(
+    "(" + re.escape(PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})\+"
+    + shm_owners.OWNER_PATTERN + r"-[0-9a-f]{8}-\d{1,9}"
+)
 # Slots grow in whole pages, a quarter above the message that needed it, so sizes that vary a little
 # reuse one slot without growing it again.
 _GRAIN = mmap.PAGESIZE
@@ -168,6 +178,10 @@ def read(payload: bytes | memoryview, directory: Path | None = None) -> bytearra
             f"(/dev/shm {ref.namespace}, here {mine}): run this consumer where its producers run, or set "
             "pool.transport (SAINTPIPE_POOL__TRANSPORT) to 'redis' on the producers"
         )
+    # A slot may vanish at any time: its job's sweep, or remove_leftovers once its producer is dead. Gone
+    # before the open: None (the caller drops the entry as malformed). Gone after: the descriptor still
+    # reads the whole message (unlinking frees the pages only at the last close). Slots are only ever
+    # unlinked, never truncated from outside, so a short read means a damaged slot: None as well.
     try:
         fd = os.open(directory / ref.name, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except FileNotFoundError:
@@ -193,11 +207,54 @@ def sweep(url: str, job_id: str, directory: Path | None = None) -> int:
         return 0
     removed = 0
     # Job ids hold no glob characters (JOB_ID_PATTERN), so the id is matched literally.
-    for path in directory.glob(f"{PREFIX}{server_tag(url)}-{job_id}+*"):
+    for path in directory.glob(f"{job_slots(url, job_id)}+*"):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
             removed += 1
     return removed
+
+
+def job_slots(url: str, job_id: str) -> str:
+    """The part of a slot name before ``+`` that every slot of one job on one Redis server shares."""
+    return f"{PREFIX}{server_tag(url)}-{job_id}"
+
+
+def owner_of(name: str) -> shm_owners.Owner | None:
+    """The producer process a slot name states; None for a name that is not a slot's."""
+    match = _NAME.fullmatch(name)
+    return shm_owners.Owner.from_groups(*match.group(2, 3, 4)) if match else None
+
+
+def owner_is_dead(name: str) -> bool:
+    """True only when slot ``name`` was written by a process of this PID namespace that no longer exists.
+
+    Another namespace, a name stating no owner (an older saintpipe's), or a live owner: False.
+    """
+    return shm_owners.status(owner_of(name)) == shm_owners.DEAD
+
+
+def _job_of(name: str) -> str | None:
+    match = _NAME.fullmatch(name)
+    return match.group(1) if match else None
+
+
+# What `saintpipe doctor` and remove_leftovers look for. A dead producer's slots stay while a producer of
+# the same job on the same server lives: the job runs, and Redis entries may still name them (a sampler
+# worker that died and was restarted); the job's sweep removes them when it ends.
+KINDS = (
+    shm_owners.Kind("pool slot", PREFIX, owner_of, _job_of),
+    shm_owners.Kind("pool namespace", _NAMESPACE_FILE, owner_of, keep=True),  # each /dev/shm's identity
+)
+
+
+def remove_leftovers(directory: Path | None = None,
+                     keep: Callable[[shm_owners.ShmFile], bool] | None = None) -> list[shm_owners.ShmFile]:
+    """Remove the slots of producers that died without cleaning up (a SIGKILL), except those ``keep`` names.
+
+    Never a live producer's slot, nor one of another PID namespace (a container sharing this /dev/shm),
+    nor the namespace marker. Never raises. Returns the files removed.
+    """
+    return shm_owners.remove_leftovers(directory or SHM_DIR, KINDS, keep=keep)
 
 
 class _Slot:
@@ -268,7 +325,7 @@ class SlotWriter:
         directory = directory or SHM_DIR
         require_available(directory)
         self.namespace = namespace_id(directory)
-        self._base = f"{PREFIX}{server_tag(url)}-{job_id}+{secrets.token_hex(8)}-"
+        self._base = f"{job_slots(url, job_id)}+{shm_owners.current().tag}-{secrets.token_hex(4)}-"
         self._directory = directory
         self._slots: list[_Slot] = []
         self._names = itertools.count()

@@ -8,8 +8,9 @@ import numpy as np
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.resp import pack
-from saintpipe.services.pool.shared import FORKS, log
+from saintpipe.services.pool.shared import FORKS, JobKeys, log
 
+from saintpipe.core import shm_owners
 from saintpipe.core.errors import SaintpipeError
 
 # Oldest entries asked about along with each put (is its slot free again?), and, when no slot is free and
@@ -74,7 +75,45 @@ class ProducerSlots:
         if self._writer is None or self._fork != FORKS[0]:  # a forked child writes its own slots
             self._writer = shared_memory.SlotWriter(self.url, self.job_id)
             self._fork = FORKS[0]
+            self._remove_leftovers()
         return self._writer
+
+    def _remove_leftovers(self) -> None:
+        """As a producer starts: remove the slots that producers killed earlier (SIGKILL) left in /dev/shm.
+
+        A dead producer's slot may still be named by an entry of its job: removed, that subgraph would be
+        lost (``shared_memory.read`` returns None, the consumer dead-letters the entry; a consumer
+        that already opened it reads it whole, since an unlinked file stays readable through an open
+        descriptor). So slots go only where no entry can name them: those of a job with a live producer
+        stay (see ``shared_memory.KINDS``), and so do those of a job on this Redis server whose stream
+        holds entries (this job's own: a restarted worker's predecessor). A job's slots on another server,
+        which cannot be asked, go once none of its producers lives (a run killed earlier: its private
+        Redis is gone too).
+        """
+        server = shared_memory.job_slots(self.url, "")  # the name's start shared by every job on this server
+        busy: dict[str, bool] = {}
+        failed: list[Exception] = []  # Redis did not answer once: not asked again (each try may wait long)
+
+        def keep(leftover: shm_owners.ShmFile) -> bool:
+            group = leftover.group or ""
+            if not group.startswith(server):
+                return False
+            if group not in busy:
+                busy[group] = bool(failed) or self._stream_busy(group[len(server):], failed)
+            return busy[group]
+
+        shared_memory.remove_leftovers(keep=keep)
+
+    def _stream_busy(self, job_id: str, failed: list[Exception]) -> bool:
+        """Whether a job's stream holds entries; True, and the error added to ``failed``, when Redis cannot
+        say (keep rather than lose)."""
+        stream = self._stream_key if job_id == self.job_id else JobKeys(job_id).stream
+        try:
+            return bool(self._link.run([pack("XLEN", stream)], "count a job's entries")[0])
+        except Exception as exc:  # noqa: BLE001 - the put that follows reports Redis problems itself
+            log.debug("pool job %s: cannot count job %s's entries: %s", self.job_id, job_id, exc)
+            failed.append(exc)
+            return True
 
     def _reclaim(self, writer: shared_memory.SlotWriter, entry_ids: list[str]) -> None:
         """Ask Redis which of these entries have left the stream; their slots are free again."""

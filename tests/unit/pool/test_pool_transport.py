@@ -53,7 +53,7 @@ def test_server_tags_tell_servers_apart():
 
 
 def test_a_reference_round_trips_and_is_never_a_subgraph_message():
-    ref = SlotReference("ab" * 16, "saintpipe-pool-0123abcd-cora.gcn:1+0123456789abcdef-7", 1234)
+    ref = SlotReference("ab" * 16, "saintpipe-pool-0123abcd-cora.gcn:1+4026531836-4242-123456-0123abcd-7", 1234)
     payload = ref.encode()
     assert shared_memory.is_reference(payload) and shared_memory.is_reference(memoryview(payload))
     assert SlotReference.parse(payload) == ref

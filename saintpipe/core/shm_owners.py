@@ -1,0 +1,245 @@
+"""Who owns a saintpipe file under ``/dev/shm``, and removing the files of owners that are gone.
+
+A file under ``/dev/shm`` outlives the process that made it: a process killed
+with SIGKILL (its resource tracker with it) leaves its files behind, holding
+memory until reboot. So every saintpipe file there names its owner: the PID
+namespace, the pid and the start time of the process that created it
+(:func:`current`, written as ``<namespace>-<pid>-<start>``). A later process
+can then tell a leftover from a file in use without asking anybody.
+
+This module knows no file names: each component describes its files as a
+:class:`Kind` (prefix, how to read the owner out of a name), so the pool and
+the feature shards, which may not import each other, share one implementation,
+and ``saintpipe doctor`` lists both.
+
+Why removing a dead owner's file is safe: a name is created once
+(``O_EXCL``) by the process it names, so a name whose owner is dead can never
+again belong to a live process, and checking the owner then unlinking by name
+has no race with a live writer. Unlinking never changes a file another process
+has open or mapped: a reader that opened it keeps reading whole bytes; one
+that comes later gets ENOENT, which the pool and the shard servers report as
+such, never a crash. The pool's consumer then treats the entry as malformed,
+and its subgraph is lost: so a starting producer removes a dead producer's
+slots only where no Redis entry can name them (``services/pool/slots.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# A file's owner state, as `saintpipe doctor` prints it.
+ALIVE = "alive"
+DEAD = "dead"
+ELSEWHERE = "other-pid-namespace"  # a container sharing /dev/shm but not our pids: never ours to judge
+UNKNOWN = "unknown"  # no owner in the name (an older saintpipe), or nothing to check it against
+KEPT = "kept"  # a file that stays on purpose (the pool's namespace marker)
+
+# Regex of an owner tag, for the names' own patterns: namespace, pid, start time (groups 1-3).
+OWNER_PATTERN = r"(\d{1,20})-(\d{1,10})-(\d{1,20})"
+_PID_MAX = 2**31 - 1  # larger pids are forged names: os.kill would raise OverflowError
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that created a file: PID namespace (inode), pid, start time (clock ticks after boot).
+
+    ``start`` is None where unknown (names of an older saintpipe, or no /proc); then a pid
+    reused by another process reads as alive: such a file is kept, never wrongly removed.
+    """
+
+    namespace: int
+    pid: int
+    start: int | None = None
+
+    @property
+    def tag(self) -> str:
+        """``<namespace>-<pid>-<start>`` (start 0 when unknown), for file names."""
+        return f"{self.namespace}-{self.pid}-{self.start or 0}"
+
+    @classmethod
+    def from_groups(cls, namespace: str, pid: str, start: str | None) -> Owner:
+        """From the groups of :data:`OWNER_PATTERN` (``start`` None or "0": unknown)."""
+        return cls(int(namespace), int(pid), (int(start) or None) if start else None)
+
+
+def pid_namespace() -> int:
+    """This process's PID namespace (inode of /proc/self/ns/pid); 0 where unknown."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
+def start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, /proc/PID/stat field 22); None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # Field 2, the command, is in parentheses and may hold spaces or ")": count from the last ")".
+        return int(stat.rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+_current: dict[int, Owner] = {}  # by pid: a forked child is an owner of its own
+
+
+def current() -> Owner:
+    """This process as an owner (computed once per process)."""
+    pid = os.getpid()
+    owner = _current.get(pid)
+    if owner is None:
+        owner = _current[pid] = Owner(pid_namespace(), pid, start_time(pid))
+    return owner
+
+
+def status(owner: Owner | None) -> str:
+    """:data:`ALIVE`, :data:`DEAD`, :data:`ELSEWHERE` or :data:`UNKNOWN`.
+
+    DEAD only for an owner of this PID namespace whose pid no longer exists, or
+    now belongs to a process started at another time (the pid was reused).
+    """
+    if owner is None or not 0 < owner.pid <= _PID_MAX:
+        return UNKNOWN
+    here = pid_namespace()
+    if not here:
+        return UNKNOWN
+    if owner.namespace != here:
+        return ELSEWHERE
+    try:
+        os.kill(owner.pid, 0)
+    except ProcessLookupError:
+        return DEAD
+    except PermissionError:
+        pass  # exists, another user's: its start time below still tells a reused pid
+    if owner.start is not None:
+        started = start_time(owner.pid)
+        if started is not None and started != owner.start:
+            return DEAD
+    return ALIVE
+
+
+def _no_group(name: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of saintpipe file under ``/dev/shm``.
+
+    Args:
+        label: what ``saintpipe doctor`` calls it.
+        prefix: every name of the kind starts with it (the longest matching prefix wins).
+        owner_of: the owner a name states; None when it states none.
+        group_of: files that live and die together: a dead owner's file is kept while another
+            file of its group has a live owner (a pool job whose producers still run).
+        keep: never a leftover (the pool's namespace marker).
+    """
+
+    label: str
+    prefix: str
+    owner_of: Callable[[str], Owner | None]
+    group_of: Callable[[str], str | None] = _no_group
+    keep: bool = False
+
+
+@dataclass(frozen=True)
+class ShmFile:
+    """One saintpipe file found under the shared-memory directory."""
+
+    kind: str
+    path: Path
+    size: int
+    owner: Owner | None
+    status: str
+    group: str | None = None
+    leftover: bool = field(default=False, compare=False)  # removable: see :func:`scan`
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _kind_of(name: str, kinds: Sequence[Kind]) -> Kind | None:
+    matching = [k for k in kinds if name.startswith(k.prefix)]
+    return max(matching, key=lambda k: len(k.prefix)) if matching else None
+
+
+def scan(directory: Path, kinds: Sequence[Kind]) -> list[ShmFile]:
+    """Every regular file of these kinds under ``directory``, sorted by name, each with its owner's state.
+
+    ``leftover`` is set on the files whose owner is DEAD, unless another file of
+    their group has a live owner. Files of live owners, of another PID
+    namespace, of unknown owners and kept kinds are never leftovers.
+    """
+    found: list[ShmFile] = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:  # no such directory: nothing there
+        return []
+    for entry in entries:
+        kind = _kind_of(entry.name, kinds)
+        if kind is None:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:  # removed meanwhile
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        owner = None if kind.keep else kind.owner_of(entry.name)
+        state = KEPT if kind.keep else status(owner)
+        found.append(ShmFile(kind.label, Path(directory) / entry.name, st.st_size, owner, state,
+                             kind.group_of(entry.name)))
+    live_groups = {f.group for f in found if f.group is not None and f.status == ALIVE}
+    files = [replace(f, leftover=f.status == DEAD and f.group not in live_groups) for f in found]
+    return sorted(files, key=lambda f: f.name)
+
+
+def leftovers(directory: Path, kinds: Sequence[Kind]) -> list[ShmFile]:
+    """The files of ``kinds`` under ``directory`` that :func:`scan` marks as leftovers."""
+    return [f for f in scan(directory, kinds) if f.leftover]
+
+
+def remove(files: Iterable[ShmFile]) -> list[ShmFile]:
+    """Unlink these files; returns those removed (one already gone, or another user's, is skipped).
+
+    Give it only leftovers (:func:`leftovers`): it checks nothing itself.
+    """
+    removed = []
+    for f in files:
+        try:
+            os.unlink(f.path)
+        except FileNotFoundError:  # another process cleaned it first
+            continue
+        except OSError as exc:  # another user's file in the sticky /dev/shm, a read-only directory, ...
+            log.debug("cannot remove %s: %s", f.path, exc)
+            continue
+        removed.append(f)
+    return removed
+
+
+def remove_leftovers(directory: Path, kinds: Sequence[Kind], *,
+                     keep: Callable[[ShmFile], bool] | None = None) -> list[ShmFile]:
+    """Remove the leftovers of ``kinds`` under ``directory`` (except those ``keep`` names); log and return them.
+
+    Never raises: a component calls it as it starts, and a failed cleanup must not stop it.
+    """
+    try:
+        found = [f for f in leftovers(directory, kinds) if keep is None or not keep(f)]
+        removed = remove(found)
+    except Exception as exc:  # noqa: BLE001 - cleanup is best effort; the component's own work comes first
+        log.warning("could not remove leftover shared-memory files under %s: %s", directory, exc)
+        return []
+    if removed:
+        log.info("removed %d leftover shared-memory file(s) of dead processes under %s (%d bytes): %s",
+                 len(removed), directory, sum(f.size for f in removed),
+                 ", ".join(f.name for f in removed[:5]) + (" ..." if len(removed) > 5 else ""))
+    return removed
+
