@@ -8,10 +8,12 @@ splits a request by range, asks the shards concurrently and reassembles the
 rows in request order, optionally through a trainer-side cache
 (:mod:`saintpipe.services.feature_shard.cache`).
 
-Modules: ``server`` (gRPC servicer, ``create_server``), ``client``
-(``FeatureClient``), ``cache`` (static + LRU row cache), ``ranges`` (pure id
-routing), ``addresses`` (shard address lists and manifests), ``shm`` (same-host
-shared-memory regions for answers), ``wire``
-(payload encoding), ``metrics``, ``config``, ``launch`` (local shard
-subprocesses), ``cli`` and ``bench``.
+Modules: ``server`` (gRPC servicer, ``create_server``), ``parse`` (requests
+from raw bytes, errors naming the field), ``lograte`` (rate-limited failure
+log), ``client`` (``FeatureClient``), ``replicas`` (failover and retries),
+``cache`` (static + LRU row cache), ``ranges`` (pure id routing),
+``addresses`` (shard address lists and manifests), ``shm`` (same-host
+shared-memory regions for answers), ``wire`` (payload encoding), ``metrics``,
+``config``, ``launch`` (local shard subprocesses, restarts), ``cli`` and
+``bench``.
 """

@@ -5,10 +5,11 @@ range (each shard's ids are a contiguous slice once sorted), asks the shards
 concurrently (one ``GatherUnary`` message per shard when the answer fits the
 message limit, a stream of chunks beyond it) and writes every answer straight
 into the output array at the positions its ids were requested. Every call carries a deadline
-(one budget for the whole gather); UNAVAILABLE answers are retried on the
-shard's other replicas and then, after a backoff, again, until the retries or
-the deadline run out; then a :class:`~saintpipe.core.errors.ServiceUnavailable`
-names the shard and every address tried.
+(one budget for the whole gather). UNAVAILABLE answers (a dead or restarting
+server) are retried on the shard's other replicas and then, after a backoff,
+again, until ``retry_deadline_s`` runs out (a shard restarted on its address
+is a pause, not an error); then a :class:`~saintpipe.core.errors.ServiceUnavailable`
+names the shard and every address tried (:mod:`saintpipe.services.feature_shard.replicas`).
 
 Same-host shared memory (``shared_memory="auto"``, the default): the client
 probes each replica once (:func:`saintpipe.services.feature_shard.shm.probe`); for a
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent import futures
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
@@ -40,7 +40,7 @@ from saintpipe.services.feature_shard.addresses import resolve_shards
 from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
 from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
 from saintpipe.services.feature_shard.malloc import tune_malloc
-from saintpipe.services.feature_shard.replicas import Replica, Shard, connect_replica, with_failover
+from saintpipe.services.feature_shard.replicas import Budget, Replica, Shard, connect_replica, with_failover
 from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,15 @@ class FeatureClient:
         shards: per shard (in shard order) the replica addresses ``"host:port"``;
             or a JSON address manifest path ``{"shards": [[...], ...]}``; or a
             ``"a:1,b:2;c:3"`` string (see :mod:`saintpipe.services.feature_shard.addresses`).
-        deadline: seconds one gather (or the start-up Info calls) may take in all,
-            retries included.
-        retries: extra rounds over a shard's replicas after every replica answered UNAVAILABLE.
+        deadline: seconds one gather (or the start-up Info calls) may take while the shards
+            answer; a replica that accepts a call but does not answer in time raises SaintpipeTimeout.
+        retry_deadline_s: seconds a gather (or the start-up) keeps retrying a shard none of whose
+            replicas can be reached (refused, reset: dead or restarting), counted from its start;
+            then ServiceUnavailable. The default, 60 s, rides through a shard process restarted
+            on its address (a few seconds) even on a loaded machine, and still reports a shard that
+            is gone for good within a minute.
+        retries: at most this many extra rounds over a shard's replicas after every replica answered
+            UNAVAILABLE (None: as many as ``retry_deadline_s`` allows).
         cache: sizes of the trainer-side cache (``None``: no cache).
         transfer_dtype: ``"float16"`` asks float32 shards for float16 rows (half the
             bytes, less precision); the result is float32 either way.
@@ -91,7 +97,8 @@ class FeatureClient:
         shards: Sequence[Sequence[str]] | str | Path,
         *,
         deadline: float = 5.0,
-        retries: int = 3,
+        retry_deadline_s: float = 60.0,
+        retries: int | None = None,
         cache: CacheConfig | None = None,
         transfer_dtype: str = "float32",
         name: str = "trainer",
@@ -104,11 +111,14 @@ class FeatureClient:
             raise ConfigError(f"shared_memory must be one of {SHARED_MEMORY_MODES}, got {shared_memory!r}")
         if not deadline > 0:
             raise ConfigError(f"deadline must be > 0 seconds, got {deadline}")
-        if retries < 0:
-            raise ConfigError(f"retries must be >= 0, got {retries}")
+        if not retry_deadline_s >= 0:
+            raise ConfigError(f"retry_deadline_s must be >= 0 seconds, got {retry_deadline_s}")
+        if retries is not None and retries < 0:
+            raise ConfigError(f"retries must be >= 0 or None, got {retries}")
         if transfer_dtype not in TRANSFER_DTYPES:
             raise ConfigError(f"transfer_dtype must be one of {TRANSFER_DTYPES}, got {transfer_dtype!r}")
-        self.deadline, self.retries, self.name = float(deadline), int(retries), name
+        self.deadline, self.retry_deadline_s, self.name = float(deadline), float(retry_deadline_s), name
+        self.retries = None if retries is None else int(retries)
         # Answers arrive as megabyte-sized messages: without this every one is a fresh mmap,
         # page-faulted in again on each gather (about half of the receive path's CPU).
         tune_malloc()
@@ -144,11 +154,11 @@ class FeatureClient:
 
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
-        deadline_at = time.monotonic() + self.deadline
+        budget = self._budget()
 
         def ask(shard: Shard) -> pb.ShardInfo:
             return self._with_failover(
-                shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), deadline_at, "Info"
+                shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), budget, "Info"
             )
 
         infos = list(self._pool.map(ask, self._shards))
@@ -192,7 +202,7 @@ class FeatureClient:
             list(
                 self._pool.map(
                     lambda shard: self._with_failover(
-                        shard, lambda r, t: self._replica_shm(shard, r, t), deadline_at, "ProbeSharedMemory"
+                        shard, lambda r, t: self._replica_shm(shard, r, t), budget, "ProbeSharedMemory"
                     ),
                     self._shards,
                 )
@@ -400,7 +410,7 @@ class FeatureClient:
 
         With ``region``, ``out`` is that region's rows: replicas that see it write there themselves.
         """
-        deadline_at = time.monotonic() + self.deadline
+        budget = self._budget()
         calls = [
             (self._shards[k], a, b)
             for k, lo, hi in ranges.split_sorted(unique, self._starts)
@@ -409,7 +419,7 @@ class FeatureClient:
 
         def run(call: tuple[Shard, int, int]) -> None:
             shard, a, b = call
-            self._gather_piece(shard, unique[a:b], out, positions[a:b], deadline_at, region)
+            self._gather_piece(shard, unique[a:b], out, positions[a:b], budget, region)
 
         # The calling thread makes the first call itself: one thread hop fewer.
         pending = [self._pool.submit(run, c) for c in calls[1:]]
@@ -427,7 +437,7 @@ class FeatureClient:
         ids: np.ndarray,
         out: np.ndarray,
         positions: np.ndarray,
-        deadline_at: float,
+        budget: Budget,
         region: shm.Region | None = None,
     ) -> None:
         request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
@@ -513,12 +523,16 @@ class FeatureClient:
                 )
             self._count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
 
-        self._with_failover(shard, attempt, deadline_at, "Gather")
+        self._with_failover(shard, attempt, budget, "Gather")
 
-    def _with_failover(self, shard: Shard, call: Callable[[Replica, float], T], deadline_at: float,
-                       what: str) -> T:
-        return with_failover(shard, call, deadline_at, what, deadline=self.deadline, retries=self.retries,
-                             count=self._count)
+    def _budget(self) -> Budget:
+        return Budget.start(self.deadline, self.retry_deadline_s)
+
+    def _with_failover(
+        self, shard: Shard, call: Callable[[Replica, float], T], budget: Budget, what: str
+    ) -> T:
+        return with_failover(shard, call, budget, what, retries=self.retries, count=self._count,
+                             closed=lambda: self._closed)
 
     def _count(self, **amounts: int) -> None:
         with self._stats_lock:

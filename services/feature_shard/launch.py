@@ -2,6 +2,9 @@
 
 Each shard runs ``python -m saintpipe serve feature-shard --data DIR --shard k --port 0``
 on loopback; the address is read from its "listening on HOST:PORT" line.
+:meth:`LocalShards.restart` starts a replica again on the port it had, so its
+clients (which retry UNAVAILABLE, see :mod:`saintpipe.services.feature_shard.replicas`)
+carry on without being told anything.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
+from concurrent import futures
 from pathlib import Path
-from typing import Sequence
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
@@ -43,6 +47,7 @@ class ShardProcess:
         start_timeout: float = 60.0,
         own_process_group: bool = False,
         wait: bool = True,
+        port: int = 0,
     ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
@@ -61,7 +66,7 @@ class ShardProcess:
             "--host",
             host,
             "--port",
-            "0",
+            str(port),
             *extra_args,
         ]
         # Dies with its parent (PR_SET_PDEATHSIG): a crashed or killed parent leaves no shard behind. In its own
@@ -110,8 +115,7 @@ class ShardProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-        self._log.seek(0)
-        output = self._log.read()[-2000:].strip()
+        output = self.stderr(2000).strip()
         self.stop()
         raise ServiceUnavailable(
             f"feature shard {self.shard} did not start (exit code {self.process.returncode}): {output}"
@@ -127,9 +131,43 @@ class ShardProcess:
                 self.process.kill()
                 self.process.wait()
         self._pump.join(5.0)  # the last lines ("stopped") are in self.output once it returns
+        self._stderr_tail = self.stderr()
         if not self._log.closed:
             self._log.close()
         return self.process.returncode
+
+    @property
+    def port(self) -> int | None:
+        return None if self.address is None else int(self.address.rsplit(":", 1)[1])
+
+    def stderr(self, limit: int = 1 << 20) -> str:
+        """The last ``limit`` bytes the server wrote to stderr (its log), also after :meth:`stop`."""
+        if self._log.closed:
+            return getattr(self, "_stderr_tail", "")[-limit:]
+        # pread: the server shares this file's offset (its stderr is a copy of the descriptor), so seeking
+        # here would make it overwrite its own log.
+        fd = self._log.fileno()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, min(size, limit), max(0, size - limit)).decode("utf-8", errors="replace")
+
+
+_LAUNCHER: tuple[int, futures.ThreadPoolExecutor] | None = None  # (pid that made it, executor)
+_LAUNCHER_LOCK = threading.Lock()
+
+
+def _launcher() -> futures.ThreadPoolExecutor:
+    """The one thread, alive as long as this process, that spawns every LocalShards server.
+
+    A shard asks for SIGTERM when the *thread* that started it ends (PR_SET_PDEATHSIG
+    follows the parent thread, see :mod:`saintpipe.core.procutil`): spawned from a
+    short-lived thread (a supervisor's restart callback, say), it would be killed as
+    soon as that thread returns.
+    """
+    global _LAUNCHER
+    with _LAUNCHER_LOCK:
+        if _LAUNCHER is None or _LAUNCHER[0] != os.getpid():  # a forked child has the object, not the thread
+            _LAUNCHER = (os.getpid(), futures.ThreadPoolExecutor(1, thread_name_prefix="shard-launcher"))
+        return _LAUNCHER[1]
 
 
 class LocalShards:
@@ -151,16 +189,10 @@ class LocalShards:
         own_process_group: bool = False,
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
+        self._dataset_dir, self._extra_args, self._own_group = dataset_dir, extra_args, own_process_group
         try:
             for k in range(num_shards):  # all start at once, then we wait for each
-                self.processes.append(
-                    [
-                        ShardProcess(
-                            dataset_dir, k, extra_args=extra_args, own_process_group=own_process_group, wait=False
-                        )
-                        for _ in range(replicas)
-                    ]
-                )
+                self.processes.append([self._spawn(k) for _ in range(replicas)])
             for replicas_of_shard in self.processes:
                 for process in replicas_of_shard:
                     process.wait_ready()
@@ -171,6 +203,46 @@ class LocalShards:
     @property
     def addresses(self) -> list[list[str]]:
         return [[p.address for p in replicas] for replicas in self.processes]
+
+    def restart(self, shard: int, replica: int = 0, *, bind_timeout: float = 10.0) -> ShardProcess:
+        """Start replica ``replica`` of shard ``shard`` again, on the same port, with the same data and flags.
+
+        The old process is stopped first if it still runs (SIGTERM, graceful). Its
+        clients keep their address and retry meanwhile. If the port cannot be
+        bound at once (still held for a moment), binding is retried for up to
+        ``bind_timeout`` seconds. Safe to call from any thread.
+
+        Returns:
+            The new process, ready; it replaces the old one in :attr:`processes`.
+
+        Raises:
+            ServiceUnavailable: the new server did not start (its stderr in the message).
+        """
+        old = self.processes[shard][replica]
+        port = old.port
+        old.stop()
+        give_up = time.monotonic() + bind_timeout
+        while True:
+            new = self._spawn(shard, port or 0)
+            try:
+                new.wait_ready()
+                break
+            except ServiceUnavailable as exc:
+                if "cannot listen" not in str(exc) or time.monotonic() > give_up:
+                    raise
+                log.info("feature shard %d: port %s not free yet; trying again", shard, port)
+                time.sleep(0.2)
+        self.processes[shard][replica] = new
+        log.info("feature shard %d replica %d restarted at %s (pid %d)", shard, replica, new.address,
+                 new.process.pid)
+        return new
+
+    def _spawn(self, shard: int, port: int = 0) -> ShardProcess:
+        """Start a server of ``shard`` (not waiting for it) from the launcher thread."""
+        return _launcher().submit(
+            ShardProcess, self._dataset_dir, shard, extra_args=self._extra_args,
+            own_process_group=self._own_group, wait=False, port=port,
+        ).result()
 
     def stop(self) -> None:
         """SIGTERM every shard at once (they drain in parallel), then wait for each."""

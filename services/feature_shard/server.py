@@ -9,7 +9,12 @@ see :mod:`saintpipe.services.feature_shard.shm`), straight into that region, ans
 with metadata only. Errors are typed
 saintpipe errors, turned into status codes by
 :class:`saintpipe.core.grpc_status.StatusInterceptor` (the one place that maps
-them). The standard gRPC health service is registered beside it.
+them). Requests arrive as raw bytes and are parsed inside the call
+(:mod:`saintpipe.services.feature_shard.parse`), so a message that cannot be
+decoded is INVALID_ARGUMENT naming the field, not gRPC's INTERNAL with a
+traceback; failed calls are logged at most once per interval per peer host
+(:mod:`saintpipe.services.feature_shard.lograte`). The standard gRPC health
+service is registered beside it.
 """
 
 from __future__ import annotations
@@ -25,13 +30,15 @@ import grpc
 import numpy as np
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from saintpipe.core.errors import ConfigError, InvalidArgument, ServiceUnavailable
+from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, ServiceUnavailable
 from saintpipe.core.grpc_status import StatusInterceptor
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.dataset.layout import shard_file
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.feature_shard import metrics
 from saintpipe.services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
+from saintpipe.services.feature_shard.lograte import FailureLog
+from saintpipe.services.feature_shard.parse import parse_request, short_repr
 from saintpipe.services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name
 from saintpipe.services.feature_shard.wire import (
     CHUNK_OVERHEAD,
@@ -132,7 +139,10 @@ class FeatureShardServicer:
         return message
 
     def _decode(self, request: pb.GatherRequest) -> tuple[np.ndarray, np.dtype]:
-        ids = decode_ids(request.ids)
+        try:
+            ids = decode_ids(request.ids)
+        except DecodeError as exc:  # the caller's message is malformed: its mistake, not lost data
+            raise InvalidArgument(str(exc)) from None
         send_dtype = self._send_dtype(request.transfer_dtype)
         self._check_range(ids)
         return ids, send_dtype
@@ -214,7 +224,8 @@ class FeatureShardServicer:
             return self.dtype
         if requested not in WIRE_DTYPES:
             raise InvalidArgument(
-                f"GatherRequest.transfer_dtype {requested!r} is not one of {sorted(WIRE_DTYPES)} (or empty)"
+                f"GatherRequest.transfer_dtype {short_repr(requested)} is not one of {sorted(WIRE_DTYPES)} "
+                "(or empty)"
             )
         return WIRE_DTYPES[requested]
 
@@ -233,28 +244,42 @@ class FeatureShardServicer:
         metrics.ERRORS.labels(self._label, code.name).inc()
 
 
+def _parsed(method, request_class):
+    """``method`` taking the request's raw bytes: parsed here, inside the call, where the status interceptor
+    turns a bad message into INVALID_ARGUMENT (gRPC's own deserializer would answer INTERNAL and log a
+    traceback per message)."""
+
+    def handler(data: bytes, context: grpc.ServicerContext):
+        return method(parse_request(request_class, data), context)
+
+    return handler
+
+
 def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
-    # Registered by hand rather than with the generated add_..._to_server so that the
-    # Gather methods' chunks, already encoded by saintpipe.services.feature_shard.wire, pass through unserialized.
+    # Registered by hand rather than with the generated add_..._to_server so that requests arrive as bytes
+    # (see _parsed) and the Gather methods' chunks, already encoded by saintpipe.services.feature_shard.wire,
+    # pass through unserialized.
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
             "Gather": grpc.unary_stream_rpc_method_handler(
-                servicer.Gather, request_deserializer=pb.GatherRequest.FromString, response_serializer=None
+                _parsed(servicer.Gather, pb.GatherRequest),
+                request_deserializer=None,
+                response_serializer=None,
             ),
             "GatherUnary": grpc.unary_unary_rpc_method_handler(
-                servicer.GatherUnary,
-                request_deserializer=pb.GatherRequest.FromString,
+                _parsed(servicer.GatherUnary, pb.GatherRequest),
+                request_deserializer=None,
                 response_serializer=None,
             ),
             "Info": grpc.unary_unary_rpc_method_handler(
-                servicer.Info,
-                request_deserializer=pb.InfoRequest.FromString,
+                _parsed(servicer.Info, pb.InfoRequest),
+                request_deserializer=None,
                 response_serializer=pb.ShardInfo.SerializeToString,
             ),
             "ProbeSharedMemory": grpc.unary_unary_rpc_method_handler(
-                servicer.ProbeSharedMemory,
-                request_deserializer=pb.SharedMemoryProbe.FromString,
+                _parsed(servicer.ProbeSharedMemory, pb.SharedMemoryProbe),
+                request_deserializer=None,
                 response_serializer=pb.SharedMemoryProbeReply.SerializeToString,
             ),
         },
@@ -272,6 +297,7 @@ def create_server(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     shared_memory: bool = True,
     shared_memory_dir: Path | str = SHM_DIR,
+    log_interval_s: float = 10.0,
 ) -> tuple[grpc.Server, int]:
     """Start a server for shard ``shard`` of the dataset at ``dataset_dir``.
 
@@ -286,6 +312,8 @@ def create_server(
             probe then tells clients to use the bytes path).
         shared_memory_dir: where region names are looked up (``/dev/shm``; tests point it elsewhere to
             play a server that does not share the client's ``/dev/shm``).
+        log_interval_s: failed calls are logged at most once per this many seconds per peer host and kind
+            (rejected request / unexpected error), with a count of those left out.
 
     Returns:
         ``(server, bound port)``; the server is started. Stop it with :func:`stop_server`.
@@ -316,7 +344,9 @@ def create_server(
     ]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"shard{shard}"),
-        interceptors=[StatusInterceptor(servicer.error_hook)],
+        interceptors=[
+            StatusInterceptor(servicer.error_hook, FailureLog(f"feature shard {shard}", log_interval_s, log))
+        ],
         options=options,
     )
     server.add_generic_rpc_handlers((_handlers(servicer),))

@@ -14,7 +14,11 @@ tracker if the process dies) and :class:`RegionPool` (regions reused across
 gathers, one per gather in flight). Server side: :class:`MappedRegions`, the
 bounded cache of regions a server has opened. Names must start with
 :data:`PREFIX` and hold no ``/``, so a request can only ever reach files of
-this service under the shared-memory directory.
+this service under the shared-memory directory. A region's name states the
+process that created it (PID namespace, pid, start time): the regions of a
+client killed along with its resource tracker go when the next client starts
+(:func:`remove_leftovers`), when a server that maps them sweeps, or with
+``saintpipe doctor --clean``.
 """
 
 from __future__ import annotations
@@ -35,14 +39,17 @@ from typing import Callable
 
 import numpy as np
 
+from saintpipe.core import shm_owners
 from saintpipe.core.errors import InvalidArgument
+from saintpipe.services.feature_shard.parse import short_repr
 
 log = logging.getLogger(__name__)
 
 SHM_DIR = Path("/dev/shm")
 PREFIX = "saintpipe-features-"
 _NAME = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.-]{1,200}")
-_OWNED = re.compile(re.escape(PREFIX) + r"(\d+)-(\d+)-[0-9a-f]+")  # PREFIX + pid namespace - pid - random
+# PREFIX + pid namespace - pid - start time - random; names of an older saintpipe lack the start time.
+_OWNED = re.compile(re.escape(PREFIX) + r"(\d{1,20})-(\d{1,10})-(?:(\d{1,20})-)?[0-9a-f]{1,64}")
 _PAGE = mmap.PAGESIZE
 PROBE_TOKEN_BYTES = 16
 
@@ -51,28 +58,26 @@ def check_region_name(name: str, field: str) -> str:
     """``name`` if it is a region name this service may open, else InvalidArgument naming ``field``."""
     if not _NAME.fullmatch(name or ""):
         raise InvalidArgument(
-            f"{field} {name!r} is not a saintpipe shared-memory region: expected {PREFIX!r} followed by "
-            f"1-200 of [A-Za-z0-9_.-] (a file directly under {SHM_DIR})"
+            f"{field} {short_repr(name)} is not a saintpipe shared-memory region: expected {PREFIX!r} "
+            f"followed by 1-200 of [A-Za-z0-9_.-] (a file directly under {SHM_DIR})"
         )
     return name
 
 
-def _pid_namespace() -> int:
-    """This process's PID namespace (inode of /proc/self/ns/pid); 0 where unknown."""
-    try:
-        return os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return 0
-
-
 def region_prefix(pid: int | None = None) -> str:
     """The start of every region name of process ``pid`` (default: this one): PREFIX, PID namespace, pid."""
-    return f"{PREFIX}{_pid_namespace()}-{pid or os.getpid()}-"
+    return f"{PREFIX}{shm_owners.pid_namespace()}-{pid or os.getpid()}-"
 
 
 def region_name() -> str:
-    """A fresh region name for this process."""
-    return region_prefix() + secrets.token_hex(8)
+    """A fresh region name for this process: its owner tag (namespace, pid, start time), then a random part."""
+    return f"{PREFIX}{shm_owners.current().tag}-{secrets.token_hex(8)}"
+
+
+def owner_of(name: str) -> shm_owners.Owner | None:
+    """The process a region name states as its creator; None for a name that states none."""
+    match = _OWNED.fullmatch(name)
+    return shm_owners.Owner.from_groups(*match.group(1, 2, 3)) if match else None
 
 
 def owner_is_dead(name: str) -> bool:
@@ -80,19 +85,25 @@ def owner_is_dead(name: str) -> bool:
 
     A server uses it to unlink the regions of clients that were killed along
     with their resource tracker (Ray kills a dead worker's children).
-    Another namespace, an unknown one, or a pid that exists: False.
+    Another namespace, an unknown one, or a pid that exists (with the start
+    time the name states, where it states one): False.
     """
-    match = _OWNED.fullmatch(name)
-    namespace = _pid_namespace()
-    if match is None or not namespace or int(match.group(1)) != namespace:
-        return False
-    try:
-        os.kill(int(match.group(2)), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:  # exists, another user's
-        return False
-    return False
+    return shm_owners.status(owner_of(name)) == shm_owners.DEAD
+
+
+# A region is its client's alone (servers write into it only during that client's calls), so a dead
+# client's region is garbage at once: no group keeps it.
+KINDS = (shm_owners.Kind("feature region", PREFIX, owner_of),)
+
+
+def remove_leftovers(directory: Path | None = None) -> list[shm_owners.ShmFile]:
+    """Remove the regions of clients that died without cleaning up (their resource tracker killed too).
+
+    Never a live process's region, nor one of another PID namespace. A shard
+    server that still maps a removed region keeps its mapping until it sweeps
+    (:class:`MappedRegions`); nobody reads it any more. Never raises. Returns the files removed.
+    """
+    return shm_owners.remove_leftovers(Path(directory or SHM_DIR), KINDS)
 
 
 def _tracker(action: str, name: str) -> None:
@@ -187,6 +198,8 @@ class RegionPool:
 
     def __init__(self, directory: Path = SHM_DIR) -> None:
         self._directory = Path(directory)
+        # A client starts: the regions that killed clients left behind go now, not at the next reboot.
+        remove_leftovers(self._directory)
         self._free: list[Region] = []
         self._all: set[Region] = set()
         self._lock = threading.Lock()

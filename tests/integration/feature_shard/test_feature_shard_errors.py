@@ -42,7 +42,8 @@ def test_id_outside_the_shard_names_the_first_bad_id(stub):
 def test_malformed_and_unknown_fields_are_rejected(stub):
     with pytest.raises(grpc.RpcError) as err:
         list(stub.Gather(pb.GatherRequest(ids=b"\x01\x02\x03"), timeout=5))
-    assert err.value.code() == grpc.StatusCode.DATA_LOSS and "GatherRequest.ids" in err.value.details()
+    # A malformed request is the caller's mistake: INVALID_ARGUMENT (DATA_LOSS is for answers the client cannot read).
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "GatherRequest.ids" in err.value.details()
     with pytest.raises(grpc.RpcError) as err:
         list(stub.Gather(pb.GatherRequest(ids=b"", transfer_dtype="int8"), timeout=5))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "transfer_dtype" in err.value.details()

@@ -85,7 +85,9 @@ def test_no_replica_at_start_is_a_clear_error(shard_addresses):
             sock.bind(("127.0.0.1", 0))
             dead.append(f"127.0.0.1:{sock.getsockname()[1]}")
     shards = [dead, *shard_addresses[1:]]
-    elapsed, err = _elapsed_raising(lambda: FeatureClient(shards, deadline=DEADLINE), ServiceUnavailable)
+    elapsed, err = _elapsed_raising(
+        lambda: FeatureClient(shards, deadline=DEADLINE, retry_deadline_s=DEADLINE), ServiceUnavailable
+    )
     assert elapsed < DEADLINE + SLACK
     assert "feature shard 0: no replica answered Info" in str(err)
     assert dead[0] in str(err) and dead[1] in str(err)
