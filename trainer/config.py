@@ -89,8 +89,8 @@ class TrainerConfig(StrictModel):
     """Evaluate the whole graph in one forward pass when its estimated memory is below this."""
     checkpoint_dir: Path | None = None
     """Where checkpoints go (None: no checkpoints). A restarted trainer resumes from the latest."""
-    checkpoint_every_steps: pydantic.NonNegativeInt = 0
-    """Also checkpoint every this many steps (0: only after each validation)."""
+    checkpoint_every_steps: pydantic.NonNegativeInt = 50
+    """Checkpoint every this many steps, besides each epoch end and the end (0: only those)."""
     seed: int = 0
     device: str = "auto"
     """torch device: auto (cuda when available), cpu, cuda, cuda:1, ..."""

@@ -80,6 +80,9 @@ class PoolFeed:
         self.prefetch, self.get_timeout = prefetch, get_timeout
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
+        # Set while the prefetch thread gathers features: the subgraph has arrived, and a gather that rides
+        # through a feature-shard restart ends by its own deadline, so the consumer keeps waiting for it.
+        self._gathering = threading.Event()
         self._thread: threading.Thread | None = None
         if prefetch:
             self._thread = threading.Thread(target=self._run, name=f"prefetch-{consumer}", daemon=True)
@@ -98,7 +101,11 @@ class PoolFeed:
         if entry is None:
             return None
         got = time.perf_counter()
-        feats = self.gather(entry.subgraph.node_ids)
+        self._gathering.set()
+        try:
+            feats = self.gather(entry.subgraph.node_ids)
+        finally:
+            self._gathering.clear()
         entry_id = entry.entry_id
         return Item(
             entry.subgraph,
@@ -131,10 +138,7 @@ class PoolFeed:
         if not self.prefetch:
             item = self._fetch_one(time.monotonic() + timeout)
         else:
-            try:
-                item = self._queue.get(timeout=timeout)
-            except queue.Empty:
-                item = None
+            item = self._wait_for_item(timeout)
         if item is None:
             raise SaintpipeTimeout(
                 f"trainer {self.consumer}: no subgraph from pool job {self.pool.job_id!r} "
@@ -143,6 +147,18 @@ class PoolFeed:
         if isinstance(item, BaseException):
             raise item
         return item
+
+    def _wait_for_item(self, timeout: float) -> Item | BaseException | None:
+        """The prefetched item; None when the pool had none for ``timeout`` s (time spent gathering excluded)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._queue.get(timeout=max(0.0, min(0.5, deadline - time.monotonic())))
+            except queue.Empty:
+                if self._gathering.is_set():
+                    deadline = max(deadline, time.monotonic() + 0.5)
+                elif time.monotonic() >= deadline:
+                    return None
 
     def close(self) -> None:
         self._stop.set()

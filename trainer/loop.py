@@ -208,13 +208,15 @@ class TrainLoop:
         cfg, p = self.config, self.progress
         p.epoch_fraction += labelled / max(1, self.num_train)
         evaluate_now = bool(cfg.eval_every_steps and self.state.steps % cfg.eval_every_steps == 0)
+        epoch_ended = False
         while p.epoch_fraction >= 1.0:
             p.epoch_fraction -= 1.0
             p.epoch += 1
+            epoch_ended = True
             evaluate_now |= p.epoch % cfg.eval_every == 0 or p.epoch >= cfg.epochs
         if evaluate_now:
-            self._validate()
-        elif cfg.checkpoint_every_steps and self.state.steps % cfg.checkpoint_every_steps == 0:
+            self._validate()  # checkpoints too
+        elif epoch_ended or (cfg.checkpoint_every_steps and self.state.steps % cfg.checkpoint_every_steps == 0):
             self._checkpoint()
 
     def _validate(self) -> None:

@@ -133,6 +133,11 @@ def run_trainer(
         )
         if group is not None:
             group.check_same_start(state.steps)
+        # A restarted trainer (a container or pod restart) comes back under its old name: what it held
+        # unacknowledged is delivered to it again at once rather than after the visibility timeout.
+        recovered = pool.recover(name)
+        if recovered:
+            log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
         feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
         result = loop.run(feed)
         log.info("%s: done: %s", name, result.summary())

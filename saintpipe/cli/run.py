@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", type=Path, help="dataset directory (default: the demo dataset)")
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object as well")
+    parser.add_argument("--resume", type=Path, metavar="DIR",
+                        help="go on from the latest checkpoint in DIR (the 'checkpoints' line of a summary)")
     parser.set_defaults(func=_run)
 
 
@@ -42,16 +45,47 @@ def _run(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.info import describe
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.pipeline.config import load_pipeline_config
-    from saintpipe.pipeline.runner import LocalPipeline
-    from saintpipe.pipeline.summary import format_summary
+    from saintpipe.pipeline.runner import LocalPipeline, RunFailed
 
     config = load_pipeline_config(args.config, data=args.data)
+    if args.resume is not None:
+        config.trainer.checkpoint_dir = resume_dir(args.resume)
+        config.run.checkpoints = True
     if config.run.data is None:
         config.run.data = ensure_demo_dataset()
     print(describe(open_dataset(config.run.data)), flush=True)
     pipeline = LocalPipeline(config)
-    summary = pipeline.run()
-    print(format_summary(summary), flush=True)
-    if args.json:
-        print(summary.to_json(), flush=True)
+    try:
+        summary = pipeline.run()
+    except RunFailed as failed:
+        # What ran, then the one line that says why it ended and how to go on.
+        _print_summary(failed.summary, args.json)
+        resume = f"; resume with: saintpipe run --resume {failed.summary.checkpoint_dir}" \
+            if failed.summary.checkpoint_dir else ""
+        print(f"saintpipe: error: {failed}{resume}", file=sys.stderr, flush=True)
+        return failed.exit_code
+    _print_summary(summary, args.json)
     return pipeline.supervisor.exit_code
+
+
+def _print_summary(summary, as_json: bool) -> None:
+    from saintpipe.pipeline.summary import format_summary
+
+    print(format_summary(summary), flush=True)
+    if as_json:
+        print(summary.to_json(), flush=True)
+
+
+def resume_dir(path: Path) -> Path:
+    """``path`` if it holds a checkpoint to go on from.
+
+    Raises:
+        ConfigError: naming the directory when it has no checkpoint.
+    """
+    from saintpipe.core.errors import ConfigError
+    from saintpipe.trainer.checkpoint import LATEST
+
+    if not (path / LATEST).is_file():
+        raise ConfigError(f"--resume {path}: no checkpoint there (expected {path / LATEST}); pass the directory "
+                          "named on the 'checkpoints' line of the run's summary")
+    return path

@@ -46,6 +46,8 @@ class RunConfig(StrictModel):
     trainers: int = Field(1, ge=1, le=64, description="trainer actors (data-parallel)")
     ray_num_cpus: int | None = Field(
         None, ge=1, description="CPUs of the local Ray cluster; none: os.cpu_count()")
+    shard_replicas: int = Field(1, ge=1, le=16, description="feature-shard processes per shard (clients fail "
+                                                             "over between replicas)")
     metrics: bool = Field(True, description="serve every component's Prometheus endpoint on a free port")
     metrics_host: str = Field("127.0.0.1", description="address the sampler and trainer metrics endpoints bind "
                                                      "(feature shards serve theirs on loopback)")
@@ -55,6 +57,13 @@ class RunConfig(StrictModel):
     stop_grace_s: float = Field(10.0, gt=0, description="how long a child gets after SIGTERM before SIGKILL")
     max_seconds: float | None = Field(
         None, gt=0, description="stop training after this long (the summary still runs); none: no limit")
+    max_restarts: int = Field(
+        3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis) allowed "
+                                      "within restart_window_s; one failure more ends the run (0: never restart)")
+    restart_window_s: float = Field(600.0, gt=0, description="the sliding window of max_restarts, in seconds")
+    checkpoints: bool = Field(
+        True, description="checkpoint the trainers (to [trainer] checkpoint_dir, or a fresh directory under "
+                          "$SAINTPIPE_HOME/runs/), so a restarted trainer or `saintpipe run --resume` goes on")
 
 
 class SamplersSection(SamplerServiceConfig):

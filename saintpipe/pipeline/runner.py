@@ -8,8 +8,15 @@ the pool and the shards). Then the runner shows one progress bar per epoch
 until training ends, and prints the summary.
 
 Every component is registered with a :class:`~saintpipe.pipeline.supervision.Supervisor`
-as soon as it starts, so a signal, a component that dies, or an error at any
-point stops everything started so far, in reverse order, and frees its ports.
+as soon as it starts. During start-up a component that dies, a signal or an
+error stops everything started so far, in reverse order, and frees its ports.
+Once training runs, a component that dies is restarted instead, within
+``[run] max_restarts`` per ``[run] restart_window_s``: a feature shard on its
+own port with the same data (clients retry meanwhile), Redis on its own port
+from its append-only file (clients reconnect), the trainers from their latest
+checkpoint (their unacknowledged subgraphs come back to them through the
+pool). A component past its budget ends the run with one line, the summary
+of what ran, and the checkpoint to resume from (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
-from saintpipe.pipeline.summary import RunSummary
+from saintpipe.pipeline.restarts import RestartBudget
+from saintpipe.pipeline.summary import PoolAccount, RunSummary
 from saintpipe.pipeline.supervision import Supervisor
 from saintpipe.trainer.timing import TimeBreakdown
 
@@ -33,6 +42,14 @@ log = logging.getLogger(__name__)
 
 class Stopped(Exception):
     """A stop was requested (signal or failure) while the pipeline was starting."""
+
+
+class RunFailed(ServiceUnavailable):
+    """A component failed for good; ``summary`` says what ran and where the checkpoint to resume from is."""
+
+    def __init__(self, message: str, summary: RunSummary) -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 @dataclass
@@ -63,7 +80,8 @@ class LocalPipeline:
         self.config = config
         self.out = out or sys.stdout
         self.endpoints = Endpoints()
-        self.supervisor = Supervisor(interval=config.run.watch_interval_s)
+        self.supervisor = Supervisor(interval=config.run.watch_interval_s,
+                                     budget=RestartBudget(config.run.max_restarts, config.run.restart_window_s))
         self._t0 = time.monotonic()
         self._sampler_service = None
         self._trainers = None
@@ -73,7 +91,8 @@ class LocalPipeline:
         """Run to the end of training (or a signal, or a failure); returns the summary.
 
         Raises:
-            ServiceUnavailable: a component failed (the message names it); everything was stopped.
+            RunFailed: a component failed for good (the message names it; its ``summary`` says what ran);
+                everything was stopped.
             DatasetError, ConfigError: bad input, found before anything started.
         """
         from saintpipe.services.dataset.store import open_dataset
@@ -82,6 +101,7 @@ class LocalPipeline:
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
                              metric="F1-micro" if dataset.manifest.multilabel else "accuracy")
+        self._prepare_checkpoints(summary)
         sup = self.supervisor
         sup.install_signal_handlers()
         try:
@@ -103,10 +123,24 @@ class LocalPipeline:
                     summary.times.wall = time.monotonic() - self._t0
         finally:
             sup.restore_signal_handlers()
-        sup.raise_if_failed()
+        summary.restarts = [f"{e.component} at {e.at_s:g} s: {e.reason}" for e in sup.restarts]
+        if sup.failure is not None:
+            summary.failure = sup.failure
+            raise RunFailed(f"{sup.failure}; the pipeline was stopped", summary)
         if sup.signal is not None:
             summary.stopped_by = sup.signal.name
         return summary
+
+    def _prepare_checkpoints(self, summary: RunSummary) -> None:
+        """Checkpoints on by default: into ``[trainer] checkpoint_dir``, else a fresh run directory."""
+        from saintpipe.core.paths import new_run_dir
+
+        trainer = self.config.trainer
+        if not self.config.run.checkpoints:
+            trainer.checkpoint_dir = None
+        elif trainer.checkpoint_dir is None:
+            trainer.checkpoint_dir = new_run_dir(self.config.pool.job_id) / "checkpoints"
+        summary.checkpoint_dir = str(trainer.checkpoint_dir) if trainer.checkpoint_dir else ""
 
     def _checkpoint(self) -> None:
         """Between start-up steps: stop early if asked to, or if something already died."""
@@ -150,7 +184,10 @@ class LocalPipeline:
                 pool.delete_job()
             delete_sequences(self.config.pool.model_copy(update={"url": server.url}))
         else:
-            self.supervisor.watch_pid("redis-server", server.pid, f"127.0.0.1:{server.port}")
+            # Restarted on its port, from its append-only file: the pool's entries survive it.
+            self.supervisor.watch_pid("redis-server", lambda: server.pid, f"127.0.0.1:{server.port}",
+                                      restart=server.restart)
+        self.redis = server
         log.info("redis at %s", self.endpoints.redis)
 
     def _start_shards(self, dataset) -> None:
@@ -158,12 +195,14 @@ class LocalPipeline:
 
         extra = ["--metrics-port", "0"] if self.config.run.metrics else []
         shards = LocalShards(self.config.run.data, dataset.manifest.num_shards, extra_args=extra,
-                             own_process_group=True)
+                             replicas=self.config.run.shard_replicas, own_process_group=True)
         self.supervisor.on_stop("feature shards", shards.stop)
-        for replicas in shards.processes:
-            for p in replicas:
-                name = f"feature shard {p.shard}"
-                self.supervisor.watch_process(name, p.process, p.address)
+        for k, replicas in enumerate(shards.processes):
+            for r, p in enumerate(replicas):
+                name = f"feature shard {p.shard}" + (f" replica {r}" if len(replicas) > 1 else "")
+                # Restarted on the same port with the same data; clients retry meanwhile.
+                self.supervisor.watch_process(name, lambda k=k, r=r: shards.processes[k][r].process, p.address,
+                                              restart=lambda k=k, r=r: shards.restart(k, r))
                 if p.metrics_url:
                     self.endpoints.metrics[name] = p.metrics_url
         self.shards = shards
@@ -178,6 +217,8 @@ class LocalPipeline:
                  logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
         self.supervisor.on_stop("ray", ray.shutdown)
         self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
+        if not verbose:
+            _route_ray_error_pushes_to_the_log()
         log.info("local ray with %d CPUs", cpus)
 
     def _start_samplers(self, dataset) -> None:
@@ -210,8 +251,17 @@ class LocalPipeline:
         trainers = self._trainers
         self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s)
-        self.supervisor.watch("trainers", trainers.failure)
+        self.supervisor.watch("trainers", trainers.failure, restart=self._restart_trainers)
         self.endpoints.metrics.update(trainers.metrics_urls)
+        if (resumed := trainers.progress()).steps:
+            print(f"trainers resumed from step {resumed.steps} (epoch {resumed.epoch}) of the checkpoint in "
+                  f"{self.config.trainer.checkpoint_dir}", flush=True, file=self.out)
+
+    def _restart_trainers(self) -> None:
+        self._trainers.restart(timeout=self.config.run.startup_timeout_s)
+        step = self._trainers.progress().steps
+        where = f"from step {step} of its latest checkpoint" if step else "from the start (no checkpoint yet)"
+        print(f"saintpipe: trainers resumed {where}", file=self.supervisor.out, flush=True)
 
     def _print_endpoints(self) -> None:
         e = self.endpoints
@@ -233,15 +283,17 @@ class LocalPipeline:
         summary.times.startup = time.monotonic() - self._t0
         started = time.monotonic()
         print(f"training started ({summary.times.startup:.1f} s after start-up began)", flush=True, file=self.out)
+        sup.enable_restarts()
         try:
             while not sup.stop_requested.wait(0.25):
+                sup.restart_pending()  # here, in the thread the children's lifetimes are tied to
                 progress = trainers.progress()
                 bars.update(progress)
                 if progress.done:
-                    # A dead shard or Redis explains a failed trainer better than the trainer's own error.
+                    # Did it end, or did a rank fail (a restart, or the end of the run)? Look before leaving.
                     sup.check_now()
-                    if not sup.stop_requested.is_set() and (reason := trainers.failure()):
-                        sup.fail(reason)
+                    if sup.restart_under_way:
+                        continue
                     break
                 if limit is not None and time.monotonic() - started > limit:
                     summary.stopped_by = f"max_seconds ({limit:g} s)"
@@ -257,6 +309,7 @@ class LocalPipeline:
     def _collect(self, summary: RunSummary) -> None:
         """Fill the summary from whatever ran (also after an interruption)."""
         t = summary.times
+        summary.pool = self._pool_account()
         if self._sampler_service is not None:
             try:
                 stats = self._sampler_service.stats()
@@ -283,6 +336,46 @@ class LocalPipeline:
                 summary.epochs, summary.steps, summary.subgraphs_trained = p.epoch, p.steps, p.subgraphs
         if math.isnan(summary.test_score) and summary.stopped_by == "finished" and self.supervisor.failure:
             summary.stopped_by = "failure"
+
+
+    def _pool_account(self) -> PoolAccount | None:
+        """Where every subgraph the samplers produced went, while Redis still holds the job (None: it cannot say)."""
+        from saintpipe.services.pool.pool import SubgraphPool
+
+        url = getattr(self, "redis_url", None)
+        if url is None:
+            return None
+        quick = self.config.pool.model_copy(update={"url": url, "reconnect_timeout": 2.0, "socket_timeout": 2.0})
+        try:
+            with SubgraphPool.from_config(quick, url=url) as pool:
+                st = pool.stats()
+                dead = pool.dead_letters(10) if st.dead_lettered else []
+        except Exception as exc:  # noqa: BLE001 - Redis may be what failed: the summary goes on without it
+            log.debug("pool stats unavailable: %s", exc)
+            return None
+        return PoolAccount(produced=st.produced, trained=st.acknowledged, waiting=st.depth, pending=st.pending,
+                           dead_lettered=st.dead_lettered, redelivered=st.redelivered,
+                           dead_letters=[f"{d.entry_id}: {d.reason}" for d in dead])
+
+
+def _route_ray_error_pushes_to_the_log() -> None:
+    """Ray prints every error its raylet pushes ("A worker died or was killed ...", a screenful) on stdout,
+    whatever ``log_to_driver`` says. The supervisor already says in one line what died and what it does
+    about it, so outside verbose mode those pushes go to this module's debug log instead."""
+    import ray._private.worker as ray_worker
+
+    printer = ray_worker.print_to_stdstream
+    if getattr(printer, "saintpipe_routed", False):
+        return
+
+    def route(data: dict, ignore_prefix: bool) -> None:
+        if data.get("pid") == "raylet":
+            log.debug("ray: %s", " ".join(data.get("lines", [])))
+        else:
+            printer(data, ignore_prefix)
+
+    route.saintpipe_routed = True  # type: ignore[attr-defined]
+    ray_worker.print_to_stdstream = route
 
 
 def run_pipeline(config: PipelineConfig, out: TextIO | None = None) -> RunSummary:

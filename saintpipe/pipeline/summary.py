@@ -10,6 +10,31 @@ from saintpipe.trainer.timing import TimeBreakdown
 
 
 @dataclass
+class PoolAccount:
+    """Where the subgraphs the samplers produced went: produced = trained + waiting + pending + dead-lettered.
+
+    Attributes:
+        produced: put into the pool. trained: acknowledged by a trainer after its step. waiting: in the pool,
+        never delivered. pending: delivered, not acknowledged (a trainer held it when the run ended).
+        dead_lettered: moved to the dead-letter stream (undecodable, bytes lost, or delivered too often).
+        redelivered: deliveries of subgraphs taken back from a trainer that died or held them too long.
+    """
+
+    produced: int = 0
+    trained: int = 0
+    waiting: int = 0
+    pending: int = 0
+    dead_lettered: int = 0
+    redelivered: int = 0
+    dead_letters: list[str] = field(default_factory=list)  # the newest few: entry id and reason
+
+    @property
+    def unaccounted(self) -> int:
+        """Produced subgraphs that are none of the above (0 unless one was lost)."""
+        return self.produced - self.trained - self.waiting - self.pending - self.dead_lettered
+
+
+@dataclass
 class RunSummary:
     """The figures ``saintpipe run`` prints when it ends (also as JSON with ``as_dict``).
 
@@ -33,6 +58,10 @@ class RunSummary:
     training_seconds: float = 0.0
     stopped_by: str = "finished"
     times: TimeBreakdown = field(default_factory=TimeBreakdown)
+    pool: PoolAccount | None = None
+    restarts: list[str] = field(default_factory=list)
+    failure: str = ""
+    checkpoint_dir: str = ""
 
     @property
     def sampler_throughput(self) -> float:
@@ -52,6 +81,14 @@ class RunSummary:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), default=float)
+
+
+def _unaccounted(n: int) -> str:
+    if n > 0:
+        return f"  ({n:,} UNACCOUNTED FOR)"
+    if n < 0:  # dead letters of entries no sampler produced: something else wrote into the job's stream
+        return f"  ({-n:,} of them added to the stream by something other than a sampler)"
+    return ""
 
 
 def _score(value: float) -> str:
@@ -78,6 +115,19 @@ def format_summary(s: RunSummary) -> str:
         ("subgraphs sampled", f"{s.subgraphs_sampled:,}"),
         ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({s.sampler_workers} workers)"),
         ("trainers", f"{s.trainers}"),
+    ]
+    if s.pool is not None:
+        a = s.pool
+        rows.append(("pool account", f"{a.produced:,} produced = {a.trained:,} trained + {a.waiting:,} waiting + "
+                                     f"{a.pending:,} pending + {a.dead_lettered:,} dead-lettered"
+                                     + _unaccounted(a.unaccounted)))
+        rows.append(("  redelivered", f"{a.redelivered:,}"))
+        rows += [("  dead letter", line) for line in a.dead_letters]
+    rows.append(("restarts", f"{len(s.restarts)}"))
+    rows += [("", f"  {line}") for line in s.restarts]
+    if s.checkpoint_dir:
+        rows.append(("checkpoints", s.checkpoint_dir))
+    rows += [
         ("", ""),
         ("where the time went", ""),
         ("  sampling (sampler workers)", _seconds(t.sampling)),

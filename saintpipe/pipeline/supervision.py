@@ -1,12 +1,18 @@
-"""Keeping a run's children in check: watch them, stop them all, in order, on any way out.
+"""Keeping a run's children in check: watch them, restart them, stop them all, in order, on any way out.
 
 A :class:`Supervisor` holds the teardown of every component the runner
 started (last started, first stopped), a watchdog thread that checks each
-component's liveness, and the SIGINT/SIGTERM handlers. Any of three events
-ends a run: a signal, a component that dies (a feature shard, Redis, a Ray
-actor), or the work being done. In each case every teardown step runs, each
-one even when an earlier one fails, so no child outlives the run and every
-port it bound is freed. Children are also started so that they die with this
+component's liveness, the restart of a component that died, and the
+SIGINT/SIGTERM handlers. A component registered with a ``restart`` is
+restarted when it dies, within a :class:`~saintpipe.pipeline.restarts.RestartBudget`
+(so many restarts per window); the watchdog only notices, and the thread that
+called :meth:`Supervisor.enable_restarts` carries the restart out in
+:meth:`Supervisor.restart_pending`, because a child started by a thread gets its
+death signal when that thread ends (``PR_SET_PDEATHSIG``). Any of three events
+ends a run: a signal, a component that dies and may not be restarted (none is
+during start-up, nor beyond its budget), or the work being done. In each case
+every teardown step runs, each one even when an earlier one fails, so no
+child outlives the run and every port it bound is freed. Children are also started so that they die with this
 process (``PR_SET_PDEATHSIG``, see :mod:`saintpipe.core.procutil`), which covers a
 runner killed with SIGKILL.
 
@@ -35,6 +41,7 @@ from types import FrameType
 from typing import Callable
 
 from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.pipeline.restarts import RestartBudget, RestartEvent
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +59,19 @@ def describe_exit(returncode: int) -> str:
     return f"exit code {returncode}"
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why a component is unhealthy, and whether restarting it can help (not for bad input)."""
+
+    reason: str
+    restartable: bool = True
+
+
 @dataclass
 class _Watch:
     name: str
-    check: Callable[[], str | None]  # None while healthy, else why it is not
+    check: Callable[[], str | Failure | None]  # None while healthy, else why it is not
+    restart: Callable[[], object] | None = None
 
 
 class Supervisor:
@@ -63,18 +79,25 @@ class Supervisor:
 
     Args:
         interval: seconds between liveness checks.
-        out: where one-line notices go (signal received, component died).
+        out: where one-line notices go (signal received, component died, restarted).
+        budget: how often a component may be restarted (default: 3 per 10 minutes).
     """
 
-    def __init__(self, interval: float = 0.5, out=None) -> None:
+    def __init__(self, interval: float = 0.5, out=None, budget: RestartBudget | None = None) -> None:
         self.interval = interval
         self.out = out or sys.stderr
+        self.budget = budget or RestartBudget()
         self.stop_requested = threading.Event()
         self.failure: str | None = None
         self.signal: signal.Signals | None = None
+        self.restarts: list[RestartEvent] = []
+        self._t0 = time.monotonic()
         self._teardown: list[tuple[str, Callable[[], object]]] = []
         self._watches: list[_Watch] = []
+        self._pending: dict[str, tuple[_Watch, str]] = {}  # restarts noticed, not yet carried out
+        self._restarts_enabled = False
         self._lock = threading.Lock()
+        self._check_lock = threading.Lock()  # one thread at a time decides about a failure
         self._thread: threading.Thread | None = None
         self._previous: dict[int, object] = {}
         self._closed = False
@@ -85,45 +108,80 @@ class Supervisor:
         with self._lock:
             self._teardown.append((name, fn))
 
-    def watch(self, name: str, check: Callable[[], str | None]) -> None:
-        """Check ``check()`` every interval; a string return value fails the run with that reason."""
-        with self._lock:
-            self._watches.append(_Watch(name, check))
+    def watch(
+        self,
+        name: str,
+        check: Callable[[], str | Failure | None],
+        restart: Callable[[], object] | None = None,
+    ) -> None:
+        """Check ``check()`` every interval; a reason it returns restarts the component or fails the run.
 
-    def watch_process(self, name: str, proc: subprocess.Popen, where: str = "") -> None:
-        """Fail the run when ``proc`` exits (whatever its status: a server must not stop on its own)."""
+        Args:
+            name: the component, in messages and in the restart budget.
+            check: None while healthy, else why not (a str, or a :class:`Failure`).
+            restart: brings the component back (it must leave ``check`` looking at the new one); without
+                it, or past the budget, or for a ``Failure(restartable=False)``, the run fails.
+        """
+        with self._lock:
+            self._watches.append(_Watch(name, check, restart))
+
+    def watch_process(
+        self,
+        name: str,
+        proc: subprocess.Popen | Callable[[], subprocess.Popen],
+        where: str = "",
+        restart: Callable[[], object] | None = None,
+    ) -> None:
+        """Notice when a process exits (whatever its status: a server must not stop on its own).
+
+        ``proc`` may be a callable returning the current process, for one that ``restart`` replaces.
+        """
         detail = f", {where}" if where else ""
+        current = proc if callable(proc) else (lambda: proc)
 
         def check() -> str | None:
-            code = proc.poll()
+            p = current()
+            code = p.poll()
             if code is None:
                 return None
-            return f"{name} (pid {proc.pid}{detail}) exited unexpectedly with {describe_exit(code)}"
+            return f"{name} (pid {p.pid}{detail}) exited unexpectedly with {describe_exit(code)}"
 
-        self.watch(name, check)
+        self.watch(name, check, restart)
 
-    def watch_pid(self, name: str, pid: int | None, where: str = "") -> None:
-        """Fail the run when process ``pid`` (started by someone else in this process) ends."""
+    def watch_pid(
+        self,
+        name: str,
+        pid: int | None | Callable[[], int | None],
+        where: str = "",
+        restart: Callable[[], object] | None = None,
+    ) -> None:
+        """Notice when process ``pid`` (started by someone else in this process) ends.
+
+        ``pid`` may be a callable returning the current pid, for a process that ``restart`` replaces.
+        """
         if pid is None:
             return
         import psutil
 
         detail = f", {where}" if where else ""
-        try:
-            proc = psutil.Process(pid)
-        except psutil.NoSuchProcess:
-            self.fail(f"{name} (pid {pid}{detail}) is not running")
-            return
+        current = pid if callable(pid) else (lambda: pid)
+        procs: dict[int, psutil.Process] = {}
 
         def check() -> str | None:
+            now = current()
             try:
+                proc = procs.get(now) or procs.setdefault(now, psutil.Process(now))
                 if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
                     return None
             except psutil.NoSuchProcess:
                 pass
-            return f"{name} (pid {pid}{detail}) exited unexpectedly"
+            procs.pop(now, None)
+            return f"{name} (pid {now}{detail}) exited unexpectedly"
 
-        self.watch(name, check)
+        if not psutil.pid_exists(current()):
+            self.fail(f"{name} (pid {current()}{detail}) is not running")
+            return
+        self.watch(name, check, restart)
 
     # --- signals --------------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -156,19 +214,77 @@ class Supervisor:
             self._thread.start()
 
     def check_now(self) -> None:
-        """Run every liveness check once, in the calling thread (start-up uses it between steps)."""
+        """Run every liveness check once, in the calling thread (start-up uses it between steps).
+
+        A failed component with a restart, while restarts are enabled and its budget lasts, is marked for
+        :meth:`restart_pending`; any other failure fails the run.
+        """
         with self._lock:
             watches = list(self._watches)
-        for watch in watches:
+        with self._check_lock:
+            for watch in watches:
+                if self.stop_requested.is_set():
+                    return
+                if watch.name in self._pending:
+                    continue  # already noticed; its restart is under way
+                try:
+                    found = watch.check()
+                except Exception as exc:  # a check that cannot tell counts as a failure of its component
+                    found = f"{watch.name}: health check failed: {exc}"
+                if not found:
+                    continue
+                failure = found if isinstance(found, Failure) else Failure(found)
+                if not (watch.restart and failure.restartable and self._restarts_enabled):
+                    self.fail(failure.reason)
+                    return
+                if not self.budget.allow(watch.name, time.monotonic()):
+                    used = self.budget.used(watch.name)
+                    self.fail(f"{failure.reason}; restarted {used} time{'s' if used != 1 else ''} already, the "
+                              f"most [run] max_restarts allows ({self.budget.describe()})" if used else
+                              f"{failure.reason}; restarts are off ([run] max_restarts = 0)")
+                    return
+                with self._lock:
+                    self._pending[watch.name] = (watch, failure.reason)
+                self._notice(f"{failure.reason}: restarting it ({self.budget.used(watch.name)} of "
+                             f"{self.budget.describe()})")
+
+    def enable_restarts(self) -> None:
+        """From now on failed components are restarted (by the caller of :meth:`restart_pending`)."""
+        self._restarts_enabled = True
+
+    def restart_pending(self) -> int:
+        """Carry out the restarts the checks asked for, in the calling thread; returns how many were done.
+
+        A restart that raises fails the run (its error names the component).
+        """
+        with self._lock:
+            pending = dict(self._pending)
+        done = 0
+        for name, (watch, reason) in pending.items():
             if self.stop_requested.is_set():
-                return
+                return done
+            started = time.monotonic()
             try:
-                reason = watch.check()
-            except Exception as exc:  # a check that cannot tell counts as a failure of its component
-                reason = f"{watch.name}: health check failed: {exc}"
-            if reason:
-                self.fail(reason)
-                return
+                watch.restart()
+            except Exception as exc:  # noqa: BLE001 - any way a restart fails ends the run, naming it
+                self.fail(f"{reason}; restarting it failed: {exc}")
+                return done
+            finally:  # checked again only once its restart is over, so one death is one restart
+                with self._lock:
+                    self._pending.pop(name, None)
+            self.restarts.append(RestartEvent(name, reason, round(started - self._t0, 1)))
+            self._notice(f"{name} restarted in {time.monotonic() - started:.1f} s")
+            done += 1
+        return done
+
+    @property
+    def restart_under_way(self) -> bool:
+        """A restart was noticed and not yet carried out."""
+        return bool(self._pending)
+
+    def _notice(self, line: str) -> None:
+        print(f"saintpipe: {line}", file=self.out, flush=True)
+        log.info(line)
 
     def _watch_loop(self) -> None:
         while not self.stop_requested.wait(self.interval):

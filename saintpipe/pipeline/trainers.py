@@ -21,8 +21,16 @@ from typing import Any
 
 import ray
 
-from saintpipe.core.errors import SaintpipeError, ServiceUnavailable
+from saintpipe.core.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    DatasetError,
+    InvalidArgument,
+    SaintpipeError,
+    ServiceUnavailable,
+)
 from saintpipe.pipeline.progress import TrainerProgress
+from saintpipe.pipeline.supervision import Failure
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +73,11 @@ class _TrainerActor:
         host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
-    def prepare(self, master: str | None) -> str | None:
-        """Open the dataset, connect to the pool and the shards, join the group; returns the metrics URL."""
+    def prepare(self, master: str | None, metrics_port: int | None = None) -> str | None:
+        """Open the dataset, connect to the pool and the shards, join the group; returns the metrics URL.
+
+        ``metrics_port``: serve the metrics there (a restarted rank keeps the endpoint the run announced).
+        """
         import torch
 
         from saintpipe.services.dataset.store import open_dataset
@@ -89,7 +100,8 @@ class _TrainerActor:
         self.metrics = _observed_metrics(name)
         url = None
         if spec.metrics_port is not None:
-            self.http = serve_metrics(spec.metrics_port + self.rank if spec.metrics_port else 0, spec.metrics_host)
+            port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
+            self.http = serve_metrics(port, spec.metrics_host)
             url = f"http://{spec.metrics_host}:{self.http.server_address[1]}/metrics"
         dataset = open_dataset(spec.dataset_dir)
         degrees = dataset.degrees()
@@ -113,6 +125,11 @@ class _TrainerActor:
                               is_leader=self.rank == 0, checkpointer=checkpointer)
         if self.group is not None:
             self.group.check_same_start(state.steps)
+        # A restarted trainer comes back under its old name: what it held unacknowledged is its again at once
+        # (not after the visibility timeout).
+        recovered = self.pool.recover(name)
+        if recovered:
+            log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
         self.feed = PoolFeed(self.pool, name, self.client.gather, prefetch=cfg.prefetch)
         return url
 
@@ -146,8 +163,16 @@ class _TrainerActor:
 
 def _last_line(exc: BaseException) -> str:
     """The informative line of a Ray error (its last), not the whole remote traceback."""
+    if isinstance(exc, ray.exceptions.ActorDiedError):
+        return "its actor process died"
     text = str(exc).strip()
     return text.splitlines()[-1] if text else type(exc).__name__
+
+
+def _restartable(exc: BaseException) -> bool:
+    """Whether starting the trainer again can cure ``exc``: not bad input (config, dataset, arguments, password)."""
+    cause = getattr(exc, "cause", None)
+    return not isinstance(cause, (ConfigError, DatasetError, InvalidArgument, AuthenticationFailed))
 
 
 class LocalTrainers:
@@ -165,6 +190,8 @@ class LocalTrainers:
         self._runs: list[ray.ObjectRef] = []
         self._results: list | None = None
         self._last = TrainerProgress()
+        self._finish_target: int | None = None  # finish()'s step target, given again to restarted actors
+        self._metrics_ports: dict[int, int] = {}  # rank -> port, kept by a restarted rank
         self.metrics_urls: dict[str, str] = {}
 
     def launch(self) -> None:
@@ -184,7 +211,8 @@ class LocalTrainers:
             self.launch()
         try:
             master = ray.get(self._actors[0].rendezvous.remote(), timeout=timeout) if self.trainers > 1 else None
-            urls = ray.get([a.prepare.remote(master) for a in self._actors], timeout=timeout)
+            urls = ray.get([a.prepare.remote(master, self._metrics_ports.get(rank))
+                            for rank, a in enumerate(self._actors)], timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise ServiceUnavailable(f"the trainers did not start within {timeout:g} s") from None
         except ray.exceptions.RayError as exc:
@@ -192,10 +220,28 @@ class LocalTrainers:
         for rank, url in enumerate(urls):
             if url:
                 self.metrics_urls[f"trainer {rank}"] = url
+                self._metrics_ports[rank] = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        if self._finish_target is not None:
+            ray.get([a.finish_at.remote(self._finish_target) for a in self._actors], timeout=10.0)
         self._runs = [a.run.remote() for a in self._actors]
 
+    def restart(self, timeout: float = 120.0) -> None:
+        """Replace every rank by a fresh actor that resumes from the latest checkpoint.
+
+        All ranks go: data-parallel ranks average gradients every step, so the survivors of a dead rank
+        would wait for it forever; they restart together from the same checkpoint instead. Their
+        unacknowledged subgraphs come back to them through the pool (``SubgraphPool.recover``).
+        """
+        self.stop()
+        self._runs, self._results = [], None
+        self.launch()
+        self.start(timeout=timeout)
+
     def progress(self) -> TrainerProgress:
-        """Rank 0's progress (the last known one if it cannot answer right now), ``done`` once all ended."""
+        """Rank 0's progress (the last known one if it cannot answer right now), ``done`` once all ended.
+
+        A rank that failed is not done: it is restarted, or the run fails (the supervisor decides).
+        """
         if not self._actors:
             return self._last
         try:
@@ -203,11 +249,11 @@ class LocalTrainers:
         except (ray.exceptions.RayError, TimeoutError):
             return self._last
         done = bool(self._runs) and len(ray.wait(self._runs, num_returns=len(self._runs), timeout=0)[0]) == \
-            len(self._runs)
+            len(self._runs) and self.failure() is None
         self._last = TrainerProgress(p.epoch, p.epoch_fraction, p.steps, p.subgraphs, p.loss, p.val_score, done)
         return self._last
 
-    def failure(self) -> str | None:
+    def failure(self) -> Failure | None:
         """Why a trainer failed, or None (a finished run is not a failure)."""
         if not self._runs:
             return None
@@ -217,13 +263,14 @@ class LocalTrainers:
                 try:
                     ray.get(ref, timeout=0)
                 except ray.exceptions.RayError as exc:
-                    return f"trainer {rank} failed: {_last_line(exc)}"
+                    return Failure(f"trainer {rank} failed: {_last_line(exc)}", _restartable(exc))
         return None
 
     def finish(self) -> None:
         """End training a step or two from now on every rank (they still score the best weights)."""
         steps = [ray.get(a.progress.remote(), timeout=10.0).steps for a in self._actors]
         target = max(steps) + (2 if self.trainers > 1 else 1)  # ranks differ by at most one step (lockstep)
+        self._finish_target = target
         ray.get([a.finish_at.remote(target) for a in self._actors], timeout=10.0)
 
     def wait(self) -> list:

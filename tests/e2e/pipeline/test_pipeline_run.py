@@ -3,8 +3,9 @@
 One run (module fixture) trains on a small demo dataset with no epoch limit:
 a real Prometheus scrapes every endpoint it announces and every dashboard
 query must return data; then SIGINT must stop it with nothing left behind
-(no descendant process, no listening port). A second run loses a feature
-shard (SIGKILL) and must exit non-zero naming it, again leaving nothing. A
+(no descendant process, no listening port). A second run, with restarts
+off, loses a feature shard (SIGKILL) and must exit non-zero naming it, again
+leaving nothing (tests/e2e/faults has the restarts). A
 third runs to the end and prints the summary.
 """
 
@@ -131,8 +132,8 @@ def test_sigint_stops_every_child_and_frees_every_port(training):
     assert_nothing_left(training)
 
 
-def test_a_killed_feature_shard_stops_the_run_with_a_clear_message(tmp_path, dataset):
-    run = start(tmp_path, dataset, ENDLESS)
+def test_with_restarts_off_a_killed_feature_shard_stops_the_run_with_a_clear_message(tmp_path, dataset):
+    run = start(tmp_path, dataset, ENDLESS.replace("[run]\n", "[run]\nmax_restarts = 0\n"))
     try:
         run.wait_for_line(r"^training started", STARTUP_S)
         run.wait_for_steps(1, 60)
@@ -143,7 +144,10 @@ def test_a_killed_feature_shard_stops_the_run_with_a_clear_message(tmp_path, dat
         assert code != 0, run.output()
         assert re.search(r"feature shard 1 \(pid \d+, 127\.0\.0\.1:\d+\) exited unexpectedly with signal SIGKILL",
                          run.stderr), run.output()
-        assert "the pipeline was stopped" in run.stderr
+        assert "restarts are off ([run] max_restarts = 0)" in run.stderr
+        errors = [line for line in run.stderr.splitlines() if line.startswith("saintpipe: error:")]
+        assert len(errors) == 1 and "the pipeline was stopped; resume with: saintpipe run --resume" in errors[0]
+        assert "== saintpipe run: summary ==" in run.stdout  # what ran is still reported
         assert "Traceback" not in run.stderr, run.output()
         assert_nothing_left(run)
     finally:

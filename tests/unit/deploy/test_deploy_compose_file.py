@@ -160,7 +160,8 @@ def test_one_shared_dataset_volume_written_once_read_only_elsewhere(compose):
     services = compose["services"]
     assert services["prepare-data"]["volumes"] == ["saintpipe-data:/data"]
     for name in SAINTPIPE_SERVICES - {"prepare-data"}:
-        assert services[name]["volumes"] == ["saintpipe-data:/data:ro"], name
+        assert services[name]["volumes"][0] == "saintpipe-data:/data:ro", name
+        assert services[name]["volumes"][1:] == (["trainer-checkpoints:/checkpoints"] if name == "trainer" else [])
     prepare = as_list(services["prepare-data"]["command"])
     out = prepare[prepare.index("--out") + 1]
     for name in ("feature-shard-0", "feature-shard-1", "samplers", "trainer"):
@@ -226,3 +227,13 @@ def test_grafana_is_provisioned_and_opens_on_the_saintpipe_dashboard(compose, en
     for name in ("grafana", "prometheus"):
         for port in compose["services"][name]["ports"]:
             assert port.startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
+
+
+def test_state_that_a_restart_must_find_again_lives_on_volumes(compose):
+    services = compose["services"]
+    redis_command = as_list(services["redis"]["command"])
+    assert redis_command[redis_command.index("--appendonly") + 1] == "yes"  # the pool survives a Redis restart
+    assert "redis-data:/data" in services["redis"]["volumes"]
+    trainer = as_list(services["trainer"]["command"])
+    assert trainer[trainer.index("--checkpoint-dir") + 1] == "/checkpoints"  # a restarted trainer resumes
+    assert {"redis-data", "trainer-checkpoints"} <= set(compose["volumes"])

@@ -267,3 +267,12 @@ def test_notes_tell_the_user_what_to_do_next():
     assert "logs -f deploy/rel-saintpipe-trainer" in notes
     assert "ServiceMonitor" in notes and "kube-prometheus-stack" in notes
     assert "4 feature shard(s)" in notes and "2 GPU(s) each" in notes
+
+
+def test_the_trainer_checkpoints_to_a_volume_a_restarted_container_resumes_from(default_docs):
+    deployment = by_kind_name(default_docs)[("Deployment", "rel-saintpipe-trainer")]
+    trainer = container(deployment, "trainer")
+    assert arg_after(trainer["args"], "--checkpoint-dir") == "/checkpoints"
+    assert {"name": "checkpoints", "mountPath": "/checkpoints"} in trainer["volumeMounts"]
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert "emptyDir" in volumes["checkpoints"]

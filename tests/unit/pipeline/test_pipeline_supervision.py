@@ -124,3 +124,65 @@ def test_a_second_signal_interrupts_a_hanging_teardown_step_and_the_rest_still_r
     timer.cancel()
     assert time.monotonic() - started < 20
     assert calls == ["quick"] and sup.exit_code == 130
+
+
+def test_a_dead_child_with_a_restart_is_restarted_by_the_caller_of_restart_pending():
+    from saintpipe.pipeline.restarts import RestartBudget
+
+    out = io.StringIO()
+    procs = [sleeper()]
+    sup = Supervisor(interval=0.05, out=out, budget=RestartBudget(max_restarts=2, window_s=600))
+    try:
+        sup.on_stop("shard", lambda: procutil.terminate(procs[-1], grace=5))
+        sup.watch_process("shard", lambda: procs[-1], "127.0.0.1:1", restart=lambda: procs.append(sleeper()))
+        sup.enable_restarts()
+        sup.start_watching()
+        for n in (1, 2):
+            procs[-1].kill()
+            deadline = time.monotonic() + 10
+            while sup.restart_pending() == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(procs) == n + 1 and procs[-1].poll() is None
+        assert not sup.stop_requested.is_set() and sup.failure is None
+        assert [e.component for e in sup.restarts] == ["shard", "shard"]
+        procs[-1].kill()  # a third death within the window: past the budget
+        assert sup.stop_requested.wait(10)
+        assert sup.restart_pending() == 0
+    finally:
+        sup.close()
+    assert "restarted 2 times already" in sup.failure and "max_restarts" in sup.failure
+    assert "restarting it (1 of 2 restart(s) per 600 s)" in out.getvalue()
+
+
+def test_before_restarts_are_enabled_a_death_fails_the_run():
+    proc = sleeper()
+    sup = Supervisor(interval=0.05, out=io.StringIO())
+    sup.watch_process("shard", proc, restart=lambda: pytest.fail("restarted during start-up"))
+    proc.kill()
+    proc.wait()
+    sup.check_now()
+    sup.close()
+    assert sup.failure and "shard" in sup.failure
+
+
+def test_an_unrestartable_failure_fails_the_run_and_a_failed_restart_too():
+    from saintpipe.pipeline.supervision import Failure
+
+    sup = Supervisor(interval=0.05, out=io.StringIO())
+    sup.watch("trainers", lambda: Failure("bad config", restartable=False), restart=lambda: None)
+    sup.enable_restarts()
+    sup.check_now()
+    assert sup.failure == "bad config"
+    sup.close()
+
+    def broken() -> None:
+        raise RuntimeError("port in use")
+
+    sup = Supervisor(interval=0.05, out=io.StringIO())
+    sup.watch("shard", lambda: "shard died", restart=broken)
+    sup.enable_restarts()
+    sup.check_now()
+    assert sup.restart_under_way and sup.failure is None
+    sup.restart_pending()
+    sup.close()
+    assert sup.failure == "shard died; restarting it failed: port in use"

@@ -1,0 +1,45 @@
+"""The fault suite's shared fixtures: one dataset and one undisturbed run to compare every fault run with."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.faults import FaultRun, assert_accounted, fault_dataset, score
+
+
+@pytest.fixture(scope="session")
+def fault_data(tmp_path_factory):
+    return fault_dataset(tmp_path_factory.mktemp("faults") / "data")
+
+
+@pytest.fixture(scope="session")
+def undisturbed(tmp_path_factory, fault_data) -> float:
+    """The test score of a run with the suite's seed and no fault."""
+    run = FaultRun(tmp_path_factory.mktemp("undisturbed"), fault_data)
+    try:
+        code = run.finish()
+        assert code == 0, run.output()
+        summary = run.summary()
+        assert summary["restarts"] == [], run.output()
+        assert_accounted(summary)
+        assert run.left_behind() == []
+        return score(summary)
+    finally:
+        run.cleanup()
+
+
+@pytest.fixture
+def fault_run(tmp_path, fault_data):
+    """Start a run (``fault_run(run_lines, *args)``: extra lines of [run], CLI arguments); killed at the end."""
+    runs: list[FaultRun] = []
+
+    def start(run: str = "", *args: str, home=None) -> FaultRun:
+        workdir = tmp_path / f"run{len(runs)}"
+        workdir.mkdir()
+        started = FaultRun(workdir, fault_data, run, args, home=home)
+        runs.append(started)
+        return started
+
+    yield start
+    for started in runs:
+        started.cleanup()

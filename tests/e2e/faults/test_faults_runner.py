@@ -1,0 +1,87 @@
+"""Faults of the run itself: signals to ``saintpipe run``, a component past its restart budget, two runs at once."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+
+import pytest
+
+from tests.support.cli import run_cli
+from tests.support.faults import (
+    EPOCHS,
+    assert_accounted,
+    assert_completed_like,
+    restarts,
+    shm_files,
+    wait_until,
+)
+
+pytestmark = pytest.mark.faults
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_the_run_with_its_summary_and_nothing_left(fault_run, sig, code):
+    run = fault_run().training()
+    run.signal(sig)
+    assert run.finish(120) == code, run.output()
+    summary = run.summary()
+    assert summary["stopped_by"] == signal.Signals(sig).name
+    assert_accounted(summary)
+    assert f"{signal.Signals(sig).name} received: stopping every component" in run.stderr
+    assert run.left_behind() == []
+
+
+def test_a_sigkilled_runner_takes_its_children_along_and_doctor_removes_its_shared_memory(fault_run, tmp_path):
+    run = fault_run().training()
+    run.sample_tree(ports=True)
+    ours = shm_files() - run.shm_before
+    assert ours, "a running pipeline keeps subgraphs and feature rows in /dev/shm"
+    run.proc.kill()
+    run.proc.wait()
+    deadline = time.monotonic() + 120  # children die with their parent; Ray's workers follow their raylet
+    while (alive := run.alive()) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert alive == [], "processes outlived a SIGKILLed runner:\n" + "\n".join(alive)
+    assert run.open_ports() == []
+    cleaned = run_cli("doctor", "--clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert shm_files() - run.shm_before == set(), cleaned.stdout
+
+
+def test_a_component_past_its_budget_ends_the_run_with_one_line_and_resume_goes_on(fault_run, undisturbed, tmp_path):
+    run = fault_run("max_restarts = 1").training(steps=60)
+    run.kill("ray::_TrainerActor")
+    wait_until(lambda: "trainers restarted" in run.stderr, 180, "the trainers' restart", run)
+    run.wait_for_steps(30, 120)  # back in business (resumed from its checkpoint at step 50 or later)
+    run.kill("ray::_TrainerActor")
+    code = run.finish()
+    assert code == 2, run.output()
+    summary = run.summary()  # what ran is still reported
+    assert summary["failure"] and len(restarts(summary, "trainers")) == 1
+    errors = [line for line in run.stderr.splitlines() if line.startswith("saintpipe: error:")]
+    assert len(errors) == 1, run.stderr
+    assert "max_restarts" in errors[0] and "resume with: saintpipe run --resume" in errors[0], errors[0]
+    assert "Traceback" not in run.stderr, run.output()
+    assert run.left_behind() == []
+    checkpoint = re.search(r"--resume (\S+)", errors[0]).group(1)
+
+    resumed = fault_run("", "--resume", checkpoint)
+    assert resumed.finish() == 0, resumed.output()
+    again = resumed.summary()
+    assert_completed_like(again, undisturbed, resumed)
+    assert re.search(r"^trainers resumed from step [1-9]\d* .* of the checkpoint in ", resumed.stdout, re.M), \
+        resumed.output()
+    assert again["checkpoint_dir"] == checkpoint
+
+
+def test_two_runs_at_once_both_finish(fault_run, undisturbed):
+    first, second = fault_run(), fault_run()
+    for run in (first, second):
+        assert run.finish() == 0, run.output()
+        summary = run.summary()
+        assert summary["epochs"] == EPOCHS
+        assert_accounted(summary)
+    for run in (first, second):
+        assert run.left_behind() == []
