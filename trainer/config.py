@@ -100,6 +100,9 @@ class TrainerConfig(StrictModel):
     """Fetch the next subgraph's features while the current step computes."""
     threads: pydantic.NonNegativeInt = 0
     """torch intra-op threads (0: torch's default)."""
+    feature_retry_deadline_s: float = pydantic.Field(60.0, ge=0.0)
+    """How long a feature gather retries while no replica of a shard answers (a shard restarting) before
+    the trainer fails (docs/reliability.md)."""
     feature_shared_memory: Literal["auto", "on", "off"] = "auto"
     """Feature rows through same-host shared memory (FeatureClient ``shared_memory``): auto = where the
     shard servers share this host's /dev/shm, bytes over gRPC elsewhere; on = require it; off = never."""

@@ -97,7 +97,8 @@ def run_trainer(
         http = serve_metrics(spec.metrics_port + rank if spec.metrics_port else 0, spec.metrics_host)
         log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, http.server_address[1])
     dataset = open_dataset(Path(spec.dataset_dir))
-    client = FeatureClient(spec.feature_addresses, name=name, shared_memory=cfg.feature_shared_memory)
+    client = FeatureClient(spec.feature_addresses, name=name, shared_memory=cfg.feature_shared_memory,
+                           retry_deadline_s=cfg.feature_retry_deadline_s)
     pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
     group = None
     feed = None
