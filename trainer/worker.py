@@ -61,6 +61,18 @@ def trainer_name(job: str, rank: int) -> str:
     return f"{job}-trainer-{rank}"
 
 
+def take_back(pool, name: str) -> int:
+    """What trainer ``name`` held unacknowledged before it was restarted, delivered to it again at once.
+
+    A restarted trainer (a Ray actor, a container, a pod) comes back under its old name; without this its
+    subgraphs would wait out the pool's visibility timeout. Returns how many there were.
+    """
+    recovered = pool.recover(name)
+    if recovered:
+        log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
+    return recovered
+
+
 def run_trainer(
     spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: str | None = None
 ) -> TrainResult:
@@ -134,11 +146,7 @@ def run_trainer(
         )
         if group is not None:
             group.check_same_start(state.steps)
-        # A restarted trainer (a container or pod restart) comes back under its old name: what it held
-        # unacknowledged is delivered to it again at once rather than after the visibility timeout.
-        recovered = pool.recover(name)
-        if recovered:
-            log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
+        take_back(pool, name)
         feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
         result = loop.run(feed)
         log.info("%s: done: %s", name, result.summary())

@@ -91,7 +91,7 @@ class _TrainerActor:
         from saintpipe.trainer.loop import TrainLoop
         from saintpipe.trainer.metrics import serve_metrics
         from saintpipe.trainer.step import TrainState
-        from saintpipe.trainer.worker import pick_device, trainer_name
+        from saintpipe.trainer.worker import pick_device, take_back, trainer_name
 
         spec, cfg = self.spec, self.spec.config
         name = trainer_name(spec.job, self.rank)
@@ -126,11 +126,7 @@ class _TrainerActor:
                               is_leader=self.rank == 0, checkpointer=checkpointer)
         if self.group is not None:
             self.group.check_same_start(state.steps)
-        # A restarted trainer comes back under its old name: what it held unacknowledged is its again at once
-        # (not after the visibility timeout).
-        recovered = self.pool.recover(name)
-        if recovered:
-            log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
+        take_back(self.pool, name)
         self.feed = PoolFeed(self.pool, name, self.client.gather, prefetch=cfg.prefetch)
         return url
 
@@ -249,18 +245,24 @@ class LocalTrainers:
             p = ray.get(self._actors[0].progress.remote(), timeout=5.0)
         except (ray.exceptions.RayError, TimeoutError):
             return self._last
-        done = bool(self._runs) and len(ray.wait(self._runs, num_returns=len(self._runs), timeout=0)[0]) == \
-            len(self._runs) and self.failure() is None
+        ended = self._ended()
+        done = bool(self._runs) and len(ended) == len(self._runs) and self._failure(ended) is None
         self._last = TrainerProgress(p.epoch, p.epoch_fraction, p.steps, p.subgraphs, p.loss, p.val_score, done)
         return self._last
 
+    def _ended(self) -> list[ray.ObjectRef]:
+        """The ranks' runs that have ended (finished or failed), without waiting."""
+        if not self._runs:
+            return []
+        return ray.wait(self._runs, num_returns=len(self._runs), timeout=0)[0]
+
     def failure(self) -> Failure | None:
         """Why a trainer failed, or None (a finished run is not a failure)."""
-        if not self._runs:
-            return None
-        done, _ = ray.wait(self._runs, num_returns=len(self._runs), timeout=0)
+        return self._failure(self._ended())
+
+    def _failure(self, ended: list[ray.ObjectRef]) -> Failure | None:
         for rank, ref in enumerate(self._runs):
-            if ref in done:
+            if ref in ended:
                 try:
                     ray.get(ref, timeout=0)
                 except ray.exceptions.RayError as exc:
@@ -292,8 +294,7 @@ class LocalTrainers:
         from saintpipe.trainer.actor import merge_results
 
         if self._results is None and self._runs:
-            done, _ = ray.wait(self._runs, num_returns=len(self._runs), timeout=0)
-            if len(done) == len(self._runs):
+            if len(self._ended()) == len(self._runs):
                 try:
                     self._results = ray.get(self._runs, timeout=0)
                 except ray.exceptions.RayError:

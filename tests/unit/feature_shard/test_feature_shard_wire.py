@@ -11,15 +11,17 @@ from saintpipe.core.errors import DecodeError
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard.wire import allocate_chunk, decode_chunk, decode_ids, encode_chunk, encode_ids
 
-
-@settings(max_examples=60, deadline=None)
-@given(
+# Random chunks: rows x dim of either dtype, at any offset.
+chunks = lambda test: settings(max_examples=60, deadline=None)(given(  # noqa: E731
     rows=st.integers(0, 40),
     dim=st.integers(1, 33),
     offset=st.integers(0, 2**40),
     dtype=st.sampled_from(["float32", "float16"]),
     seed=st.integers(0, 2**31),
-)
+)(test))
+
+
+@chunks
 def test_round_trip_through_the_generated_class(rows, dim, offset, dtype, seed):
     data = np.random.default_rng(seed).standard_normal((rows, dim)).astype(dtype)
     wire = encode_chunk(offset, data)
@@ -32,14 +34,7 @@ def test_round_trip_through_the_generated_class(rows, dim, offset, dtype, seed):
     np.testing.assert_array_equal(decode_chunk(wire)[1], data)
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    rows=st.integers(0, 40),
-    dim=st.integers(1, 33),
-    offset=st.integers(0, 2**40),
-    dtype=st.sampled_from(["float32", "float16"]),
-    seed=st.integers(0, 2**31),
-)
+@chunks
 def test_allocated_chunk_is_filled_in_place_aligned_and_readable_by_both(rows, dim, offset, dtype, seed):
     data = np.random.default_rng(seed).standard_normal((rows, dim)).astype(dtype)
     wire, view = allocate_chunk(offset, rows, dim, np.dtype(dtype))
