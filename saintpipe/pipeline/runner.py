@@ -364,8 +364,8 @@ def _route_ray_error_pushes_to_the_log() -> None:
     about it, so outside verbose mode those pushes go to this module's debug log instead."""
     import ray._private.worker as ray_worker
 
-    printer = ray_worker.print_to_stdstream
-    if getattr(printer, "saintpipe_routed", False):
+    printer = getattr(ray_worker, "print_to_stdstream", None)  # private: a Ray without it prints as before
+    if printer is None or getattr(printer, "saintpipe_routed", False):
         return
 
     def route(data: dict, ignore_prefix: bool) -> None:
