@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
-from typing import Sequence
+from collections.abc import Mapping, Sequence
 
 from saintpipe import __version__
-from saintpipe.core.errors import SaintpipeError
+from saintpipe.core.errors import ConfigError, SaintpipeError
 
 log = logging.getLogger("saintpipe")
 
@@ -32,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"saintpipe {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more log output (-vv for debug); without it, SAINTPIPE_LOG_LEVEL (a level name, "
+                             "e.g. INFO in containers) or WARNING")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     data.register(groups)
     run.register(groups)
@@ -42,8 +45,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LOG_LEVEL_ENV = "SAINTPIPE_LOG_LEVEL"
+
+
+def log_level(verbosity: int, environ: Mapping[str, str] = os.environ) -> int:
+    """The root level: -v/-vv when given, else SAINTPIPE_LOG_LEVEL, else WARNING.
+
+    Raises:
+        ConfigError: SAINTPIPE_LOG_LEVEL is not a level name.
+    """
+    if verbosity > 0:
+        return logging.INFO if verbosity == 1 else logging.DEBUG
+    name = environ.get(LOG_LEVEL_ENV, "").strip().upper()
+    if not name:
+        return logging.WARNING
+    level = logging.getLevelNamesMapping().get(name)
+    if level is None:
+        raise ConfigError(f"{LOG_LEVEL_ENV}={environ[LOG_LEVEL_ENV]!r}: not a log level "
+                          "(DEBUG, INFO, WARNING, ERROR or CRITICAL)")
+    return level
+
+
 def configure_logging(verbosity: int) -> None:
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    level = log_level(verbosity)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
@@ -51,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(args.verbose)
     try:
+        configure_logging(args.verbose)
         return int(args.func(args) or 0)
     except SaintpipeError as exc:
         print(f"saintpipe: error: {exc}", file=sys.stderr)

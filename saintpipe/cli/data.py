@@ -106,6 +106,7 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
     demo.add_argument("--nodes", type=int, default=30_000)
     demo.add_argument("--seed", type=int, default=0)
     _writer_flags(demo, shards=2)
+    _keep_existing_flag(demo)
     demo.set_defaults(func=_generate_demo)
 
     kron = gen_sub.add_parser("kronecker", help="a Kronecker (R-MAT) graph, GraphSAINT section 7.1",
@@ -117,7 +118,31 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
     kron.add_argument("--feature-dim", type=int, default=50)
     kron.add_argument("--classes", type=int, default=10)
     _writer_flags(kron)
+    _keep_existing_flag(kron)
     kron.set_defaults(func=_generate_kronecker)
+
+
+def _keep_existing_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-existing", action="store_true",
+                        help="a dataset already at --out is kept: checked that it opens, not regenerated "
+                             "(a deployment's data step, run on every start)")
+
+
+def _kept(args: argparse.Namespace) -> bool:
+    """With --keep-existing and a dataset at --out: open it (errors name what is wrong), report it, True."""
+    if not getattr(args, "keep_existing", False):
+        return False
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.dataset.store import open_dataset
+
+    if args.force:
+        raise InvalidArgument("--keep-existing and --force contradict each other: give one")
+    if not args.out.exists():
+        return False
+    m = open_dataset(args.out).manifest
+    print(f"kept {args.out}: {m.num_nodes:,} nodes, {m.num_edges:,} directed edges, {m.num_shards} feature shard(s) "
+          "(--keep-existing: not regenerated)")
+    return True
 
 
 def _write(args: argparse.Namespace, data: dict) -> int:
@@ -164,12 +189,16 @@ def _import_arrays(args: argparse.Namespace) -> int:
 def _generate_demo(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.demo import generate_demo
 
+    if _kept(args):
+        return 0
     return _write(args, generate_demo(num_nodes=args.nodes, seed=args.seed))
 
 
 def _generate_kronecker(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.kronecker import generate_kronecker
 
+    if _kept(args):
+        return 0
     return _write(args, generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=args.feature_dim,
                                            num_classes=args.classes, progress=sys.stderr.isatty()))
 
