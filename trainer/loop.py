@@ -169,6 +169,7 @@ class TrainLoop:
         """Train until the epoch budget, ``max_steps`` or early stopping; returns the summary."""
         start = time.perf_counter()
         last_loss = float("nan")
+        first = True
         while not self._done():
             waited = time.perf_counter()
             item = feed.next(self.config.pool_timeout_s)
@@ -188,6 +189,10 @@ class TrainLoop:
                 torch.cuda.synchronize(self.state.device)
             compute = time.perf_counter() - compute_start
             item.ack()
+            if first:
+                first = False
+                log.info("%s: first step done (step %d), %.1f s after the loop started", self.name,
+                         self.state.steps, time.perf_counter() - start)
             self._account(item, data_wait, compute, last_loss)
             self._advance(labelled_all if self.sync is not None else labelled)
         self.times.wall += time.perf_counter() - start

@@ -35,7 +35,7 @@ import numpy as np
 
 from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument
 from saintpipe.protos import feature_shard_pb2 as pb
-from saintpipe.services.feature_shard import ranges, shm
+from saintpipe.services.feature_shard import metrics, ranges, shm
 from saintpipe.services.feature_shard.addresses import resolve_shards
 from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
 from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
@@ -149,6 +149,11 @@ class FeatureClient:
         except BaseException:
             self.close()
             raise
+        # Without a cache every row is a miss, in the metrics as in stats(): the dashboard's hit-rate panel then
+        # reads 0 instead of no data.
+        self._uncached_misses = metrics.CACHE_MISSES.labels(name) if self._cache is None else None
+        if self._cache is None:
+            metrics.CACHE_HITS.labels(name)  # the series exists, at 0
 
     # -- set-up -------------------------------------------------------------------------------------------
 
@@ -286,6 +291,7 @@ class FeatureClient:
             hit = self._cache.lookup(ids, out)
             miss_pos = np.flatnonzero(~hit)
         else:
+            self._uncached_misses.inc(ids.size)
             miss_pos = None
         miss_ids = ids if miss_pos is None else ids[miss_pos]
         if miss_ids.size == 0:

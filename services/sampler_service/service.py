@@ -40,12 +40,14 @@ class WorkerStats:
 
 @dataclasses.dataclass(frozen=True)
 class ServiceStats:
-    """A point-in-time view: running workers, removed workers' final counts, the pool, a fatal error."""
+    """A point-in-time view: running workers, removed workers' final counts, the pool, a fatal error,
+    and where each running worker is (worker index -> hostname of its Ray node; absent until known)."""
 
     workers: list[WorkerStats]
     removed: dict[int, WorkerCounters]
     pool: dict[str, int] | None
     failure: str | None = None
+    placement: dict[int, str] = dataclasses.field(default_factory=dict)
 
     @property
     def subgraphs(self) -> int:
@@ -213,7 +215,8 @@ class SamplerService:
         with self._lock:
             workers = [WorkerStats(s.index, s.pid, s.restarts, s.total) for _, s in sorted(self._slots.items())]
             removed = {i: s.total for i, s in self._removed.items()}
-            return ServiceStats(workers, removed, self._pool_stats, self._failure)
+            placement = {i: s.host for i, s in sorted(self._slots.items()) if s.host}
+            return ServiceStats(workers, removed, self._pool_stats, self._failure, placement)
 
     def worker_info(self, timeout: float = 60.0) -> list[WorkerInfo]:
         """Where each running worker is (pid, core, host); waits for workers still starting."""
@@ -344,6 +347,7 @@ class SamplerService:
                 continue  # restarting; the next poll catches up
             with self._lock:
                 slot.observe_counters(pid, counters)
+        self._place([s for s in slots if s.placement_stale])
         if self._pool is not None:
             try:
                 stats = self._pool.stats()
@@ -353,6 +357,30 @@ class SamplerService:
             self._pool_stats = dataclasses.asdict(stats)
             if self._metrics is not None:
                 self._metrics.pool.update(self.config.job, stats)
+
+    def _place(self, slots: list[WorkerSlot]) -> None:
+        """Learn where new incarnations run; log the whole placement when it changed.
+
+        Across hosts this is what shows a lost node's workers coming back on another one.
+        """
+        if not slots:
+            return
+        refs = [(s, s.worker.info_async()) for s in slots]
+        changed = False
+        for slot, ref in refs:
+            try:
+                info = ray.get(ref, timeout=5.0)
+            except (ray.exceptions.RayError, TimeoutError):
+                continue  # restarting; the next poll asks again
+            with self._lock:
+                changed |= (slot.host, slot.node_id) != (info.hostname, info.node_id)
+                slot.host, slot.node_id, slot.placed_pid = info.hostname, info.node_id, info.pid
+        if changed:
+            with self._lock:
+                where = ", ".join(f"worker {i} on {s.host or '?'} (node {s.node_id[:8] or '?'}, pid {s.pid})"
+                                  for i, s in sorted(self._slots.items()))
+                hosts = sorted({s.host for s in self._slots.values() if s.host})
+            log.info("sampler placement: %s; %d host(s): %s", where, len(hosts), ", ".join(hosts))
 
     def _snapshot(self) -> MetricsSnapshot:
         with self._lock:

@@ -41,6 +41,16 @@ class WorkerSlot:
     consecutive_failures: int = 0
     restarting: bool = False  # a death was counted; waiting for a report from the new process
     last_error: str = ""
+    host: str = ""  # where the incarnation ``placed_pid`` runs (hostname) ...
+    node_id: str = ""  # ... and its Ray node
+    placed_pid: int | None = None
+
+    @property
+    def placement_stale(self) -> bool:
+        """A new incarnation reported counts but where it runs is not known yet (not asked while Ray is still
+        restarting the process: the question would wait for it)."""
+        return (self.worker is not None and self.pid is not None and self.pid != self.placed_pid
+                and not self.restarting)
 
     @property
     def total(self) -> WorkerCounters:
@@ -69,6 +79,9 @@ class WorkerSlot:
         """
         self.run_ref = None
         self.last_error = reason
+        if kind != "exception":
+            # The process is gone: the next one may run elsewhere, under a pid the old one had on another host.
+            self.placed_pid = None
         if kind == "unavailable" and self.restarting:
             self.retry_at = now + RESTART_POLL_S  # the same death: Ray is still bringing it back
             return False

@@ -162,8 +162,11 @@ class SamplerWorker:
     def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3) -> None:
         self.index = index
         # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
+        # SPREAD: the workers of a job go to as many Ray nodes as have CPUs for them, so losing one node costs
+        # only its share; Ray restarts the lost ones where CPUs are left.
         self._actor = ray.remote(_SamplerWorkerActor).options(
             num_cpus=num_cpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=4,
+            scheduling_strategy="SPREAD",
         ).remote(index, spec)
 
     def info(self, timeout: float = 60.0) -> WorkerInfo:
@@ -180,6 +183,10 @@ class SamplerWorker:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.1)
+
+    def info_async(self) -> ray.ObjectRef:
+        """Like :meth:`info` without waiting for a restart, as a reference."""
+        return self._actor.info.remote()
 
     def counters(self, timeout: float | None = 10.0) -> tuple[int, WorkerCounters]:
         """``(pid, counts)`` of the current incarnation (counts start at zero in each new process)."""

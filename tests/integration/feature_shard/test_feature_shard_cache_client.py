@@ -68,3 +68,15 @@ def test_static_part_needs_degrees(shard_addresses):
         client.gather(np.array([2, 3]))
         stats = client.stats()
         assert (stats["cache_hits"], stats["cache_misses"], stats["rows_fetched"]) == (1, 4, 3)
+
+
+def test_without_a_cache_every_row_is_a_miss_in_the_metrics_too(shard_addresses, full_matrix):
+    # The dashboard's hit-rate panel then reads 0 for a cacheless trainer instead of showing no data.
+    with FeatureClient(shard_addresses, name="no-cache-test") as client:
+        assert REGISTRY.get_sample_value("saintpipe_feature_cache_hits_total", {"trainer": "no-cache-test"}) == 0.0
+        ids = np.array([3, 3, 9, 1])
+        np.testing.assert_array_equal(client.gather(ids), full_matrix[ids])
+        stats = client.stats()
+        assert (stats["cache_hits"], stats["cache_misses"]) == (0, 4)
+        assert _metric("saintpipe_feature_cache_misses_total", "no-cache-test") == 4
+        assert _metric("saintpipe_feature_cache_hits_total", "no-cache-test") == 0

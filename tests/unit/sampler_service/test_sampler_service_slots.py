@@ -51,3 +51,56 @@ def test_one_death_is_one_restart_however_often_the_restarting_actor_is_unavaila
     assert slot.restarts == 2
     assert slot.record_failure("gone", "died", now=10.0) and not slot.restarting
     assert slot.restarts == 3
+
+
+def _place(slot: WorkerSlot, host: str, node_id: str) -> None:
+    """What the supervisor records once it asked the current incarnation where it runs."""
+    slot.host, slot.node_id, slot.placed_pid = host, node_id, slot.pid
+
+
+def test_placement_is_stale_until_the_reporting_incarnation_is_placed():
+    slot = WorkerSlot(0)
+    assert not slot.placement_stale  # no actor yet
+    slot.worker = object()
+    assert not slot.placement_stale  # started, nothing reported: nothing to ask yet
+    slot.observe_counters(100, _counts(1))
+    assert slot.placement_stale
+    _place(slot, "samplers", "a" * 56)
+    assert not slot.placement_stale
+    slot.observe_counters(100, _counts(4))  # the same process keeps reporting: still where it was
+    assert not slot.placement_stale and slot.host == "samplers"
+
+
+def test_a_new_incarnation_makes_the_placement_stale_again():
+    slot = WorkerSlot(0, worker=object())
+    slot.observe_counters(100, _counts(3))
+    _place(slot, "sampler-node", "b" * 56)
+    # Its node is lost: the death forgets which process was placed, so the restarted one is asked where it
+    # runs even if it has the old pid (pids repeat across hosts) ...
+    assert slot.record_failure("node died", "unavailable", now=1.0)
+    assert not slot.record_failure("still restarting", "unavailable", now=1.2)
+    assert not slot.placement_stale and slot.host == "sampler-node"  # not asked while Ray restarts it
+    slot.observe_counters(101, _counts(0))
+    assert slot.placement_stale and slot.host == "sampler-node"  # the last known place, until asked
+    # ... while an exception inside run() leaves the process, and its place, as they were.
+    _place(slot, "sampler-node", "b" * 56)
+    assert slot.record_failure("boom", "exception", now=2.0)
+    assert not slot.placement_stale
+    slot.observe_counters(7, _counts(0))
+    assert slot.placement_stale and slot.host == "sampler-node"
+    _place(slot, "samplers", "a" * 56)
+    assert not slot.placement_stale and (slot.host, slot.placed_pid) == ("samplers", 7)
+
+
+def test_a_slot_without_an_actor_is_never_stale():
+    # A removed worker (or one being replaced) has no handle to ask.
+    slot = WorkerSlot(2, worker=object())
+    slot.observe_counters(100, _counts(1))
+    assert slot.placement_stale
+    slot.worker = None
+    assert not slot.placement_stale
+    # Added again on the same index: the new process's first report asks anew.
+    slot.pid, slot.worker = None, object()
+    assert not slot.placement_stale
+    slot.observe_counters(200, _counts(0))
+    assert slot.placement_stale
