@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -119,6 +119,34 @@ def service_environment(service: Mapping[str, Any], project_dir: Path, env: Mapp
         environment = dict(item.split("=", 1) if "=" in item else (item, env.get(item, "")) for item in environment)
     result.update({key: "" if value is None else str(value) for key, value in environment.items()})
     return result
+
+
+class Mount(NamedTuple):
+    """One entry of a service's ``volumes`` (short syntax): a named volume or host path at ``target``."""
+
+    source: str
+    target: str
+    read_only: bool
+
+
+def parse_volume(spec: str | Mapping[str, Any]) -> Mount:
+    """``SOURCE:TARGET[:MODE]`` (MODE a comma-separated list such as ``ro`` or ``ro,z``) or the long syntax.
+
+    >>> parse_volume("saintpipe-data:/data:ro")
+    Mount(source='saintpipe-data', target='/data', read_only=True)
+    """
+    if isinstance(spec, Mapping):
+        return Mount(str(spec.get("source", "")), str(spec["target"]), bool(spec.get("read_only", False)))
+    parts = spec.split(":")
+    if len(parts) == 1:  # an anonymous volume
+        return Mount("", parts[0], False)
+    if len(parts) > 3:
+        raise ValueError(f"volume {spec!r}: expected SOURCE:TARGET[:MODE]")
+    modes = parts[2].split(",") if len(parts) == 3 else []
+    unknown = set(modes) - {"ro", "rw", "z", "Z", "cached", "delegated", "consistent", "nocopy"}
+    if unknown or ("ro" in modes and "rw" in modes):
+        raise ValueError(f"volume {spec!r}: bad mode {parts[2]!r}")
+    return Mount(parts[0], parts[1], "ro" in modes)
 
 
 def healthcheck_argv(service: Mapping[str, Any]) -> list[str]:

@@ -1,11 +1,15 @@
 """deploy/Dockerfile and .dockerignore: the one image gets what it needs, and only that.
 
-No Docker engine here, so the build inputs are checked statically: every COPY
-source exists and survives .dockerignore (evaluated with Docker's rules: the
-last matching pattern wins, a pattern matching a directory covers its
-contents, `!` re-includes), the default torch is the project's CPU pin, and
-the image runs as an unprivileged user with no ENTRYPOINT in the way of each
-service's command.
+The build inputs are checked statically (tests/e2e/compose/ builds the image
+under a real Docker Engine): every COPY source exists and survives
+.dockerignore (evaluated with Docker's rules: the last matching pattern wins, a
+pattern matching a directory covers its contents, `!` re-includes), so the
+`COPY . /opt/saintpipe/` that `pip install` reads holds every package; the
+default torch is the project's CPU pin; an offline build can point pip at a
+wheelhouse; the file builds with the classic builder too (no `# syntax=` line,
+no BuildKit-only instruction); the image runs as an unprivileged user with no
+ENTRYPOINT in the way of each service's command, and its volumes are the
+compose file's mount points.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import re
 import subprocess
 import tomllib
 from pathlib import Path
+
+from tests.support.compose import load_compose, parse_volume, read_env_file
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILE = ROOT / "deploy" / "Dockerfile"
@@ -66,27 +72,95 @@ def tracked_files() -> list[str]:
     return [line for line in out.splitlines() if line and (ROOT / line).exists()]
 
 
+def instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's instructions as ``(KEYWORD, arguments)``, continuation lines joined, comments dropped."""
+    out, current = [], ""
+    for raw in DOCKERFILE.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue  # Docker drops comment lines, inside a continuation too
+        current = f"{current} {line[:-1].strip()}" if line.endswith("\\") else f"{current} {line}"
+        if not line.endswith("\\"):
+            keyword, _, args = current.strip().partition(" ")
+            out.append((keyword.upper(), args.strip()))
+            current = ""
+    assert not current, "the Dockerfile ends inside a continuation"
+    return out
+
+
 def copy_sources() -> list[str]:
     sources = []
-    for line in DOCKERFILE.read_text().splitlines():
-        if line.startswith("COPY "):
-            args = [a for a in line.split()[1:] if not a.startswith("--")]
-            sources.extend(args[:-1])
+    for keyword, args in instructions():
+        if keyword == "COPY":
+            words = [a for a in args.split() if not a.startswith("--")]
+            sources.extend(words[:-1])
     return sources
+
+
+def build_context() -> list[str]:
+    rules = dockerignore_rules()
+    return [f for f in tracked_files() if in_build_context(f, rules)]
 
 
 def test_every_copy_source_exists_and_is_in_the_build_context():
     sources = copy_sources()
-    assert {"pyproject.toml", "saintpipe", "services"} <= set(sources)
+    assert {"pyproject.toml", "README.md", "."} <= set(sources)
     rules = dockerignore_rules()
+    context = build_context()
     for source in sources:
         assert (ROOT / source).exists(), f"deploy/Dockerfile copies {source}, which the repository lacks"
-        files = [source] if (ROOT / source).is_file() else [f for f in tracked_files() if f.startswith(source + "/")]
-        assert files, f"{source} is empty"
-        for file in files:
-            if "__pycache__" in file or file.endswith(".pyc"):
-                continue
-            assert in_build_context(file, rules), f".dockerignore drops {file}, which the image needs"
+        if (ROOT / source).is_file():
+            assert in_build_context(source, rules), f".dockerignore drops {source}, which the image needs"
+        else:
+            prefix = "" if source == "." else source.rstrip("/") + "/"
+            assert any(f.startswith(prefix) for f in context), f"{source} is empty in the build context"
+    # `COPY .` brings what `pip install /opt/saintpipe` builds from: every package folder pyproject.toml maps,
+    # with every source file in it.
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dir = setuptools["package-dir"]
+    for package in setuptools["packages"]:
+        root = max((p for p in package_dir if package == p or package.startswith(p + ".")), key=len)
+        folder = "/".join([package_dir[root], *package[len(root):].split(".")[1:]])
+        assert f"{folder}/__init__.py" in context, f"the image lacks package {package}"
+    sources = [f for f in tracked_files() if f.endswith((".py", ".proto", ".lua")) and "__pycache__" not in f
+               and f.split("/")[0] in {"saintpipe", "services", "trainer", "protos"}]
+    assert sources
+    for file in sources:
+        assert in_build_context(file, rules), f".dockerignore drops {file}, which the image needs"
+
+
+def test_sources_come_after_the_dependencies_and_install_without_them():
+    steps = instructions()
+    copies = [i for i, (k, a) in enumerate(steps) if k == "COPY" and a.split()[0] == "."]
+    assert len(copies) == 1 and steps[copies[0]][1].split()[-1].rstrip("/") == "/opt/saintpipe"
+    (requirements,) = [i for i, (k, a) in enumerate(steps) if k == "RUN" and "pip install -r" in a]
+    assert requirements < copies[0], "a code change must not reinstall the dependencies"
+    (install,) = [i for i, (k, a) in enumerate(steps) if k == "RUN" and "/opt/saintpipe" in a and "pip install" in a]
+    assert install > copies[0] and "pip install --no-deps /opt/saintpipe" in steps[install][1]
+    assert "saintpipe --version" in steps[install][1]
+
+
+def test_builds_offline_and_with_the_classic_builder():
+    text = DOCKERFILE.read_text()
+    assert not re.search(r"(?im)^#\s*syntax\s*=", text), "a `# syntax=` line pulls a frontend image"
+    assert not re.search(r"(?im)^#\s*(check|escape)\s*=", text)
+    steps = instructions()
+    buildkit_only = {"--mount", "--network", "--security", "--link", "--chmod", "--parents", "--exclude",
+                     "--checksum", "--keep-git-dir"}
+    for keyword, args in steps:
+        if keyword in ("RUN", "COPY", "ADD"):
+            words = args.split()
+            flags = {w.split("=")[0] for w in words[:next(i for i, w in enumerate(words) if not w.startswith("--"))]}
+            assert not flags & buildkit_only, f"{keyword} {args}: BuildKit only"
+            assert "<<" not in args, f"{keyword} with a heredoc: BuildKit only"
+    # The wheelhouse settings: declared after FROM (so each RUN sees them), before the first pip install.
+    keywords = [k for k, _ in steps]
+    from_at = keywords.index("FROM")
+    arg_at = {a.split("=")[0]: i for i, (k, a) in enumerate(steps) if k == "ARG"}
+    first_pip = min(i for i, (k, a) in enumerate(steps) if k == "RUN" and "pip install" in a)
+    for name in ("PIP_NO_INDEX", "PIP_FIND_LINKS"):
+        assert name in arg_at and from_at < arg_at[name] < first_pip, name
+        assert f"ARG {name}=" not in text, f"{name} has no default: an ordinary build uses the index"
 
 
 def test_dockerignore_keeps_the_context_small():
@@ -110,8 +184,26 @@ def test_default_torch_is_the_projects_cpu_pin():
 
 
 def test_image_runs_any_service_as_an_unprivileged_user():
-    lines = [line.strip() for line in DOCKERFILE.read_text().splitlines()]
-    assert not any(line.startswith("ENTRYPOINT") for line in lines), "each service picks its own command"
-    users = [line.split()[1] for line in lines if line.startswith("USER ")]
-    assert users and users[-1] not in ("root", "0")
-    assert any(line.startswith("CMD ") for line in lines)
+    steps = instructions()
+    keywords = [k for k, _ in steps]
+    assert "ENTRYPOINT" not in keywords, "each service picks its own command"
+    assert "CMD" in keywords
+    users = [a for k, a in steps if k == "USER"]
+    assert users and users[-1] == "saintpipe" and steps[-1] == ("USER", "saintpipe"), (
+        "the last step switches to the unprivileged user (every RUN before it installs as root)")
+    first_run = next(a for k, a in steps if k == "RUN")
+    assert "useradd --create-home --uid 10001 saintpipe" in first_run
+    assert "mkdir -p /data /runs" in first_run and "chown saintpipe:saintpipe /data /runs" in first_run
+
+
+def test_image_mount_points_exist_and_no_anonymous_volumes():
+    # A VOLUME instruction would give every container anonymous volumes that outlive it; the mount points
+    # themselves must exist in the image, owned by the saintpipe user (a missing one is created root-owned).
+    assert not [a for k, a in instructions() if k == "VOLUME"]
+    first_run = next(a for k, a in instructions() if k == "RUN")
+    made = {"/data", "/runs"}
+    assert f"mkdir -p {' '.join(sorted(made))}" in first_run
+    compose = load_compose(ROOT / "docker-compose.yml", read_env_file(ROOT / ".env.example"))
+    targets = {parse_volume(v).target for s in compose["services"].values()
+               if s.get("image", "").startswith("saintpipe") for v in s.get("volumes", [])}
+    assert targets == made, "a mount point the image lacks is created root-owned: the saintpipe user cannot write"

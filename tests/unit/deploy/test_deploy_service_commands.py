@@ -1,9 +1,11 @@
 """Every command that docker-compose.yml and the Helm chart start parses with the real parsers.
 
 The commands go through a real ``sh`` (the same shell wrappers the containers
-use: the sampler node's ``ray start ... && exec "$@"``, the feature shard's
-ordinal from its hostname) with ``saintpipe`` and ``ray`` replaced on PATH by
-stubs that record their argv. Each recorded ``saintpipe`` argv is then parsed
+use: the samplers' ``ray start ... && exec "$@"``, the second sampler node's
+``exec ray start ... --block``, Redis writing its password into a config file,
+the feature shard's ordinal from its hostname) with ``saintpipe``, ``ray`` and
+``redis-server`` replaced on PATH by stubs that record their argv: no secret
+may reach any of them as an argument. Each recorded ``saintpipe`` argv is then parsed
 by ``saintpipe.cli.build_parser()``, each ``ray`` argv by Ray's own click
 commands. A service whose ``saintpipe serve ...`` command is not registered
 yet fails here by name: that is the signal that the compose file and the chart
@@ -36,7 +38,7 @@ STUB = """#!/bin/sh
 @pytest.fixture(scope="module")
 def stub_path(tmp_path_factory) -> Path:
     bin_dir = tmp_path_factory.mktemp("stubs")
-    for name in ("saintpipe", "ray"):
+    for name in ("saintpipe", "ray", "redis-server"):
         (bin_dir / name).write_text(STUB)
         (bin_dir / name).chmod(0o755)
     return bin_dir
@@ -48,7 +50,8 @@ def run_in_shell(argv: list[str], env: dict[str, str], stub_path: Path, tmp_path
     capture.touch()
     full_env = {"PATH": f"{stub_path}:/usr/bin:/bin", "CAPTURE": str(capture), **env}
     if argv[0] not in ("sh", "saintpipe", "ray"):
-        pytest.fail(f"unexpected executable {argv[0]!r}: containers start saintpipe or ray, possibly via sh")
+        pytest.fail(f"unexpected executable {argv[0]!r}: containers start saintpipe or ray (Redis: redis-server), "
+                    "possibly via sh")
     proc = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode == 0, f"{argv} failed: {proc.stderr}"
     records = capture.read_text().split(RECORD_SEP)
@@ -104,8 +107,24 @@ EXPECTED_COMPOSE = {
     "feature-shard-1": {"serve feature-shard"},
     "ray-head": {"ray start"},
     "samplers": {"ray start", "serve samplers"},
+    "sampler-node": {"ray start"},
     "trainer": {"serve trainer"},
 }
+SECRET_VALUES = [COMPOSE_ENV[name] for name in ("REDIS_PASSWORD", "RAY_AUTH_TOKEN", "GRAFANA_ADMIN_PASSWORD")]
+
+
+def compose_invocations(name: str, stub_path: Path, tmp_path: Path) -> list[list[str]]:
+    """What the stubs received when service ``name``'s entrypoint + command ran with its environment."""
+    service = COMPOSE["services"][name]
+    argv = as_list(service.get("entrypoint")) + as_list(service["command"])
+    env = service_environment(service, ROOT, COMPOSE_ENV)
+    return run_in_shell(argv, env, stub_path, tmp_path)
+
+
+def assert_no_secret(invocations: list[list[str]]) -> None:
+    for invocation in invocations:
+        for value in SECRET_VALUES:
+            assert not any(value in arg for arg in invocation), f"a secret in the argv of {invocation[0]}"
 
 
 def test_compose_lists_the_saintpipe_services_this_test_knows():
@@ -114,16 +133,46 @@ def test_compose_lists_the_saintpipe_services_this_test_knows():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_COMPOSE))
 def test_compose_service_command_parses(name, stub_path, tmp_path):
-    service = COMPOSE["services"][name]
-    argv = as_list(service.get("entrypoint")) + as_list(service["command"])
+    invocations = compose_invocations(name, stub_path, tmp_path)
+    assert check_invocations(invocations) == EXPECTED_COMPOSE[name]
+    assert_no_secret(invocations)
+
+
+def test_compose_sampler_nodes_join_the_ray_head_with_a_cpu_per_worker(stub_path, tmp_path):
+    workers = COMPOSE_ENV["SAMPLER_WORKERS"]
+    # The samplers' node joins and returns (then the supervisor runs in its place); the second node stays in the
+    # foreground as the container's main process.
+    (join, serve) = compose_invocations("samplers", stub_path, tmp_path)
+    assert join[:2] == ["ray", "start"] and "--address=ray-head:6379" in join and "--block" not in join
+    assert f"--num-cpus={workers}" in join
+    assert serve[:3] == ["saintpipe", "serve", "samplers"]
+    assert serve[serve.index("--workers") + 1] == workers
+    (node,) = compose_invocations("sampler-node", stub_path, tmp_path)
+    assert node[:2] == ["ray", "start"] and "--address=ray-head:6379" in node and "--block" in node
+    assert f"--num-cpus={workers}" in node and "--head" not in node
+
+
+def test_compose_redis_reads_its_password_from_a_private_config_file(stub_path, tmp_path):
+    service = COMPOSE["services"]["redis"]
+    entry = as_list(service["entrypoint"])
+    # The script writes /tmp/redis.conf and hands it to redis-server; here it goes to a temporary directory.
+    assert entry[:2] == ["sh", "-c"] and entry[2].count("/tmp/redis.conf") == 2
+    conf = tmp_path / "conf" / "redis.conf"
+    conf.parent.mkdir()
+    argv = entry[:2] + [entry[2].replace("/tmp/redis.conf", str(conf))] + entry[3:] + as_list(service["command"])
     env = service_environment(service, ROOT, COMPOSE_ENV)
-    assert check_invocations(run_in_shell(argv, env, stub_path, tmp_path)) == EXPECTED_COMPOSE[name]
+    (invocation,) = run_in_shell(argv, env, stub_path, tmp_path)
+    assert invocation == ["redis-server", str(conf), *as_list(service["command"])]
+    assert_no_secret([invocation])
+    assert conf.read_text() == f'requirepass "{COMPOSE_ENV["REDIS_PASSWORD"]}"\n'
+    assert conf.stat().st_mode & 0o777 == 0o600, "only the redis user may read the password"
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_COMPOSE))
 def test_compose_health_check_command_parses(name):
     argv = healthcheck_argv(COMPOSE["services"][name])
     if not argv:
+        # The one-shot: it must exit 0 instead.
         assert name == "prepare-data"
         return
     if argv[0] == "ray":
