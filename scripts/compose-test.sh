@@ -74,6 +74,7 @@ if ! docker image inspect "$base_image" >/dev/null 2>&1; then
   mirror="$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)"
   mirror="${mirror:-http://deb.debian.org/debian}"
   rootfs="$(mktemp -d)"
+  chmod 755 "$rootfs"  # it becomes the image's /: mktemp's 0700 would lock every non-root user out
   echo "making $base_image with debootstrap from $mirror ..."
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$rootfs" "$mirror" \
     >"$cache/debootstrap.log" 2>&1 || { tail -n 20 "$cache/debootstrap.log" >&2; exit 1; }
