@@ -41,9 +41,7 @@ export DOCKER_BUILDKIT=0  # the classic builder: no BuildKit frontend image to p
 
 apt_install() {
   command -v apt-get >/dev/null 2>&1 || return 1
-  [ -n "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock || true)" ] || apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1 \
-    || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null; }
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 # --- the engine -------------------------------------------------------------------------------------------
