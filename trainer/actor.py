@@ -78,7 +78,7 @@ class TrainerGroup:
             use_gpus = ray.available_resources().get("GPU", 0) >= trainers
         remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(_TrainerActor)
         self.spec, self.trainers, self.use_gpus = spec, trainers, use_gpus
-        self.actors = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
+        self.actors = [remote.remote(rank_spec(spec, rank), rank, trainers) for rank in range(trainers)]
         log.info(
             "started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU"
         )
@@ -95,6 +95,13 @@ class TrainerGroup:
 
         for actor in self.actors:
             ray.kill(actor)
+
+
+def rank_spec(spec: TrainerSpec, rank: int) -> TrainerSpec:
+    """``spec`` for rank ``rank`` of a group on shared hosts: its metrics on ``metrics_port + rank``."""
+    if not spec.metrics_port:  # None (no endpoint) or 0 (a free port each)
+        return spec
+    return replace(spec, metrics_port=spec.metrics_port + rank)
 
 
 def merge_results(results: list[TrainResult]) -> TrainResult:

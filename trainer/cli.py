@@ -42,12 +42,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-steps", type=int, help="stop after this many steps")
     parser.add_argument("--checkpoint-dir", type=Path, help="checkpoint here and resume from here")
     parser.add_argument("--ray-address", help="join this Ray cluster instead of starting a local one")
+    parser.add_argument(
+        "--world-size",
+        type=int,
+        help="run ONE rank of a data-parallel group of this size in this process, without Ray (one "
+        "process per rank, e.g. a Kubernetes indexed Job); needs --rank and, above 1, --master",
+    )
+    parser.add_argument("--rank", type=int, help="this process's rank in the group (0..world size - 1)")
+    parser.add_argument(
+        "--master", help="HOST:PORT where rank 0 listens for the group's rendezvous (every rank names it)"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import json
     import os
 
     from saintpipe.core.config import load_config
@@ -77,6 +86,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
     if args.trainers < 1:
         raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
+    if args.world_size is not None or args.rank is not None or args.master is not None:
+        return _serve_rank(args, config, pool, url)
     from saintpipe.trainer.actor import train  # torch and Ray load only once the arguments are known to be good
 
     result = train(
@@ -91,11 +102,56 @@ def _serve(args: argparse.Namespace) -> int:
         metrics_host=args.metrics_host,
         ray_address=args.ray_address,
     )
-    summary = result.summary()
-    if args.json:
+    _print_summary(result.summary(), args.json)
+    return 0
+
+
+def _serve_rank(args: argparse.Namespace, config, pool, url: str) -> int:
+    """One rank of a data-parallel group in this process: the code each Ray trainer actor runs."""
+    from saintpipe.core.errors import ConfigError
+
+    if args.world_size is None or args.rank is None:
+        raise ConfigError("one data-parallel rank needs both --world-size and --rank")
+    if args.world_size < 1:
+        raise ConfigError(f"--world-size must be >= 1, got {args.world_size}")
+    if not 0 <= args.rank < args.world_size:
+        raise ConfigError(f"--rank must be in 0..{args.world_size - 1}, got {args.rank}")
+    if args.world_size > 1 and not args.master:
+        raise ConfigError("--world-size > 1 needs --master HOST:PORT (rank 0's rendezvous address)")
+    if args.master and not _is_host_port(args.master):
+        raise ConfigError(f"--master {args.master!r}: expected HOST:PORT")
+    if args.trainers != 1 or args.ray_address:
+        raise ConfigError("--world-size runs one rank without Ray: drop --trainers and --ray-address")
+    from saintpipe.trainer.worker import TrainerSpec, run_trainer
+
+    spec = TrainerSpec(
+        job=args.job,
+        dataset_dir=str(args.data),
+        pool_url=url,
+        feature_addresses=args.features,
+        config=config,
+        pool=pool,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
+    )
+    result = run_trainer(spec, args.rank, args.world_size, args.master)
+    summary = {"rank": args.rank, "world_size": args.world_size, **result.summary(),
+               "model_digest": result.model_digest}
+    _print_summary(summary, args.json)
+    return 0
+
+
+def _is_host_port(value: str) -> bool:
+    host, _, port = value.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) < 65536
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    import json
+
+    if as_json:
         print(json.dumps(summary, default=float))
     else:
         width = max(len(k) for k in summary)
         for key, value in summary.items():
             print(f"{key.ljust(width)}  {value}")
-    return 0

@@ -35,8 +35,9 @@ class TrainerSpec:
             a list of replica lists, or a JSON address manifest path.
         config: the trainer configuration.
         pool: the job's pool settings (visibility timeout, reconnects).
-        metrics_port: first Prometheus port; trainer r serves on ``metrics_port + r``
-            (0: free ports; None: no endpoint).
+        metrics_port: this trainer's Prometheus port (0: a free port; None: no endpoint). A group of
+            trainers sharing one host gives each rank its own (:class:`~saintpipe.trainer.actor.TrainerGroup`
+            offsets it by the rank).
         metrics_host: bind address of the metrics endpoints.
     """
 
@@ -106,7 +107,7 @@ def run_trainer(
     metrics = TrainerMetrics(name)
     http = None
     if spec.metrics_port is not None:
-        http = serve_metrics(spec.metrics_port + rank if spec.metrics_port else 0, spec.metrics_host)
+        http = serve_metrics(spec.metrics_port, spec.metrics_host)
         log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, http.server_address[1])
     dataset = open_dataset(Path(spec.dataset_dir))
     client = FeatureClient(spec.feature_addresses, name=name, shared_memory=cfg.feature_shared_memory,
