@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: set up (first run only, with the test extras),
-# check the import contracts (import-linter), run the whole test suite, then
+# The README's test command: set up (first run only, with the test extras, and
+# the tools of scripts/tools.sh: promtool, checkov), check the import contracts (import-linter), run the whole test suite, then
 # the compose test under a real Docker Engine (scripts/compose-test.sh; it
 # prints one line and passes when no engine can be had). Extra arguments go to
 # pytest and leave the compose test out (a developer's quick run:
@@ -9,6 +9,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh" test
+"$root/scripts/tools.sh"
 cd "$root"
 lint_status=0
 "$root/scripts/lint-imports.sh" || lint_status=$?

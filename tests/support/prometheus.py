@@ -22,7 +22,7 @@ def prometheus_binary() -> str:
     path = shutil.which("prometheus")
     if path is None:
         pytest.skip("prometheus not found on PATH: install Debian's `prometheus` package "
-                    "(apt-get install prometheus; .ci/run does this)")
+                    "(apt-get install prometheus; scripts/tools.sh does this)")
     return path
 
 

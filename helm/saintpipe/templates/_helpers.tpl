@@ -40,13 +40,23 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{/* Images ---------------------------------------------------------------- */}}
 
 {{- define "saintpipe.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- include "saintpipe.imageRef" (dict "repository" .Values.image.repository "tag" (.Values.image.tag | default .Chart.AppVersion) "digest" .Values.image.digest) -}}
 {{- end -}}
 
 {{- define "saintpipe.trainerImage" -}}
 {{- $repo := .Values.trainer.image.repository | default .Values.image.repository -}}
 {{- $tag := .Values.trainer.image.tag | default (.Values.image.tag | default .Chart.AppVersion) -}}
-{{- printf "%s:%s" $repo $tag -}}
+{{- $digest := .Values.trainer.image.digest | default (and (not .Values.trainer.image.repository) (not .Values.trainer.image.tag) .Values.image.digest) -}}
+{{- include "saintpipe.imageRef" (dict "repository" $repo "tag" $tag "digest" $digest) -}}
+{{- end -}}
+
+{{/* repository:tag, or repository@digest when a digest pins it: (dict "repository" r "tag" t "digest" d). */}}
+{{- define "saintpipe.imageRef" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
+{{- printf "%s:%s" .repository .tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Secrets ---------------------------------------------------------------- */}}
@@ -133,7 +143,8 @@ redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
 
 {{/* Pod pieces shared by components ----------------------------------------- */}}
 
-{{/* env: Redis URL (+ password), Ray token (when ray=true), extraEnv. Call with (dict "ctx" $ "redis" true "ray" false). */}}
+{{/* env: Redis URL (+ password), Ray token (when ray=true), HOME=/tmp (when home=true), extraEnv.
+     Call with (dict "ctx" $ "redis" true "ray" false "home" true). */}}
 {{- define "saintpipe.env" -}}
 {{- $ctx := .ctx -}}
 {{- if .redis }}
@@ -157,6 +168,11 @@ redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
     secretKeyRef:
       name: {{ index $tok 0 }}
       key: {{ index $tok 1 }}
+{{- end }}
+{{- if .home }}
+# The root filesystem is read-only: HOME (Ray's and Numba's files) is the /tmp emptyDir.
+- name: HOME
+  value: /tmp
 {{- end }}
 {{- range $k, $v := $ctx.Values.extraEnv }}
 - name: {{ $k }}
@@ -207,15 +223,21 @@ redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
     - {{ .Values.featureShards.replicas | quote }}
     - --seed
     - {{ .Values.data.demo.seed | quote }}
-    - --force
+    # A pod whose containers restart keeps its emptyDir: the dataset written the first time is reused.
+    - --keep-existing
+  env:
+    - name: HOME
+      value: /tmp
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
   volumeMounts:
     - name: data
       mountPath: /data
+    - name: tmp
+      mountPath: /tmp
   resources:
     requests: {cpu: 250m, memory: 512Mi}
-    limits: {memory: 2Gi}
+    limits: {cpu: "1", memory: 2Gi}
 {{- end }}
 {{- end -}}
 
@@ -256,6 +278,34 @@ annotations:
 {{- end }}
 {{- end -}}
 
+{{/* Pod-level security: the chart's ServiceAccount, no API token, the pod security context. */}}
+{{- define "saintpipe.podSecurity" -}}
+serviceAccountName: {{ include "saintpipe.serviceAccountName" . }}
+automountServiceAccountToken: false
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- end -}}
+
+{{- define "saintpipe.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "saintpipe.fullname" .) -}}
+{{- else -}}
+{{- .Values.serviceAccount.name | default "default" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The writable /tmp of a read-only root filesystem. */}}
+{{- define "saintpipe.tmpVolume" -}}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- end -}}
+
+{{- define "saintpipe.tmpMount" -}}
+- name: tmp
+  mountPath: /tmp
+{{- end -}}
+
 {{/* The /dev/shm volume Ray's object store needs. */}}
 {{- define "saintpipe.shmVolume" -}}
 - name: dshm
@@ -271,4 +321,29 @@ exec:
 periodSeconds: 10
 timeoutSeconds: 10
 failureThreshold: 6
+{{- end -}}
+
+{{/* NetworkPolicy ------------------------------------------------------------ */}}
+
+{{/* A `from` list admitting the release's pods of the given components: (dict "ctx" $ "components" (list "trainer")). */}}
+{{- define "saintpipe.peers" -}}
+- podSelector:
+    matchLabels:
+      app.kubernetes.io/name: {{ include "saintpipe.name" .ctx }}
+      app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+    matchExpressions:
+      - key: app.kubernetes.io/component
+        operator: In
+        values: {{ toJson .components }}
+{{- end -}}
+
+{{/* An ingress rule opening a metrics port to networkPolicy.metricsFrom: (dict "from" $peers "port" 9100). */}}
+{{- define "saintpipe.metricsIngress" -}}
+{{- if .from -}}
+- from:
+    {{- toYaml .from | nindent 4 }}
+  ports:
+    - port: {{ .port }}
+      protocol: TCP
+{{- end }}
 {{- end -}}

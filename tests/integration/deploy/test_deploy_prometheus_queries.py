@@ -5,7 +5,7 @@ hostnames need not resolve for that). Then a real Prometheus server, on a free
 loopback port with a tiny config, evaluates every query of every dashboard
 panel through its HTTP API: each must come back "success" (with no pipeline
 running the data is empty; the whole-pipeline test checks that data arrives).
-Debian's `prometheus` package provides both binaries (.ci/run installs it).
+Debian's `prometheus` package provides both binaries (scripts/tools.sh, run by the README's test command, installs it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _binary(name: str) -> str:
     path = shutil.which(name)
     if path is None:
         pytest.skip(f"{name} not found on PATH: install Debian's `prometheus` package "
-                    "(apt-get install prometheus; .ci/run does this)")
+                    "(apt-get install prometheus; scripts/tools.sh does this)")
     return path
 
 

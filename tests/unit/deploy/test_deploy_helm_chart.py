@@ -10,15 +10,23 @@ ServiceMonitor, whose CRD schema kubernetes-validate lacks, checked by hand.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import helm_python as helm
 import kubernetes_validate
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
-CHART = ROOT / "helm" / "saintpipe"
+from tests.support.helm import (
+    CHART,
+    ROOT,
+    arg_after,
+    by_kind_name,
+    container,
+    env_of,
+    manifests,
+    render,
+    workload,
+)
+
 KUBE_VERSIONS = ("1.27.0", "1.37.0")  # Chart.yaml's kubeVersion floor, and the newest schemas shipped
 
 NON_DEFAULT = {
@@ -35,36 +43,6 @@ NON_DEFAULT = {
     "nodeSelector": {"pool": "cpu"},
     "job": "products",
 }
-
-
-def render(values: dict | None = None) -> dict[str, str]:
-    with helm.Chart.load(str(CHART)) as chart:
-        return chart.render(values, name="rel", namespace="ml", is_install=True)
-
-
-def manifests(values: dict | None = None) -> list[dict]:
-    docs = []
-    for name, text in render(values).items():
-        if name.endswith(".yaml"):
-            docs.extend(d for d in yaml.safe_load_all(text) if d)
-    return docs
-
-
-def by_kind_name(docs: list[dict]) -> dict[tuple[str, str], dict]:
-    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
-
-
-def container(doc: dict, name: str) -> dict:
-    (found,) = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == name]
-    return found
-
-
-def env_of(c: dict) -> dict[str, dict]:
-    return {item["name"]: item for item in c.get("env", [])}
-
-
-def arg_after(argv: list[str], flag: str) -> str:
-    return argv[argv.index(flag) + 1]
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +94,7 @@ def test_default_release_has_every_component(default_docs):
         ("Deployment", "rel-saintpipe-ray-head"), ("Service", "rel-saintpipe-ray-head"),
         ("Deployment", "rel-saintpipe-ray-worker"),
         ("Deployment", "rel-saintpipe-samplers"), ("Service", "rel-saintpipe-samplers"),
-        ("Deployment", "rel-saintpipe-trainer"), ("Service", "rel-saintpipe-trainer"),
+        ("Job", "rel-saintpipe-trainer"), ("Service", "rel-saintpipe-trainer"),
         ("ConfigMap", "rel-saintpipe-dashboard"),
     } <= names
     assert not any(kind == "ServiceMonitor" for kind, _ in names), "the ServiceMonitor is off by default"
@@ -136,7 +114,7 @@ def test_feature_shards_are_a_statefulset_behind_a_headless_service(custom_docs)
     (init,) = sts["spec"]["template"]["spec"]["initContainers"]
     assert arg_after(init["command"], "--shards") == "4"
     # The trainer names every shard pod by its stable DNS name.
-    trainer = container(docs[("Deployment", "rel-saintpipe-trainer")], "trainer")
+    trainer = container(docs[("Job", "rel-saintpipe-trainer")], "trainer")
     features = arg_after(trainer["args"], "--features").split(";")
     assert features == [f"rel-saintpipe-feature-shard-{k}.rel-saintpipe-feature-shard.ml.svc.cluster.local:50051"
                         for k in range(4)]
@@ -148,8 +126,8 @@ def test_in_chart_redis_password_comes_from_the_chart_secret(default_docs):
     assert set(secret["data"]) == {"redis-password", "ray-token"}
     redis = container(docs[("StatefulSet", "rel-saintpipe-redis")], "redis")
     assert redis["args"][:2] == ["--requirepass", "$(REDIS_PASSWORD)"]
-    for workload in ("rel-saintpipe-samplers", "rel-saintpipe-trainer"):
-        env = env_of(container(docs[("Deployment", workload)], workload.removeprefix("rel-saintpipe-")))
+    for name in ("rel-saintpipe-samplers", "rel-saintpipe-trainer"):
+        env = env_of(container(workload(default_docs, name), name.removeprefix("rel-saintpipe-")))
         assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "rel-saintpipe-auth",
                                                                        "key": "redis-password"}
         assert env["SAINTPIPE_REDIS_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@rel-saintpipe-redis:6379/0"
@@ -162,8 +140,8 @@ def test_external_redis_uses_its_url_and_the_given_secret(custom_docs):
     docs = by_kind_name(custom_docs)
     assert ("StatefulSet", "rel-saintpipe-redis") not in docs
     assert "redis-password" not in docs[("Secret", "rel-saintpipe-auth")]["data"]
-    for workload, name in (("rel-saintpipe-samplers", "samplers"), ("rel-saintpipe-trainer", "trainer")):
-        c = container(docs[("Deployment", workload)], name)
+    for name, c_name in (("rel-saintpipe-samplers", "samplers"), ("rel-saintpipe-trainer", "trainer")):
+        c = container(workload(custom_docs, name), c_name)
         env = env_of(c)
         assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "pool-redis", "key": "pw"}
         assert env["SAINTPIPE_REDIS_URL"]["value"] == "rediss://:$(REDIS_PASSWORD)@redis.example.internal:6380/2"
@@ -176,10 +154,10 @@ def test_bad_values_fail_with_a_message_naming_the_value():
         ({"redis": {"enabled": False}}, "redis.external.url"),
         ({"redis": {"enabled": False, "external": {"url": "redis://user:pw@host:6379/0"}}}, "without credentials"),
         ({"redis": {"enabled": False, "external": {"url": "redis://host:6379/0"}}}, "redis.external.auth"),
-        ({"data": {"source": "s3"}}, "data.source"),
+        ({"data": {"source": "s3"}}, "/data/source"),  # the schema's own message
         ({"data": {"source": "claim"}}, "data.claim.name"),
         ({"samplers": {"workers": 9}}, "samplers.workers=9"),
-        ({"featureShards": {"replicas": 0}}, "featureShards.replicas"),
+        ({"featureShards": {"replicas": 0}}, "/featureShards/replicas"),
     ]
     for values, message in cases:
         with pytest.raises(helm.HelmError, match=message.replace(".", r"\.")):
@@ -187,9 +165,9 @@ def test_bad_values_fail_with_a_message_naming_the_value():
 
 
 def test_gpu_trainers_request_gpus_and_run_the_trainer_image(default_docs, custom_docs):
-    default_trainer = container(by_kind_name(default_docs)[("Deployment", "rel-saintpipe-trainer")], "trainer")
+    default_trainer = container(by_kind_name(default_docs)[("Job", "rel-saintpipe-trainer")], "trainer")
     assert "nvidia.com/gpu" not in default_trainer["resources"].get("limits", {})
-    deployment = by_kind_name(custom_docs)[("Deployment", "rel-saintpipe-trainer")]
+    deployment = by_kind_name(custom_docs)[("Job", "rel-saintpipe-trainer")]
     trainer = container(deployment, "trainer")
     assert trainer["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert trainer["resources"]["limits"]["memory"] == "8Gi", "the GPU limit adds to the configured limits"
@@ -242,11 +220,9 @@ def test_service_monitor_scrapes_every_metrics_service(custom_docs):
 
 
 def test_metrics_ports_agree_with_the_commands(default_docs):
-    docs = by_kind_name(default_docs)
-    for workload, name, kind in (("rel-saintpipe-samplers", "samplers", "Deployment"),
-                                 ("rel-saintpipe-trainer", "trainer", "Deployment")):
-        doc = docs[(kind, workload)]
-        c = container(doc, name)
+    for name, c_name in (("rel-saintpipe-samplers", "samplers"), ("rel-saintpipe-trainer", "trainer")):
+        doc = workload(default_docs, name)
+        c = container(doc, c_name)
         port = int(arg_after(c["args"], "--metrics-port"))
         assert {"name": "metrics", "containerPort": port} in c["ports"]
         assert doc["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
@@ -264,15 +240,6 @@ def test_dashboard_configmap_carries_the_same_dashboard_as_compose(default_docs)
 def test_notes_tell_the_user_what_to_do_next():
     notes = render(NON_DEFAULT)["saintpipe/templates/NOTES.txt"]
     assert "kubectl --namespace ml get pods -l app.kubernetes.io/instance=rel" in notes
-    assert "logs -f deploy/rel-saintpipe-trainer" in notes
+    assert "logs -f job/rel-saintpipe-trainer" in notes
     assert "ServiceMonitor" in notes and "kube-prometheus-stack" in notes
     assert "4 feature shard(s)" in notes and "2 GPU(s) each" in notes
-
-
-def test_the_trainer_checkpoints_to_a_volume_a_restarted_container_resumes_from(default_docs):
-    deployment = by_kind_name(default_docs)[("Deployment", "rel-saintpipe-trainer")]
-    trainer = container(deployment, "trainer")
-    assert arg_after(trainer["args"], "--checkpoint-dir") == "/checkpoints"
-    assert {"name": "checkpoints", "mountPath": "/checkpoints"} in trainer["volumeMounts"]
-    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
-    assert "emptyDir" in volumes["checkpoints"]

@@ -207,7 +207,9 @@ def _k8s_expand(value: str, env: dict[str, str]) -> str:
 def _container_env(container: dict) -> dict[str, str]:
     env: dict[str, str] = {}
     for item in container.get("env", []):
-        if "valueFrom" in item:
+        if "fieldRef" in item.get("valueFrom", {}):  # the downward API: the indexed Job's completion index
+            env[item["name"]] = "0"
+        elif "valueFrom" in item:
             env[item["name"]] = f"secret-{item['name'].lower()}"
         else:
             env[item["name"]] = _k8s_expand(item["value"], env)
@@ -232,7 +234,8 @@ HELM_VALUES = {
         "featureShards": {"replicas": 4},
         "redis": {"enabled": False, "external": {"url": "rediss://redis.example.internal:6380/2",
                                                  "auth": {"existingSecret": "pool-redis", "existingSecretKey": "pw"}}},
-        "trainer": {"gpu": {"enabled": True}, "replicas": 2},
+        "trainer": {"gpu": {"enabled": True}, "replicas": 2,
+                    "checkpoints": {"persistence": {"accessMode": "ReadWriteMany"}}},
         "samplers": {"workers": 8},
         "ray": {"workers": {"replicas": 2, "numCpus": 4}},
         "monitoring": {"serviceMonitor": {"enabled": True}},
