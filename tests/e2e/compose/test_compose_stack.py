@@ -6,8 +6,9 @@ over it (which only swaps images and leaves Grafana out):
 
 1. up: every health check passes, training starts (seconds from `up` to the
    first step are reported);
-2. Prometheus (through its HTTP API): every scrape target is up, and every
-   query of every dashboard panel returns data;
+2. Prometheus (through its HTTP API): every scrape target is up, every
+   query of every dashboard panel returns data, and every alert of
+   deploy/prometheus/alerts.yml is loaded and evaluates without error;
 3. no secret (Redis password, Ray token) is in any process's argv, in any
    container;
 4. Ray across containers: the supervisor reports sampler actors on both
@@ -43,6 +44,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.support.cli import free_port
 from tests.support.docker_stack import ComposeStack, StackError, docker, last_match
@@ -50,6 +52,7 @@ from tests.support.prometheus import dashboard_queries
 
 ROOT = Path(__file__).resolve().parents[3]
 OVERRIDE = Path(__file__).with_name("compose.test.yml")
+ALERTS = ROOT / "deploy" / "prometheus" / "alerts.yml"
 JOB = "compose-test"
 WORKERS = 2
 # About 1,400 optimizer steps (three minutes undisturbed on two cores): every fault below lands mid-run (they
@@ -207,6 +210,23 @@ def test_compose_stack_trains_to_the_end_through_faults(stack):
         pytest.fail(f"dashboard queries without data: {missing}")
     report.add(f"Prometheus: {len(active)} scrape targets up; {len(queries)} dashboard queries "
                f"({len({q[0].split(' [')[0] for q in queries})} panels) return data")
+
+    # Every alert of alerts.yml loaded (rule_files, the compose mount) and evaluated without error ("ok";
+    # "unknown" until its group's first evaluation). Whether one fires is not asserted: the faults below may.
+    alerts = {r["alert"] for g in yaml.safe_load(ALERTS.read_text())["groups"] for r in g["rules"] if "alert" in r}
+    health: dict[str, str] = {}
+
+    def alerts_ok() -> bool:
+        groups = _prometheus(stack, "/api/v1/rules", type="alert")["groups"]
+        health.clear()
+        health.update({r["name"]: r["health"] for g in groups for r in g["rules"]})
+        return bool(alerts) and all(health.get(name) == "ok" for name in alerts)
+
+    try:
+        stack.wait_for("every alert rule loaded and evaluated", alerts_ok, 90, interval=3)
+    except StackError:
+        pytest.fail(f"alert rules not all healthy: expected {sorted(alerts)}, Prometheus has {health}")
+    report.add(f"Prometheus: {len(alerts)} alert rules loaded and healthy")
 
     # 3. No secret in any process's argv, in any container.
     secret_values = [stack.env["REDIS_PASSWORD"], stack.env["RAY_AUTH_TOKEN"]]

@@ -206,7 +206,8 @@ def test_service_monitor_scrapes_every_metrics_service(custom_docs):
     spec = monitor["spec"]
     assert set(spec) <= {"selector", "namespaceSelector", "endpoints", "jobLabel"}
     assert spec["namespaceSelector"] == {"matchNames": ["ml"]}
-    assert spec["endpoints"] and all(set(e) <= {"port", "path", "interval", "scrapeTimeout"} for e in spec["endpoints"])
+    assert spec["endpoints"] and all(set(e) <= {"port", "path", "interval", "scrapeTimeout", "honorLabels"}
+                                     for e in spec["endpoints"])
     for endpoint in spec["endpoints"]:
         assert endpoint["interval"].endswith("s") and endpoint["scrapeTimeout"].endswith("s")
     selector = spec["selector"]["matchLabels"]
