@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.support.compose import as_list, load_compose, parse_volume, read_env_file
-from tests.unit.deploy.test_deploy_dashboard_metrics import DASHBOARD, METRICS_DOC, documented_metrics
+from tests.support.metrics_contract import DASHBOARD, METRICS_DOC, documented_metrics, metric_use_problems
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
@@ -167,16 +167,7 @@ def test_every_metric_a_rule_reads_is_documented():
         used = metric_names(expr)
         assert used - {"up"}, f"{name}: reads no saintpipe metric"
         assert all(m == "up" or m.startswith("saintpipe_") for m in used), f"{name}: reads {used}"
-        used.discard("up")
-        for metric in used:
-            base = re.sub(r"_(bucket|sum|count)$", "", metric)
-            if base != metric:
-                assert documented.get(base) == "histogram", f"{name}: {metric} is not a histogram's series"
-            else:
-                assert metric in documented, f"{name}: {metric} is not in docs/metrics.md"
-                assert documented[metric] != "histogram", f"{name}: use {metric}_bucket/_sum/_count"
-            if documented.get(base) == "counter" or base != metric:
-                assert re.search(rf"(rate|increase)\({metric}\[", expr), f"{name}: a counter needs rate()/increase()"
+        assert metric_use_problems(name, expr, documented) == []
 
 
 def test_labels_a_rule_groups_or_joins_by_are_documented():

@@ -17,18 +17,10 @@ import pytest
 import yaml
 
 from tests.support.compose import as_list, load_compose, read_env_file
+from tests.support.metrics_contract import DASHBOARD, documented_metrics, metric_use_problems
 
 ROOT = Path(__file__).resolve().parents[3]
-DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "saintpipe.json"
-METRICS_DOC = ROOT / "docs" / "metrics.md"
 PROMETHEUS = ROOT / "deploy" / "prometheus" / "prometheus.yml"
-
-
-def documented_metrics() -> dict[str, str]:
-    """{name: type} from the table in docs/metrics.md."""
-    rows = re.findall(r"^\| `(saintpipe_[a-z0-9_]+)` \| ([^|]+?) \|", METRICS_DOC.read_text(), flags=re.MULTILINE)
-    assert len(rows) >= 20, "could not read the metrics table of docs/metrics.md"
-    return {name: kind.split()[0] for name, kind in rows}
 
 
 def dashboard_targets() -> list[tuple[str, str]]:
@@ -60,16 +52,8 @@ def test_dashboard_is_a_grafana_dashboard_bound_to_a_prometheus_datasource_varia
 
 def test_every_metric_the_dashboard_queries_is_in_the_contract():
     documented = documented_metrics()
-    for title, expr in dashboard_targets():
-        for name in re.findall(r"\bsaintpipe_[a-z0-9_]+", expr):
-            base = re.sub(r"_(bucket|sum|count)$", "", name)
-            if base != name:
-                assert documented.get(base) == "histogram", f"{title}: {name} is not a histogram's series"
-            else:
-                assert name in documented, f"{title}: {name} is not in docs/metrics.md"
-                assert documented[name] != "histogram", f"{title}: query {name}_bucket/_sum/_count, not {name}"
-            if documented.get(base) == "counter":
-                assert re.search(rf"(rate|increase)\({name}\[", expr), f"{title}: a counter needs rate()/increase()"
+    problems = [p for title, expr in dashboard_targets() for p in metric_use_problems(title, expr, documented)]
+    assert problems == []
 
 
 def test_every_metric_of_the_contract_is_on_a_panel():
@@ -122,3 +106,12 @@ def test_grafana_datasource_points_at_the_compose_prometheus():
     assert source["type"] == "prometheus" and source["url"] == "http://prometheus:9090" and source["isDefault"]
     (provider,) = yaml.safe_load((provisioning / "dashboards" / "saintpipe.yml").read_text())["providers"]
     assert provider["type"] == "file" and provider["options"]["path"] == "/var/lib/grafana/dashboards"
+
+
+def test_the_contract_check_has_teeth():
+    documented = documented_metrics()
+    assert metric_use_problems("p", "saintpipe_pool_depth", documented) == []
+    assert metric_use_problems("p", "saintpipe_no_such_metric", documented) == [
+        "p: saintpipe_no_such_metric is not in docs/metrics.md"]
+    assert "only grows" in " ".join(metric_use_problems("p", "sum(saintpipe_trainer_steps_total)", documented))
+    assert "_bucket" in " ".join(metric_use_problems("p", "saintpipe_feature_request_seconds", documented))
