@@ -1,9 +1,14 @@
-"""``saintpipe serve trainer``: train a job from the Redis pool and the feature shards with Ray actors."""
+"""``saintpipe serve trainer``: train a job from the Redis pool and the feature shards (Ray actors, or one rank per process)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from saintpipe.services.pool.config import PoolConfig
+    from saintpipe.trainer.config import TrainerConfig
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -106,7 +111,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_rank(args: argparse.Namespace, config, pool, url: str) -> int:
+def _serve_rank(args: argparse.Namespace, config: TrainerConfig, pool: PoolConfig, url: str) -> int:
     """One rank of a data-parallel group in this process: the code each Ray trainer actor runs."""
     from saintpipe.core.errors import ConfigError
 

@@ -35,10 +35,11 @@ def test_training_is_a_job_that_ends_and_retries_a_bounded_number_of_times():
 
 
 def test_job_limits_are_values():
-    spec = trainer_job({"trainer": {"backoffLimit": 2, "ttlSecondsAfterFinished": 3600,
-                                    "activeDeadlineSeconds": 86400, "epochs": 40}})["spec"]
+    job = trainer_job({"trainer": {"backoffLimit": 2, "ttlSecondsAfterFinished": 3600,
+                                   "activeDeadlineSeconds": 86400, "epochs": 40}})
+    spec = job["spec"]
     assert (spec["backoffLimit"], spec["ttlSecondsAfterFinished"], spec["activeDeadlineSeconds"]) == (2, 3600, 86400)
-    assert arg_after(container({"spec": spec}, "trainer")["args"], "--epochs") == "40"
+    assert arg_after(container(job, "trainer")["args"], "--epochs") == "40"
 
 
 def test_replicas_are_ranks_of_one_data_parallel_group():
