@@ -1,4 +1,4 @@
-"""``saintpipe serve trainer``: train a job from the Redis pool and the feature shards (Ray actors, or one rank per process)."""
+"""``saintpipe serve trainer``: train a job from the Redis pool and the feature shards (Ray actors, or one rank)."""
 
 from __future__ import annotations
 
