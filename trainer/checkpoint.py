@@ -4,6 +4,11 @@ Written with ``torch.save`` to a temporary file in the checkpoint directory and
 renamed into place (``os.replace``), so a crash mid-write never leaves a torn
 file; ``latest.pt`` is always the newest complete checkpoint and ``keep``
 older ones stay beside it as ``step-<N>.pt``.
+
+A checkpoint holds only tensors and plain data (dicts, lists, numbers,
+strings), and is loaded with ``weights_only=True``: a file that asks the
+unpickler for anything else (a crafted ``latest.pt`` that would run code on
+load) is refused, never executed.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ import logging
 import os
 import tempfile
 from pathlib import Path
+
+import pickle
+import re
 
 import torch
 
@@ -68,8 +76,22 @@ class Checkpointer:
         if not self.latest.is_file():
             return None
         try:
-            return torch.load(self.latest, map_location=map_location, weights_only=False)
+            return torch.load(self.latest, map_location=map_location, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            # torch's message is a page of advice about weights_only=False, which is exactly what must not be done
+            # with a file of unknown origin: name what the file asked for instead.
+            raise DatasetError(
+                f"{self.latest}: refused: the checkpoint holds Python objects other than tensors and plain data "
+                f"({_offending_global(exc)}); saintpipe never writes such a file, so it may have been tampered "
+                "with; move it away to start afresh"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - any unreadable file (torn, foreign, old): say which
             raise DatasetError(
                 f"{self.latest}: unreadable checkpoint ({exc}); move it away to start afresh"
             ) from None
+
+
+def _offending_global(exc: pickle.UnpicklingError) -> str:
+    """What a refused checkpoint asked the unpickler for (e.g. ``GLOBAL posix.system``), from torch's message."""
+    found = re.search(r"(?:unsupported |Unsupported global: )(GLOBAL [\w.]+)", str(exc))
+    return f"it asks for {found.group(1)}" if found else "it asks for more than weights"
