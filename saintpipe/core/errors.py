@@ -77,6 +77,17 @@ class AuthenticationFailed(SaintpipeError, PermissionError):
         return grpc.StatusCode.UNAUTHENTICATED
 
 
+class StateCorrupted(SaintpipeError, RuntimeError):
+    """State saintpipe keeps (a job's keys in Redis) holds something saintpipe did not write there.
+
+    The message names the key and what was found in it. Retrying cannot cure it:
+    the key must be deleted, or another job id used.
+    """
+
+    def grpc_status_code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.FAILED_PRECONDITION
+
+
 class WorkerFailed(SaintpipeError, RuntimeError):
     """A worker (a sampler actor, a trainer) failed again and again; the message holds its last error.
 

@@ -4,6 +4,8 @@
 -- were acknowledged already, taken over, or lost in a restart.
 -- ARGV: group, counter, consumer or '', entry ids.
 
+local wrong = wrong_type('stream', 'hash', 'hash')
+if wrong then return wrong end
 local done = 0
 for i = 4, #ARGV do
   local id = ARGV[i]

@@ -12,6 +12,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
@@ -23,13 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "message by the codec's compiled path, by its Python walk and by the generated protobuf class. Starts "
         "a private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.",
     )
-    parser.add_argument("--nodes", type=int, default=8000, help="nodes per subgraph (default 8000)")
+    parser.add_argument("--nodes", type=integer(1, 2**24), default=8000, help="nodes per subgraph (default 8000)")
     parser.add_argument(
-        "--edges", type=int, default=60000, help="about this many CSR entries (default 60000)"
+        "--edges", type=integer(0, 2**30), default=60000, help="about this many CSR entries (default 60000)"
     )
     parser.add_argument(
         "--count",
-        type=int,
+        type=integer(1, 10_000_000),
         default=200,
         help="timed cycles of each path, interleaved so machine noise hits both alike (default 200)",
     )

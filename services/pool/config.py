@@ -62,6 +62,7 @@ class PoolConfig(StrictModel):
     put_timeout: float | None = pydantic.Field(
         default=None,
         ge=0,
+        le=86_400,
         description="Seconds a producer waits for room in a full pool before SaintpipeTimeout; "
         "None waits forever.",
     )

@@ -10,6 +10,7 @@ redacted) instead of a driver traceback.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from redis import exceptions as rexc
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from saintpipe.core.errors import AuthenticationFailed, ConfigError, ServiceUnavailable
+from saintpipe.core.credentials import redis_password
+from saintpipe.core.errors import AuthenticationFailed, ConfigError, ServiceUnavailable, StateCorrupted
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +78,17 @@ def make_client(
     (the pool benchmark gives its baseline the same client).
 
     Raises:
-        ConfigError: the URL is not a redis:// (or rediss://, unix://) URL.
+        ConfigError: the URL is not a redis:// (or rediss://, unix://) URL, or its password (or that of the
+            file ``SAINTPIPE_REDIS_PASSWORD_FILE`` names) is unusable or a placeholder.
     """
     scheme = urlsplit(url).scheme
     if scheme not in ("redis", "rediss", "unix"):
         raise ConfigError(f"Redis URL {redact_url(url)!r}: scheme must be redis://, rediss:// or unix://")
+    password = redis_password(url)  # the URL's, else SAINTPIPE_REDIS_PASSWORD_FILE's; placeholders refused
     try:
         return redis.Redis.from_url(
             url,
+            **({"password": password} if password is not None else {}),
             socket_timeout=socket_timeout,
             socket_connect_timeout=connect_timeout,
             retry=Retry(NoBackoff(), 0),
@@ -144,8 +149,31 @@ def call_with_reconnect(fn: Callable[[], T], *, url: str, policy: ReconnectPolic
 
 
 def translate_error(url: str, exc: redis.ResponseError) -> Exception:
-    """The error to raise for an error reply: AuthenticationFailed for a refused password, else the reply."""
-    return auth_error(url, exc) if _is_auth_response(exc) else exc
+    """The error to raise for an error reply.
+
+    AuthenticationFailed for a refused password; StateCorrupted for a pool script's answer that a key of
+    its job holds the wrong type (``SAINTPIPE-WRONGTYPE``, job_keys.lua); else the reply.
+    """
+    if _is_auth_response(exc):
+        return auth_error(url, exc)
+    text = str(exc)
+    if text.startswith(_WRONG_TYPE):
+        found, expected, key = text[len(_WRONG_TYPE):].split(" ", 2)
+        return wrong_type_error(key, found, expected)
+    return exc
+
+
+_WRONG_TYPE = "SAINTPIPE-WRONGTYPE "
+_JOB_OF_KEY = re.compile(r"saintpipe:pool:\{([^}]*)\}:")
+
+
+def wrong_type_error(key: str, found: str, expected: str) -> StateCorrupted:
+    """The error for a job's key that holds ``found`` where the pool keeps ``expected``."""
+    job = _JOB_OF_KEY.match(key)
+    return StateCorrupted(
+        f"pool job {job.group(1) if job else '?'}: key {key} holds a {found}, not a {expected}; it was changed "
+        "outside saintpipe (delete it, or use another job id)"
+    )
 
 
 def auth_error(url: str, exc: Exception) -> AuthenticationFailed:

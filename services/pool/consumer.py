@@ -74,8 +74,10 @@ class Consumer:
         if not consumer:
             raise InvalidArgument("consumer name must be non-empty")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        arrived = None  # an entry a blocking read has just delivered to consumer: the script fetches it by id
         while True:
-            recovered = self._take_recovered(consumer)
+            recovered, queued = (arrived, False) if arrived is not None else (self._take_recovered(consumer), True)
+            arrived = None
             if recovered is not None:
                 order = recovered  # that entry first, if the consumer still holds it
             else:
@@ -95,27 +97,26 @@ class Consumer:
                 return [self._get.command([*self._entry_keys, dest], args), pack("GET", dest)]
 
             try:
-                (eid, deliveries, present, acked), payload = self._link.run(commands, "get a subgraph")
+                (eid, deliveries, present, acked, *unusable), payload = self._link.run(commands, "get a subgraph")
             except BaseException:
                 self._acks.requeue(acks)
-                if recovered is not None:
+                if recovered is not None and queued:
                     self._recovered[consumer].appendleft(recovered)
                 raise
             if acked != len(acks):
                 self._acks.note_stale(len(acks) - acked, len(acks))
             if eid:  # nil (or false, depending on the protocol) when there is none
-                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None)
-            elif recovered is not None:
-                continue  # it was no longer this consumer's; nothing new either: ask again in the usual order
-            else:
+                fault = self._unusable(*unusable) if unusable else None
+                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None, fault)
+                if entry is not None:
+                    return entry
+            elif recovered is None:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return None
                 block = self._block_slice if remaining is None else min(self._block_slice, remaining)
-                read = self._blocking_read(consumer, block)
-                entry = self._entry(consumer, *read) if read else None
-            if entry is not None:
-                return entry
+                arrived = self._blocking_read(consumer, block)
+            # else it was no longer this consumer's, and nothing new either: ask again in the usual order
 
     def recover(self, consumer: str) -> int:
         if not consumer:
@@ -143,10 +144,12 @@ class Consumer:
         except IndexError:  # another thread took the last one
             return None
 
-    def _blocking_read(
-        self, consumer: str, seconds: float
-    ) -> tuple[str, int, memoryview | bytes | None] | None:
-        """Wait up to ``seconds`` for a new entry; returns (id, deliveries, bytes) or None."""
+    def _blocking_read(self, consumer: str, seconds: float) -> str | None:
+        """Wait up to ``seconds`` for a new entry; its id (now held by ``consumer``), or None.
+
+        Its bytes are left to the GET script, asked for that id as for a recovered entry: the key an
+        entry names is only read after the script has checked it (job_keys.lua).
+        """
         block = pack(
             "XREADGROUP",
             "GROUP",
@@ -163,6 +166,8 @@ class Consumer:
         try:
             reply = self._link.run([block], "wait for a subgraph")[0]
         except redis.ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):  # replaced since the GET script checked it
+                raise self._link.wrong_type(self._keys.stream, "stream") from None
             if "NOGROUP" not in str(exc):
                 raise
             return None  # the stream vanished (restart or delete_job); the next GET script recreates it
@@ -170,24 +175,40 @@ class Consumer:
             return None
         # RESP3 answers {stream: entries}, RESP2 [[stream, entries]].
         entries = next(iter(reply.values())) if isinstance(reply, dict) else reply[0][1]
-        entry_id, fields = entries[0]
-        # A new entry's bytes are still under the key its producer named (field k).
-        key = fields[fields.index(b"k") + 1]
-        return entry_id.decode(), 1, self._link.run([pack("GET", key)], "fetch a subgraph")[0]
+        return entries[0][0].decode()
+
+    def _unusable(self, key: bytes, state: bytes) -> str:
+        """Why the GET script would not touch the key an entry names (``key``, ``state``: get.lua)."""
+        if not key:
+            return "its bytes are missing: its entry has no field k naming them"
+        # repr: the key is whatever was written into the entry; it goes into logs and records as one line.
+        name = repr(key.decode("utf-8", "replace")[:200])
+        if state == b"foreign":
+            return f"its bytes key {name} is not one of job {self.job_id}'s subgraph keys"
+        return f"its bytes key {name} holds a {state.decode()}, not subgraph bytes"
 
     def _entry(
-        self, consumer: str, eid: str, deliveries: int, payload: memoryview | bytes | None
+        self,
+        consumer: str,
+        eid: str,
+        deliveries: int,
+        payload: memoryview | bytes | None,
+        fault: str | None = None,
     ) -> PoolEntry | None:
         """Decode the bytes of a delivered entry; None if it went to the dead-letter stream instead.
 
-        None too if it could not be decoded and another consumer took it over meanwhile (that one
-        deals with it).
+        ``fault``: why its bytes could not be fetched (the key it names is not the job's own subgraph
+        bytes). None too if it could not be decoded and another consumer took it over meanwhile (that
+        one deals with it).
         """
         if self._max_deliveries and deliveries > self._max_deliveries:
             # Each delivery ended without an acknowledgement: it probably crashes whoever takes it.
             self._dead.move(
                 consumer, eid, f"delivered {deliveries - 1} times without acknowledgement", deliveries - 1
             )
+            return None
+        if fault is not None:
+            self._dead.move(consumer, eid, fault, deliveries)
             return None
         try:
             if payload is not None and shared_memory.is_reference(payload):

@@ -6,6 +6,8 @@
 -- not kept: a bound on records would not bound megabytes of them. Returns 1 if moved, else 0.
 -- ARGV: group, consumer, dead-letter bound, entry id, reason, deliveries.
 
+local wrong = wrong_type('stream', 'hash', 'hash', 'stream')
+if wrong then return wrong end
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local info = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[4], ARGV[4], 1)[1]
 if info == nil or info[2] ~= ARGV[2] then return 0 end

@@ -10,6 +10,7 @@ records. A consumer then goes on to the next entry.
 
 from __future__ import annotations
 
+import redis
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.shared import GROUP, DeadLetter, JobKeys, log
 
@@ -57,7 +58,12 @@ class DeadLetters:
     def read(self, count: int) -> list[DeadLetter]:
         """The newest ``count`` records, oldest first."""
         client = self._link.client
-        rows = self._link.call(lambda: client.xrevrange(self._keys.dead, count=count), "read dead letters")
+        try:
+            rows = self._link.call(lambda: client.xrevrange(self._keys.dead, count=count), "read dead letters")
+        except redis.ResponseError as exc:
+            if str(exc).startswith("WRONGTYPE"):
+                raise self._link.wrong_type(self._keys.dead, "stream") from None
+            raise
         letters = []
         for _, fields in reversed(rows):
             text = {k.decode(): v.decode(errors="replace") for k, v in fields.items()}

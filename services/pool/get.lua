@@ -14,12 +14,18 @@
 -- caller moves it to the dead-letter stream instead of handing it out (DEAD).
 -- Entry ids from ARGV[6] on are acknowledged first (as ACK does): a consumer's acknowledgement of its
 -- last entry travels with its next GET.
--- Returns {id, deliveries, 1, acked}, {id, deliveries, 0, acked} when the bytes are missing, or
+-- The key naming the bytes is checked first (job_keys.lua): one that is not the job's own subgraph
+-- bytes is neither renamed nor read; the caller dead-letters the entry (DEAD leaves that key alone too).
+-- Returns {id, deliveries, 1, acked}, {id, deliveries, 0, acked} when the bytes are missing,
+-- {id, deliveries, 0, acked, key, state} when they cannot be used (key '': the entry has no field k;
+-- state: 'foreign', the key is not one of the job's subgraph keys, or the type the key holds), or
 -- {false, 0, 0, acked} when there is no entry; acked counts the acknowledged entries that were pending.
 -- ARGV: group, consumer, visibility timeout in ms, abandoned first (1 or 0) or a recovered entry id,
 -- most deliveries, entry ids to acknowledge.
 
 if redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0, 0, 0} end
+local wrong = wrong_type('stream', 'hash', 'hash')
+if wrong then return wrong end
 local acked = 0
 for i = 6, #ARGV do acked = acked + ack_one(ARGV[i], 'acknowledged') end
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -37,13 +43,13 @@ local function claim()
       if ARGV[5] == '0' or deliveries <= tonumber(ARGV[5]) then
         redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
       end
-      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry[2][2], deliveries
+      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry_bytes(entry[2]), deliveries
     end
     -- A pending id whose entry was deleted by hand: drop it from the pending list, with its bytes.
     redis.call('XACK', KEYS[1], ARGV[1], entry[1])
     local orphan = redis.call('HGET', KEYS[3], entry[1])
     if orphan then
-      redis.call('UNLINK', orphan)
+      if bytes_state(orphan) == 'string' then redis.call('UNLINK', orphan) end
       redis.call('HDEL', KEYS[3], entry[1])
     end
     start = claimed[1]
@@ -55,7 +61,7 @@ local function read_new()
   local read = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', 1, 'STREAMS', KEYS[1], '>')
   if not read then return nil end
   local entry = read[1][2][1]
-  return entry[1], entry[2][2], 1
+  return entry[1], entry_bytes(entry[2]), 1
 end
 local function recovered(id)
   local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)[1]
@@ -64,7 +70,7 @@ local function recovered(id)
   if not bytes then
     local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
     if entry == nil then return nil end  -- deleted by hand: claim() drops it once it is idle
-    bytes = entry[2][2]
+    bytes = entry_bytes(entry[2])
   end
   return id, bytes, info[4]
 end
@@ -74,9 +80,10 @@ if id == nil and ARGV[4] == '1' then id, bytes, deliveries = claim() end
 if id == nil then id, bytes, deliveries = read_new() end
 if id == nil and ARGV[4] ~= '1' then id, bytes, deliveries = claim() end
 if id == nil then return {false, 0, 0, acked} end
-if redis.call('EXISTS', bytes) == 0 then
-  return {id, deliveries, 0, acked}
-end
+if not bytes then return {id, deliveries, 0, acked, '', 'none'} end
+local state = bytes_state(bytes)  -- instead of EXISTS: the check costs no extra call
+if state == 'none' then return {id, deliveries, 0, acked} end
+if state ~= 'string' then return {id, deliveries, 0, acked, bytes, state} end
 redis.call('RENAME', bytes, KEYS[4])
 redis.call('HSET', KEYS[3], id, KEYS[4])
 return {id, deliveries, 1, acked}

@@ -12,10 +12,13 @@ from saintpipe.services.pool.connection import (
     call_with_reconnect,
     make_client,
     translate_error,
+    wrong_type_error,
 )
 from saintpipe.services.pool.resp import Connections, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
 from saintpipe.services.pool.shared import GROUP, JobKeys, log
+
+from saintpipe.core.errors import StateCorrupted
 
 T = TypeVar("T")
 
@@ -111,6 +114,11 @@ class RedisLink:
     def call(self, fn: Callable[[], T], what: str) -> T:
         """``fn()`` (redis-py calls), retried through reconnects."""
         return call_with_reconnect(fn, url=self.url, policy=self.reconnect, what=f"{what} (job {self.job_id!r})")
+
+    def wrong_type(self, key: str, expected: str) -> StateCorrupted:
+        """The error for a plain command answered WRONGTYPE on ``key`` of the job: names what it holds."""
+        found = self.call(lambda: self.client.type(key), "check the type of a key")
+        return wrong_type_error(key, found.decode() if isinstance(found, bytes) else str(found), expected)
 
     def close(self) -> None:
         self.conns.close()

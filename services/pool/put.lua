@@ -5,6 +5,8 @@
 -- does): acknowledgements queued by the same pool object travel with its next call.
 -- ARGV: group, capacity, upload expiry in ms, count f, f uploads to forget, entry ids to acknowledge.
 
+local wrong = wrong_type('stream', 'hash', 'hash')
+if wrong then return wrong end
 local forget = tonumber(ARGV[4])
 if forget > 0 then redis.call('HDEL', KEYS[3], unpack(ARGV, 5, 4 + forget)) end
 for i = 5 + forget, #ARGV do ack_one(ARGV[i], 'acknowledged') end

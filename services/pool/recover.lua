@@ -3,10 +3,12 @@
 -- by it (XCLAIM: idle time reset, so no other consumer takes it meanwhile; delivery count
 -- incremented) and counted as redelivered, unless that makes more than ARGV[3] deliveries (0: no
 -- limit: the consumer dead-letters it instead, as after GET). A pending id whose entry was deleted by
--- hand is dropped with its bytes (as GET's claim does). Returns the ids, oldest first: the consumer's
+-- hand is dropped with its bytes, if they are the job's own (as GET's claim does). Returns the ids, oldest first: the consumer's
 -- next GETs ask for them by id.
 -- ARGV: group, consumer, most deliveries.
 
+local wrong = wrong_type('stream', 'hash', 'hash')
+if wrong then return wrong end
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local ids, start = {}, '-'
 while true do
@@ -25,7 +27,7 @@ for _, id in ipairs(ids) do
     redis.call('XACK', KEYS[1], ARGV[1], id)
     local orphan = redis.call('HGET', KEYS[3], id)
     if orphan then
-      redis.call('UNLINK', orphan)
+      if bytes_state(orphan) == 'string' then redis.call('UNLINK', orphan) end
       redis.call('HDEL', KEYS[3], id)
     end
   end

@@ -25,6 +25,14 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   stores a string argument as is, while appending it to a stream copies it
   into the stream's node (a large share of the cost for ~1 MB subgraphs).
 
+Entries and the ``at`` hash are data, not trusted: ``job_keys.lua``, put
+first in every script but DISCARD, checks the key an entry names before a
+script renames, reads or deletes it (it must be one of the job's own subgraph
+keys, holding a string; the consumer dead-letters the entry otherwise), and the
+type of each fixed key of the job a script uses (a key changed outside
+saintpipe is answered with ``SAINTPIPE-WRONGTYPE``, which
+``connection.translate_error`` turns into ``StateCorrupted``).
+
 An acknowledged (or dead-lettered) entry is deleted from the stream, with its
 bytes, at once, so the stream's length is exactly the number of unacknowledged
 entries: those waiting for a trainer plus those delivered and pending. That is
@@ -52,18 +60,20 @@ def _code(name: str) -> str:
     return "\n" + "".join(lines[start:])
 
 
+_JOB_KEYS = _code("job_keys")
 _ACK_ONE = _code("ack_one")
 _PUT_ENTRY = _code("put_entry")
 
-PUT = _ACK_ONE + _PUT_ENTRY + _code("put")
-PUT_REFERENCE = _ACK_ONE + _PUT_ENTRY + _code("put_reference")
-GET = _ACK_ONE + _code("get")
-ACK = _ACK_ONE + _code("ack")
-DEAD = _ACK_ONE + _code("dead")
-RECOVER = _code("recover")
+PUT = _JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put")
+PUT_REFERENCE = _JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put_reference")
+GET = _JOB_KEYS + _ACK_ONE + _code("get")
+ACK = _JOB_KEYS + _ACK_ONE + _code("ack")
+DEAD = _JOB_KEYS + _ACK_ONE + _code("dead")
+RECOVER = _JOB_KEYS + _code("recover")
+# DISCARD's keys are the at hash and an upload the producer named, none taken from an entry.
 DISCARD = _code("discard")
-TOUCH = _code("touch")
-STATS = _code("stats")
+TOUCH = _JOB_KEYS + _code("touch")
+STATS = _JOB_KEYS + _code("stats")
 
 
 class Script:

@@ -3,6 +3,8 @@
 -- count carries over an upgrade.
 -- ARGV: group.
 
+local wrong = wrong_type('stream', 'hash')
+if wrong then return wrong end
 local held, pending = 0, 0
 if redis.call('EXISTS', KEYS[1]) == 1 then
   held = redis.call('XLEN', KEYS[1])

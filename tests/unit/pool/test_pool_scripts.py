@@ -9,7 +9,8 @@ from saintpipe.services.pool import scripts
 
 PACKAGE = files("saintpipe.services.pool")
 USED = {
-    "ack_one", "put_entry", "put", "put_reference", "get", "ack", "dead", "recover", "discard", "touch", "stats",
+    "job_keys", "ack_one", "put_entry",
+    "put", "put_reference", "get", "ack", "dead", "recover", "discard", "touch", "stats",
 }
 
 
@@ -32,19 +33,43 @@ def test_the_comment_that_opens_a_file_does_not_reach_redis():
 
 
 def test_shared_pieces_come_first_and_once():
+    job_keys = scripts._code("job_keys")
     ack_one = scripts._code("ack_one")
     put_entry = scripts._code("put_entry")
     assert "local function ack_one(id, counter)" in ack_one
     assert "local function put_entry()" in put_entry
+    for function in ("wrong_type(...)", "bytes_state(key)", "entry_bytes(fields)"):
+        assert f"local function {function}" in job_keys
     for name in ("PUT", "PUT_REFERENCE"):
-        assert getattr(scripts, name).startswith(ack_one + put_entry)
+        assert getattr(scripts, name).startswith(job_keys + ack_one + put_entry)
     for name in ("GET", "ACK", "DEAD"):
-        assert getattr(scripts, name).startswith(ack_one)
+        assert getattr(scripts, name).startswith(job_keys + ack_one)
         assert "put_entry" not in getattr(scripts, name)
-    for name in ("TOUCH", "STATS", "RECOVER", "DISCARD"):
+    for name in ("TOUCH", "STATS", "RECOVER"):
+        assert getattr(scripts, name).startswith(job_keys)
         assert "ack_one" not in getattr(scripts, name)
+    assert "ack_one" not in scripts.DISCARD and "wrong_type" not in scripts.DISCARD
     for name in scripts.SCRIPTS:
         assert getattr(scripts, name).count("local function ack_one") <= 1
+        assert getattr(scripts, name).count("local function wrong_type") <= 1
+
+
+def test_no_script_takes_the_first_field_of_an_entry_for_its_bytes_key():
+    # entry[2][2] was "whatever field comes first": an entry without k named any key it liked.
+    for name in scripts.SCRIPTS:
+        assert "[2][2]" not in getattr(scripts, name), name
+
+
+def test_every_script_but_discard_checks_its_fixed_keys_before_its_first_command():
+    for name, text in vars(scripts).items():
+        if name not in scripts.SCRIPTS or name == "DISCARD":
+            continue
+        own = scripts._code(name.lower())
+        check = own.index("local wrong = wrong_type(")
+        assert own.index("if wrong then return wrong end") > check, name
+        # Nothing before the check but comments, blank lines, and EXISTS of GET's destination key.
+        before = [line for line in own[:check].splitlines() if line.strip() and not line.startswith("--")]
+        assert before in ([], ["if redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0, 0, 0} end"]), name
 
 
 def test_scripts_are_called_by_the_sha_of_their_text():
