@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from saintpipe.core.credentials import check_ray_token
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
@@ -171,6 +172,8 @@ def train(
     )
     started = False
     if not ray.is_initialized():
+        if ray_address not in (None, "local"):
+            check_ray_token()
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)
         started = True
     group = TrainerGroup(spec, trainers, cpus_per_trainer=cpus_per_trainer)

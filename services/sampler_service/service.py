@@ -19,6 +19,7 @@ from pathlib import Path
 
 import ray
 
+from saintpipe.core.credentials import check_ray_token, redis_url_with_password
 from saintpipe.core.errors import InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
 from saintpipe.services.pool.connection import redact_url
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
@@ -237,6 +238,8 @@ class SamplerService:
         if ray.is_initialized():
             return
         address = self.config.ray_address
+        if address not in (None, "local"):
+            check_ray_token()  # a cluster token left at the .env.example placeholder: refuse it, say so
         try:
             if address in (None, "local"):
                 # address="local": always a new private cluster, never one another driver left running.
@@ -257,6 +260,9 @@ class SamplerService:
             # SAINTPIPE_REDIS_URL when set, else a private redis-server that stop() stops.
             self._redis_server = RedisServer().start()
             self.redis_url = self._redis_server.url
+        # The workers may run on other Ray nodes, without this host's password file: they get the password in
+        # the URL of their spec (in memory, never in argv).
+        self.redis_url = redis_url_with_password(self.redis_url)
         self._pool = SubgraphPool.from_config(self.config.pool, url=self.redis_url)
 
     def _warn_if_oversubscribed(self, n: int) -> None:

@@ -102,23 +102,62 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 
 {{/* Redis ------------------------------------------------------------------ */}}
 
-{{/* The Redis URL; $(REDIS_PASSWORD) is expanded by Kubernetes from the env
-     variable of that name, so the password never appears in the pod spec. */}}
+{{/* The Redis URL, without credentials: the password reaches processes as a file (saintpipe.secretsVolume). */}}
 {{- define "saintpipe.redisUrl" -}}
 {{- if .Values.redis.enabled -}}
-redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
+redis://{{ include "saintpipe.fullname" . }}-redis:6379/0
 {{- else -}}
 {{- $url := required "redis.external.url is required when redis.enabled=false" .Values.redis.external.url -}}
 {{- if not (regexMatch "^rediss?://[^@/:]+(:[0-9]+)?(/[0-9]+)?$" $url) -}}
 {{- fail (printf "redis.external.url %q: expected redis://HOST[:PORT][/DB] (or rediss://) without credentials; the password comes from redis.external.auth" $url) -}}
 {{- end -}}
-{{- if .Values.redis.external.auth.enabled -}}
-{{- $parts := splitn "://" 2 $url -}}
-{{- printf "%s://:$(REDIS_PASSWORD)@%s" $parts._0 $parts._1 -}}
-{{- else -}}
 {{- $url -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Where secrets are mounted as files (never environment variables, never arguments). */}}
+{{- define "saintpipe.secretsDir" -}}/var/run/secrets/saintpipe{{- end -}}
+
+{{/* Does a pod with these flags get secret files? (dict "ctx" $ "redis" bool "ray" bool) */}}
+{{- define "saintpipe.secretsWanted" -}}
+{{- if or .ray (and .redis (include "saintpipe.redisAuthEnabled" .ctx)) -}}true{{- end -}}
+{{- end -}}
+
+{{/* A projected volume with the secrets a pod needs, one file each (nothing when it needs none):
+     (dict "ctx" $ "redis" true "ray" false). Readable by the pod's group (fsGroup) only. */}}
+{{- define "saintpipe.secretsVolume" -}}
+{{- $ctx := .ctx -}}
+{{- if include "saintpipe.secretsWanted" . }}
+- name: secrets
+  projected:
+    defaultMode: 0440
+    sources:
+      {{- if and .redis (include "saintpipe.redisAuthEnabled" $ctx) }}
+      {{- $ref := splitList " " (include "saintpipe.redisPasswordRef" $ctx) }}
+      - secret:
+          name: {{ index $ref 0 }}
+          items:
+            - key: {{ index $ref 1 }}
+              path: redis-password
+      {{- end }}
+      {{- if .ray }}
+      {{- $tok := splitList " " (include "saintpipe.rayTokenRef" $ctx) }}
+      - secret:
+          name: {{ index $tok 0 }}
+          items:
+            - key: {{ index $tok 1 }}
+              path: ray-token
+      {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The mount of saintpipe.secretsVolume (same dict). */}}
+{{- define "saintpipe.secretsMount" -}}
+{{- if include "saintpipe.secretsWanted" . }}
+- name: secrets
+  mountPath: {{ include "saintpipe.secretsDir" .ctx }}
+  readOnly: true
+{{- end }}
 {{- end -}}
 
 {{/* Feature shards --------------------------------------------------------- */}}
@@ -143,31 +182,24 @@ redis://:$(REDIS_PASSWORD)@{{ include "saintpipe.fullname" . }}-redis:6379/0
 
 {{/* Pod pieces shared by components ----------------------------------------- */}}
 
-{{/* env: Redis URL (+ password), Ray token (when ray=true), HOME=/tmp (when home=true), extraEnv.
-     Call with (dict "ctx" $ "redis" true "ray" false "home" true). */}}
+{{/* env: Redis URL (its password as a file), Ray token (as a file, when ray=true), HOME=/tmp (when home=true),
+     extraEnv. Call with (dict "ctx" $ "redis" true "ray" false "home" true); mount saintpipe.secretsVolume with
+     the same redis/ray flags. */}}
 {{- define "saintpipe.env" -}}
 {{- $ctx := .ctx -}}
 {{- if .redis }}
-{{- if include "saintpipe.redisAuthEnabled" $ctx }}
-{{- $ref := splitList " " (include "saintpipe.redisPasswordRef" $ctx) }}
-- name: REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ index $ref 0 }}
-      key: {{ index $ref 1 }}
-{{- end }}
 - name: SAINTPIPE_REDIS_URL
   value: {{ include "saintpipe.redisUrl" $ctx | quote }}
+{{- if include "saintpipe.redisAuthEnabled" $ctx }}
+- name: SAINTPIPE_REDIS_PASSWORD_FILE
+  value: {{ include "saintpipe.secretsDir" $ctx }}/redis-password
+{{- end }}
 {{- end }}
 {{- if .ray }}
-{{- $tok := splitList " " (include "saintpipe.rayTokenRef" $ctx) }}
 - name: RAY_AUTH_MODE
   value: token
-- name: RAY_AUTH_TOKEN
-  valueFrom:
-    secretKeyRef:
-      name: {{ index $tok 0 }}
-      key: {{ index $tok 1 }}
+- name: RAY_AUTH_TOKEN_PATH
+  value: {{ include "saintpipe.secretsDir" $ctx }}/ray-token
 {{- end }}
 {{- if .home }}
 # The root filesystem is read-only: HOME (Ray's and Numba's files) is the /tmp emptyDir.

@@ -23,6 +23,7 @@ from tests.support.helm import (
     container,
     env_of,
     manifests,
+    pod_spec,
     render,
     workload,
 )
@@ -120,20 +121,55 @@ def test_feature_shards_are_a_statefulset_behind_a_headless_service(custom_docs)
                         for k in range(4)]
 
 
-def test_in_chart_redis_password_comes_from_the_chart_secret(default_docs):
+SECRETS_DIR = "/var/run/secrets/saintpipe"
+
+
+def secret_files(doc: dict) -> dict[str, dict]:
+    """File name -> {name, key} of the Secret behind it, from the pod's projected `secrets` volume."""
+    volume = next(v for v in pod_spec(doc)["volumes"] if v["name"] == "secrets")
+    assert volume["projected"]["defaultMode"] == 0o440
+    return {item["path"]: {"name": source["secret"]["name"], "key": item["key"]}
+            for source in volume["projected"]["sources"] for item in source["secret"]["items"]}
+
+
+def assert_no_secret_in_env_or_argv(c: dict) -> None:
+    for var in c.get("env", []):
+        assert "secretKeyRef" not in var.get("valueFrom", {}), (c["name"], var)
+    argv = " ".join(c.get("command", []) + c.get("args", []))
+    assert "REDIS_PASSWORD)" not in argv and "--requirepass" not in argv and "--redis-url" not in argv, argv
+
+
+def test_in_chart_redis_password_comes_from_the_chart_secret_as_a_file(default_docs):
     docs = by_kind_name(default_docs)
     secret = docs[("Secret", "rel-saintpipe-auth")]
     assert set(secret["data"]) == {"redis-password", "ray-token"}
-    redis = container(docs[("StatefulSet", "rel-saintpipe-redis")], "redis")
-    assert redis["args"][:2] == ["--requirepass", "$(REDIS_PASSWORD)"]
+    redis_set = docs[("StatefulSet", "rel-saintpipe-redis")]
+    redis = container(redis_set, "redis")
+    # redis-server reads its config, the password included, on stdin: not in argv, not in the environment.
+    assert redis["command"][:2] == ["sh", "-c"] and "redis-server -" in redis["command"][2]
+    assert f'requirepass "$(cat {SECRETS_DIR}/redis-password)"' in redis["command"][2]
+    assert secret_files(redis_set) == {"redis-password": {"name": "rel-saintpipe-auth", "key": "redis-password"}}
+    assert_no_secret_in_env_or_argv(redis)
     for name in ("rel-saintpipe-samplers", "rel-saintpipe-trainer"):
-        env = env_of(container(workload(default_docs, name), name.removeprefix("rel-saintpipe-")))
-        assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "rel-saintpipe-auth",
-                                                                       "key": "redis-password"}
-        assert env["SAINTPIPE_REDIS_URL"]["value"] == "redis://:$(REDIS_PASSWORD)@rel-saintpipe-redis:6379/0"
-        # Kubernetes expands $(VAR) only from variables defined earlier in the list.
-        names = list(env)
-        assert names.index("REDIS_PASSWORD") < names.index("SAINTPIPE_REDIS_URL")
+        doc = workload(default_docs, name)
+        c = container(doc, name.removeprefix("rel-saintpipe-"))
+        env = env_of(c)
+        assert env["SAINTPIPE_REDIS_URL"]["value"] == "redis://rel-saintpipe-redis:6379/0"
+        assert env["SAINTPIPE_REDIS_PASSWORD_FILE"]["value"] == f"{SECRETS_DIR}/redis-password"
+        assert secret_files(doc)["redis-password"] == {"name": "rel-saintpipe-auth", "key": "redis-password"}
+        assert {"name": "secrets", "mountPath": SECRETS_DIR, "readOnly": True} in c["volumeMounts"]
+        assert_no_secret_in_env_or_argv(c)
+
+
+def test_the_ray_token_is_a_file_on_every_ray_node(default_docs):
+    for name, c_name in (("rel-saintpipe-ray-head", "ray-head"), ("rel-saintpipe-samplers", "samplers")):
+        doc = workload(default_docs, name)
+        c = container(doc, c_name)
+        env = env_of(c)
+        assert env["RAY_AUTH_MODE"]["value"] == "token" and "RAY_AUTH_TOKEN" not in env
+        assert env["RAY_AUTH_TOKEN_PATH"]["value"] == f"{SECRETS_DIR}/ray-token"
+        assert secret_files(doc)["ray-token"] == {"name": "rel-saintpipe-auth", "key": "ray-token"}
+        assert_no_secret_in_env_or_argv(c)
 
 
 def test_external_redis_uses_its_url_and_the_given_secret(custom_docs):
@@ -141,12 +177,23 @@ def test_external_redis_uses_its_url_and_the_given_secret(custom_docs):
     assert ("StatefulSet", "rel-saintpipe-redis") not in docs
     assert "redis-password" not in docs[("Secret", "rel-saintpipe-auth")]["data"]
     for name, c_name in (("rel-saintpipe-samplers", "samplers"), ("rel-saintpipe-trainer", "trainer")):
-        c = container(workload(custom_docs, name), c_name)
+        doc = workload(custom_docs, name)
+        c = container(doc, c_name)
         env = env_of(c)
-        assert env["REDIS_PASSWORD"]["valueFrom"]["secretKeyRef"] == {"name": "pool-redis", "key": "pw"}
-        assert env["SAINTPIPE_REDIS_URL"]["value"] == "rediss://:$(REDIS_PASSWORD)@redis.example.internal:6380/2"
-        assert arg_after(c["args"], "--redis-url") == "$(SAINTPIPE_REDIS_URL)"
+        assert secret_files(doc)["redis-password"] == {"name": "pool-redis", "key": "pw"}
+        assert env["SAINTPIPE_REDIS_URL"]["value"] == "rediss://redis.example.internal:6380/2"
         assert arg_after(c["args"], "--job") == "products"
+        assert_no_secret_in_env_or_argv(c)
+
+
+@pytest.mark.parametrize("values", [
+    {"redis": {"auth": {"password": "change-me-redis"}}},
+    {"ray": {"auth": {"token": "change-me-ray-token"}}},
+    {"redis": {"enabled": False, "external": {"url": "redis://h:6379/0", "auth": {"password": "CHANGE-ME"}}}},
+])
+def test_placeholder_secrets_are_refused(values):
+    with pytest.raises(helm.HelmError, match="placeholder"):
+        render(values)
 
 
 def test_bad_values_fail_with_a_message_naming_the_value():
@@ -194,7 +241,7 @@ def test_ray_head_workers_and_sampler_driver(custom_docs):
     for c in (head, container(workers, "ray-worker"), samplers):
         env = env_of(c)
         assert env["RAY_AUTH_MODE"]["value"] == "token"
-        assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "rel-saintpipe-auth"
+        assert env["RAY_AUTH_TOKEN_PATH"]["value"] == f"{SECRETS_DIR}/ray-token"
         assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
 
 

@@ -39,11 +39,6 @@ CHECKOV_SKIPS = {
     # IfNotPresent spares a registry round trip at every pod start and lets nodes with preloaded
     # images run air-gapped. image.pullPolicy=Always is one value away.
     "CKV_K8S_15": "tags are immutable release versions; pullPolicy is a value",
-    # "Prefer using secrets as files over secrets as environment variables": the Redis password and
-    # the Ray token reach the processes as secretKeyRef variables - never in the pod spec or argv -
-    # because Ray reads its token and Redis URLs carry their password that way; file-based secrets
-    # need support in saintpipe's configuration first (left for the hostile-input issue).
-    "CKV_K8S_35": "Ray's token and the Redis URL are read from the environment",
     # "Image should use digest": the chart cannot know the digest of the user's own build; set
     # image.digest / redis.image.digest and the check passes (test_checkov_passes_digest_pinned_images).
     "CKV_K8S_43": "a digest is the user's to give (image.digest); tested below with one",

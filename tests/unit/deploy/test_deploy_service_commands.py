@@ -160,11 +160,12 @@ def test_compose_redis_reads_its_password_from_a_private_config_file(stub_path, 
     conf = tmp_path / "conf" / "redis.conf"
     conf.parent.mkdir()
     argv = entry[:2] + [entry[2].replace("/tmp/redis.conf", str(conf))] + entry[3:] + as_list(service["command"])
-    env = service_environment(service, ROOT, COMPOSE_ENV)
+    # A real password: .env.example's placeholder is refused (next test).
+    env = {**service_environment(service, ROOT, COMPOSE_ENV), "REDIS_PASSWORD": "9d1f0c6e2b7a48c1"}
     (invocation,) = run_in_shell(argv, env, stub_path, tmp_path)
     assert invocation == ["redis-server", str(conf), *as_list(service["command"])]
-    assert_no_secret([invocation])
-    assert conf.read_text() == f'requirepass "{COMPOSE_ENV["REDIS_PASSWORD"]}"\n'
+    assert "9d1f0c6e2b7a48c1" not in " ".join(invocation)
+    assert conf.read_text() == 'requirepass "9d1f0c6e2b7a48c1"\n'
     assert conf.stat().st_mode & 0o777 == 0o600, "only the redis user may read the password"
 
 
@@ -275,3 +276,38 @@ def test_helm_feature_shard_takes_its_shard_from_the_pod_ordinal(stub_path, tmp_
         (invocation,) = run_in_shell(container["command"], {**env, "HOSTNAME": hostname}, stub_path, tmp_path)
         assert invocation[invocation.index("--shard") + 1] == str(ordinal)
         assert invocation[invocation.index("--data") + 1] == "/data/demo"
+
+
+def test_helm_redis_reads_its_password_from_the_secret_file_on_stdin(tmp_path):
+    """The chart's Redis command, run by a real sh: the password reaches redis-server on stdin, never in argv."""
+    from tests.support.helm import container, manifests, workload
+
+    redis = container(workload(manifests(), "rel-saintpipe-redis"), "redis")
+    secrets_dir = tmp_path / "secrets"
+    secrets_dir.mkdir()
+    password = "s3cr3t-from-the-secret-file"
+    (secrets_dir / "redis-password").write_text(password)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # A stand-in redis-server that records its argv and the config it was given on stdin.
+    (bin_dir / "redis-server").write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$OUT/argv"\ncat > "$OUT/stdin"\n')
+    (bin_dir / "redis-server").chmod(0o755)
+    argv = [a.replace("/var/run/secrets/saintpipe", str(secrets_dir)) for a in redis["command"]]
+    proc = subprocess.run(argv, env={"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(tmp_path)},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "argv").read_text().split() == ["-", "--appendonly", "yes", "--dir", "/data"]
+    assert (tmp_path / "stdin").read_text() == f'requirepass "{password}"\n'
+
+
+def test_compose_redis_refuses_the_placeholder_password(stub_path, tmp_path):
+    service = COMPOSE["services"]["redis"]
+    entry = as_list(service["entrypoint"])
+    argv = entry[:2] + [entry[2].replace("/tmp/redis.conf", str(tmp_path / "redis.conf"))] + entry[3:]
+    env = {**service_environment(service, ROOT, COMPOSE_ENV), "REDIS_PASSWORD": "change-me-redis"}
+    proc = subprocess.run(argv + as_list(service["command"]), env={"PATH": f"{stub_path}:/usr/bin:/bin", **env},
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 1
+    assert "REDIS_PASSWORD is still the placeholder from .env.example" in proc.stderr
+    assert not (tmp_path / "redis.conf").exists()
