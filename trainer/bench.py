@@ -15,6 +15,7 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
@@ -22,19 +23,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="time one training iteration: scheduled vs fixed matmul orders",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    parser.add_argument("--nodes", type=int, default=8000, help="subgraph nodes (default 8000)")
-    parser.add_argument("--degree", type=float, default=15.0, help="mean degree (default 15)")
-    parser.add_argument("--classes", type=int, default=121, help="labels, multi-label (default 121)")
-    parser.add_argument("--sage-features", type=int, default=50)
-    parser.add_argument("--sage-hidden", type=int, default=512)
-    parser.add_argument("--gcn-features", type=int, default=500)
-    parser.add_argument("--gcn-hidden", type=int, default=16)
+    parser.add_argument("--nodes", type=integer(1, 2**24), default=8000, help="subgraph nodes (default 8000)")
+    parser.add_argument("--degree", type=real(0, 2**24, min_open=True), default=15.0, help="mean degree (default 15)")
+    parser.add_argument("--classes", type=integer(1, 2**20), default=121, help="labels, multi-label (default 121)")
+    parser.add_argument("--sage-features", type=integer(1, 2**20), default=50)
+    parser.add_argument("--sage-hidden", type=integer(2, 2**20), default=512, help="even (self and neighbour halves)")
+    parser.add_argument("--gcn-features", type=integer(1, 2**20), default=500)
+    parser.add_argument("--gcn-hidden", type=integer(1, 2**20), default=16)
     parser.add_argument(
-        "--repeats", type=int, default=5, help="timed iterations per setting (median reported)"
+        "--repeats", type=integer(1, 1_000_000), default=5, help="timed iterations per setting (median reported)"
     )
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=integer(0, 1_000_000), default=1)
+    parser.add_argument("--threads", type=integer(0, 4096), default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--seed", type=seed(), default=0)
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 

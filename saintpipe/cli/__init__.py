@@ -2,8 +2,9 @@
 
 Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one
 local pipeline), ``serve`` (each service on its own), ``bench`` (benchmarks
-that print their figures) and ``doctor`` (saintpipe's files in /dev/shm, and
-removing those of dead processes). Each group lives in its own module and registers its
+that print their figures), ``doctor`` (saintpipe's files in /dev/shm, and
+removing those of dead processes) and ``certs`` (TLS material for the feature
+shards). Each group lives in its own module and registers its
 commands on the parser; a command's handler takes the parsed arguments and
 returns an exit code.
 """
@@ -15,6 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 from saintpipe import __version__
 from saintpipe.core.errors import ConfigError, SaintpipeError
@@ -22,10 +24,22 @@ from saintpipe.core.errors import ConfigError, SaintpipeError
 log = logging.getLogger("saintpipe")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from saintpipe.cli import bench, data, doctor, run, serve
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line, like every other saintpipe error.
 
-    parser = argparse.ArgumentParser(
+    The usage block argparse prints first runs to a dozen lines for the larger
+    commands and buries the line that says what is wrong; ``--help`` still has it.
+    Subcommand parsers inherit the class (``add_subparsers`` uses the parent's).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from saintpipe.cli import bench, certs, data, doctor, run, serve
+
+    parser = Parser(
         prog="saintpipe",
         description=(
             "GraphSAINT-style GNN training as a pipeline: sampler workers cut induced subgraphs, "
@@ -42,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(groups)
     bench.register(groups)
     doctor.register(groups)
+    certs.register(groups)
     return parser
 
 
@@ -81,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SaintpipeError as exc:
         print(f"saintpipe: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except MemoryError as exc:
+        # The last line of defence: sizes are checked before large allocations, but an estimate can be short.
+        print(f"saintpipe: error: out of memory: {exc or 'an allocation failed'}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("saintpipe: interrupted", file=sys.stderr)
         return 130

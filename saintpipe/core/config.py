@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 import pydantic
 import yaml
@@ -28,29 +29,101 @@ M = TypeVar("M", bound=pydantic.BaseModel)
 class StrictModel(pydantic.BaseModel):
     """Base for every config section: unknown keys are errors, values are validated on assignment."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    # NaN passes every gt/le bound (each comparison is False) and inf passes every lower one: refuse both.
+    model_config = pydantic.ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False)
+
+
+# A config file is read whole before parsing: past this size it is not one (--config /dev/zero, a data file).
+MAX_CONFIG_BYTES = 16 * 2**20
+# Values after expanding YAML aliases: an alias bomb (nested anchors) is small on disk, huge to validate.
+MAX_CONFIG_VALUES = 1_000_000
+FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
-    """Parse a TOML, YAML or JSON config file into a plain dict."""
+    """Parse a TOML, YAML or JSON config file into a plain dict.
+
+    Raises:
+        ConfigError: one line naming the file and what is wrong: missing, a
+            directory, unreadable, too large, not UTF-8 (with the byte offset
+            and line), not valid TOML/YAML/JSON (with the line), or not a
+            mapping at the top.
+    """
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
-    text = path.read_text()
     try:
-        if path.suffix == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
-        elif path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ConfigError(f"{path}: unknown config format {path.suffix!r} (use .toml, .yaml or .json)")
-    except (tomllib.TOMLDecodeError, yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot parse: {exc}") from None
+        is_dir = stat.S_ISDIR(path.stat().st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigError(f"{path}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    if is_dir:
+        raise ConfigError(f"{path}: is a directory, not a config file")
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise ConfigError(f"{path}: unknown config format {path.suffix!r} (use .toml, .yaml or .json)")
+    data = _parse(path, fmt, _read_text(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a table/mapping, got {type(data).__name__}")
+    _check_expanded_size(path, data)
     return data
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start} (line {line}) "
+                          "cannot be decoded; save the file as UTF-8") from None
+    return text.removeprefix("\ufeff")  # a byte-order mark, as some editors write, is not content
+
+
+def _parse(path: Path, fmt: str, text: str) -> Any:
+    try:
+        if fmt == "TOML":
+            return tomllib.loads(text)
+        if fmt == "YAML":
+            return yaml.safe_load(text) or {}
+        return json.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {_one_line(exc)}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {exc.problem or exc.context or 'cannot parse'}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not a config file: values nested too deeply to parse") from None
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _check_expanded_size(path: Path, data: Any) -> None:
+    # Walks the structure as validation will, shared YAML aliases once per use; stops at the budget.
+    budget = MAX_CONFIG_VALUES
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise ConfigError(f"{path}: more than {MAX_CONFIG_VALUES:,} values (YAML aliases expanded), "
+                              "not a config file")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def env_overrides(environ: Mapping[str, str] | None = None, prefix: str = ENV_PREFIX) -> dict[str, Any]:
@@ -59,16 +132,8 @@ def env_overrides(environ: Mapping[str, str] | None = None, prefix: str = ENV_PR
     Values are parsed as JSON when they parse (numbers, booleans, lists) and
     kept as strings otherwise; pydantic does the final validation.
     """
-    environ = os.environ if environ is None else environ
     out: dict[str, Any] = {}
-    for key, raw in environ.items():
-        if not key.startswith(prefix) or "__" not in key[len(prefix):]:
-            continue
-        parts = [p.lower() for p in key[len(prefix):].split("__")]
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
+    for key, parts, value in _env_items(environ, prefix):
         node = out
         for part in parts[:-1]:
             node = node.setdefault(part, {})
@@ -76,6 +141,21 @@ def env_overrides(environ: Mapping[str, str] | None = None, prefix: str = ENV_PR
                 raise ConfigError(f"environment variable {key}: conflicts with another variable")
         node[parts[-1]] = value
     return out
+
+
+def _env_items(environ: Mapping[str, str] | None, prefix: str) -> list[tuple[str, tuple[str, ...], Any]]:
+    """``(variable, lower-cased path, value)`` of each ``SAINTPIPE_A__B`` variable."""
+    environ = os.environ if environ is None else environ
+    items = []
+    for key, raw in environ.items():
+        if not key.startswith(prefix) or "__" not in key[len(prefix):]:
+            continue
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        items.append((key, tuple(p.lower() for p in key[len(prefix):].split("__")), value))
+    return items
 
 
 def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,25 +189,80 @@ def load_config(
     Raises:
         ConfigError: naming the file or variable and the field at fault.
     """
-    layers: list[tuple[str, dict[str, Any]]] = []
+    # Each layer: where its values come from, as a function of a value's path (for the error message).
+    layers: list[tuple[Callable[[tuple[str, ...]], str], dict[str, Any]]] = []
     if path is not None:
         data = read_config_file(Path(path))
-        layers.append((str(path), data.get(section, {}) if section else data))
+        part = data.get(section, {}) if section else data
+        if not isinstance(part, dict):
+            raise ConfigError(f"{path}: section [{section}] must be a table/mapping, got {type(part).__name__}")
+        layers.append((lambda keys: f"from {path}", part))
     env = env_overrides(environ)
+    scope: tuple[str, ...] = (section,) if section else ()
     if section:
         env = env.get(section, {})
     if env:
-        layers.append(("environment (SAINTPIPE_*)", env))
+        layers.append((_env_source(environ, scope), env))
     if flags:
-        layers.append(("command-line flags", {k: v for k, v in flags.items() if v is not None}))
+        layers.append((lambda keys: "from command-line flags", {k: v for k, v in flags.items() if v is not None}))
     merged: dict[str, Any] = {}
     for _, layer in layers:
         merged = deep_merge(merged, layer)
     try:
         return model.model_validate(merged)
     except pydantic.ValidationError as exc:
-        where = ", ".join(name for name, _ in layers) or "defaults"
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
-        raise ConfigError(f"invalid configuration (from {where}): {problems}") from None
+        problems = "; ".join(_problem(err, layers, scope) for err in exc.errors())
+        raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+def _env_source(environ: Mapping[str, str] | None, scope: tuple[str, ...]) -> Callable[[tuple[str, ...]], str]:
+    """Names the variable that set the field at ``keys`` (or a list holding it), or those under it."""
+    names = {parts: key for key, parts, _ in _env_items(environ, ENV_PREFIX)}
+
+    def describe(keys: tuple[str, ...]) -> str:
+        path = scope + keys
+        found = sorted(key for parts, key in names.items()
+                       if parts[:len(path)] == path or path[:len(parts)] == parts)
+        if not found:
+            return f"from environment variables {ENV_PREFIX}*"
+        return f"from environment variable{'s' if len(found) > 1 else ''} {', '.join(found)}"
+
+    return describe
+
+
+def _problem(err: Any, layers: list, scope: tuple[str, ...]) -> str:
+    """One validation error as ``field: what is wrong, got VALUE (where it came from)``."""
+    loc = tuple(str(p) for p in err["loc"])
+    field = ".".join(scope + loc) or "<root>"
+    value = err.get("input")
+    got = ""
+    if err["type"] != "missing" and isinstance(value, (str, int, float, bool)):
+        shown = repr(value)
+        got = f", got {shown if len(shown) <= 60 else shown[:57] + '...'}"
+    # The value came from the highest layer that sets this field; a default or a check across fields
+    # (found in none) is reported against every layer given.
+    sources = [describe(keys) for describe, data in layers if (keys := _lookup(data, loc)) is not None]
+    where = sources[-1] if sources else "; ".join(describe(()) for describe, _ in layers) or "defaults"
+    return f"{field}: {err['msg']}{got} ({where})"
+
+
+def _lookup(data: Any, loc: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The keys of ``data`` along ``loc`` when ``data`` sets that field, else None.
+
+    pydantic's locations hold steps that are not keys (a union's tag, e.g.
+    ``sampler.random_walk.roots``); those are skipped when the next step is a key.
+    """
+    keys: list[str] = []
+    node = data
+    for i, step in enumerate(loc):
+        if isinstance(node, dict) and step in node:
+            keys.append(step)
+            node = node[step]
+        elif isinstance(node, list) and step.isdigit() and int(step) < len(node):
+            keys.append(step)
+            node = node[int(step)]
+        elif isinstance(node, dict) and i + 1 < len(loc) and loc[i + 1] in node:
+            continue
+        else:
+            return None
+    return tuple(keys)

@@ -15,6 +15,7 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import SEED_MAX, integer
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
@@ -24,17 +25,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--datasets", default="cora,citeseer", help="comma-separated names of NAME.npz files")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR, help="where the .npz files are")
-    parser.add_argument("--seeds", type=int, default=5, help="number of seeds (default 5)")
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds FIRST..FIRST+N-1 (default 0)")
-    parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--seeds", type=integer(1, 1000), default=5, help="number of seeds, 1 to 1000 (default 5)")
+    # Room for --seeds (at most 1000) above the first one: every seed stays a valid seed.
+    parser.add_argument("--first-seed", type=integer(0, SEED_MAX - 1000), default=0,
+                        help="seeds FIRST..FIRST+N-1 (default 0)")
+    parser.add_argument("--epochs", type=integer(1, 1_000_000), default=100)
     parser.add_argument("--arch", default="gcn", choices=["gcn", "sage", "gat", "mixhop"])
     parser.add_argument("--hidden", default="64,64", help="graph layer widths, e.g. 64,64")
-    parser.add_argument("--roots", type=int, default=300, help="random-walk roots per subgraph")
-    parser.add_argument("--walk-length", type=int, default=2)
+    parser.add_argument("--roots", type=integer(1, 2**31 - 1), default=300, help="random-walk roots per subgraph")
+    parser.add_argument("--walk-length", type=integer(0, 10_000), default=2)
     parser.add_argument(
-        "--norm-subgraphs", type=int, default=200, help="pre-sampled subgraphs for normalization"
+        "--norm-subgraphs", type=integer(1, 10_000_000), default=200, help="pre-sampled subgraphs for normalization"
     )
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--threads", type=integer(0, 4096), default=0, help="torch threads (0: torch's default)")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 

@@ -45,7 +45,7 @@ class RunConfig(StrictModel):
     data: Path | None = Field(None, description="dataset directory; none: the built-in demo dataset")
     trainers: int = Field(1, ge=1, le=64, description="trainer actors (data-parallel)")
     ray_num_cpus: int | None = Field(
-        None, ge=1, description="CPUs of the local Ray cluster; none: os.cpu_count()")
+        None, ge=1, le=4096, description="CPUs of the local Ray cluster; none: os.cpu_count()")
     shard_replicas: int = Field(1, ge=1, le=16, description="feature-shard processes per shard (clients fail "
                                                              "over between replicas)")
     metrics: bool = Field(True, description="serve every component's Prometheus endpoint on a free port")
@@ -53,14 +53,16 @@ class RunConfig(StrictModel):
                                                      "(feature shards serve theirs on loopback)")
     progress: bool = Field(True, description="a tqdm bar per epoch on stderr")
     watch_interval_s: float = Field(0.5, gt=0, le=10, description="how often the runner checks its children")
-    startup_timeout_s: float = Field(120.0, gt=0, description="longest wait for one component to come up")
-    stop_grace_s: float = Field(10.0, gt=0, description="how long a child gets after SIGTERM before SIGKILL")
+    startup_timeout_s: float = Field(120.0, gt=0, le=86_400, description="longest wait for one component to come up")
+    stop_grace_s: float = Field(10.0, gt=0, le=3600, description="how long a child gets after SIGTERM before SIGKILL")
     max_seconds: float | None = Field(
-        None, gt=0, description="stop training after this long (the summary still runs); none: no limit")
+        None, gt=0, le=366 * 86_400,
+        description="stop training after this long (the summary still runs); none: no limit")
     max_restarts: int = Field(
         3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis) allowed "
                                       "within restart_window_s; one failure more ends the run (0: never restart)")
-    restart_window_s: float = Field(600.0, gt=0, description="the sliding window of max_restarts, in seconds")
+    restart_window_s: float = Field(600.0, gt=0, le=7 * 86_400,
+                                    description="the sliding window of max_restarts, in seconds")
     checkpoints: bool = Field(
         True, description="checkpoint the trainers (to [trainer] checkpoint_dir, or a fresh directory under "
                           "$SAINTPIPE_HOME/runs/), so a restarted trainer or `saintpipe run --resume` goes on")

@@ -19,15 +19,16 @@ MB = 1 << 20
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("generate", help="time the Kronecker generator",
                             description="Time and peak memory of `data generate kronecker`, measured in a "
                             "fresh process: generation time, peak memory, N, E, mean degree, CSR bytes.")
-    parser.add_argument("--scale", type=int, default=20, help="2^SCALE nodes (default 20)")
-    parser.add_argument("--degree", type=float, default=16, help="mean degree (default 16)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--feature-dim", type=int, default=50)
+    parser.add_argument("--scale", type=integer(1, 30), default=20, help="2^SCALE nodes, SCALE 1 to 30 (default 20)")
+    parser.add_argument("--degree", type=real(0, 2**30, min_open=True), default=16, help="mean degree (default 16)")
+    parser.add_argument("--seed", type=seed(), default=0)
+    parser.add_argument("--feature-dim", type=integer(1, 2**20), default=50)
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 

@@ -32,9 +32,9 @@ class CacheConfig(StrictModel):
     """Sizes of the trainer-side cache, in rows."""
 
     static_rows: int = pydantic.Field(
-        0, ge=0, description="pinned rows: the highest-degree nodes (needs degrees)"
+        0, ge=0, le=2**31 - 1, description="pinned rows: the highest-degree nodes (needs degrees)"
     )
-    lru_rows: int = pydantic.Field(0, ge=0, description="rows kept by least-recent use")
+    lru_rows: int = pydantic.Field(0, ge=0, le=2**31 - 1, description="rows kept by least-recent use")
 
     @property
     def enabled(self) -> bool:

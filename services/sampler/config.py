@@ -22,9 +22,12 @@ from pydantic import Field
 from saintpipe.core.config import StrictModel
 from saintpipe.core.errors import InvalidArgument
 
+# Budgets count nodes or edges of one subgraph, whose ids are int32: larger values cannot be drawn.
+MAX_NODES = 2**31 - 1
+
 ClipMultiple = Annotated[
     int | None,
-    Field(ge=1, description="drop random nodes so the node count is a multiple of this (None: no clipping); "
+    Field(ge=1, le=2**20, description="drop random nodes so the node count is a multiple of this (None: no clipping); "
                             "node sets smaller than it are kept whole"),
 ]
 
@@ -33,9 +36,9 @@ class FrontierConfig(StrictModel):
     """Frontier sampling (Algorithm 2) on the Dashboard (Algorithms 3 and 4)."""
 
     kind: Literal["frontier"] = "frontier"
-    frontier_size: int = Field(1000, ge=1,
+    frontier_size: int = Field(1000, ge=1, le=MAX_NODES,
                                description="m: nodes in the frontier (clamped to the graph's size)")
-    node_budget: int = Field(8000, ge=1, description="n: the sampler runs n - m pop iterations")
+    node_budget: int = Field(8000, ge=1, le=MAX_NODES, description="n: the sampler runs n - m pop iterations")
     eta: float = Field(2.0, gt=1.0, le=64.0, description="dashboard enlargement factor (length eta * m * d)")
     clip_multiple: ClipMultiple = 16
 
@@ -51,8 +54,8 @@ class RandomWalkConfig(StrictModel):
     """Unbiased random walks (Algorithm 5, RW)."""
 
     kind: Literal["random_walk"] = "random_walk"
-    roots: int = Field(3000, ge=1, description="r: walks, each from a uniformly drawn root")
-    walk_length: int = Field(2, ge=0, description="h: steps per walk")
+    roots: int = Field(3000, ge=1, le=MAX_NODES, description="r: walks, each from a uniformly drawn root")
+    walk_length: int = Field(2, ge=0, le=10_000, description="h: steps per walk")
     clip_multiple: ClipMultiple = 16
 
 
@@ -60,7 +63,7 @@ class EdgeConfig(StrictModel):
     """Random edges with p(u, v) proportional to 1/deg(u) + 1/deg(v) (Algorithm 5, Edge)."""
 
     kind: Literal["edge"] = "edge"
-    edge_budget: int = Field(4000, ge=1, description="edges drawn (with replacement)")
+    edge_budget: int = Field(4000, ge=1, le=MAX_NODES, description="edges drawn (with replacement)")
     clip_multiple: ClipMultiple = 16
 
 
@@ -68,7 +71,7 @@ class NodeConfig(StrictModel):
     """Nodes drawn with probability proportional to their degree (GraphSAINT's node sampler)."""
 
     kind: Literal["node"] = "node"
-    node_budget: int = Field(8000, ge=1, description="nodes drawn (with replacement)")
+    node_budget: int = Field(8000, ge=1, le=MAX_NODES, description="nodes drawn (with replacement)")
     clip_multiple: ClipMultiple = 16
 
 

@@ -60,28 +60,31 @@ log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("samplers", help="pool fill rate of the sampler service, 1 worker and 1 per core",
                             description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--data", type=Path, help="dataset directory (default: the Kronecker graph of --scale)")
-    parser.add_argument("--scale", type=int, default=18, help="Kronecker scale when no --data (default 18)")
-    parser.add_argument("--degree", type=float, default=16.0, help="Kronecker mean degree (default 16)")
+    parser.add_argument("--scale", type=integer(1, 30), default=18, help="Kronecker scale when no --data (default 18)")
+    parser.add_argument("--degree", type=real(0, 2**30, min_open=True), default=16.0,
+                        help="Kronecker mean degree (default 16)")
     parser.add_argument("--sampler", dest="sampler_kind", default="random_walk", help="sampler kind")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="a sampler parameter (default: the paper's, random walk r=3000 h=2)")
-    parser.add_argument("--workers", type=int, default=None, help="workers of the many-worker run (default: "
-                                                                  "one per available core)")
-    parser.add_argument("--seconds", type=float, default=1.0,
+    parser.add_argument("--workers", type=integer(1, 4096), default=None,
+                        help="workers of the many-worker run (default: one per available core)")
+    parser.add_argument("--seconds", type=real(0, 3600, min_open=True), default=1.0,
                         help="length of each plain-loop and service window (default 1)")
-    parser.add_argument("--windows", type=int, default=10,
+    parser.add_argument("--windows", type=integer(1, 10_000), default=10,
                         help="service windows per configuration, each between two plain-loop windows (default 10)")
-    parser.add_argument("--pool-memory-mb", type=float, default=256.0,
+    parser.add_argument("--pool-memory-mb", type=real(0, 2**20, min_open=True), default=256.0,
                         help="Redis memory the pooled subgraphs may take: caps the pool's capacity (default 256)")
-    parser.add_argument("--norm-subgraphs", type=int, default=50, help="pre-sampled subgraphs (default 50)")
+    parser.add_argument("--norm-subgraphs", type=integer(1, 10_000_000), default=50,
+                        help="pre-sampled subgraphs (default 50)")
     parser.add_argument("--transport", default="auto", choices=["auto", "redis", "shared_memory"],
                         help="the pool's transport (default auto: shared memory, the Redis being local)")
-    parser.add_argument("--seed", type=int, default=0, help="graph and job seed")
+    parser.add_argument("--seed", type=seed(), default=0, help="graph and job seed")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 

@@ -29,21 +29,23 @@ QUICK_SCALES, QUICK_SECONDS = "12", 0.25
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser("sampler", help="sampler throughput on 1 core and all cores, against baselines",
                             description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--scales", default=None,
                         help="comma-separated Kronecker scales, '' for none (default 18,20; --quick: 12)")
-    parser.add_argument("--degree", type=float, default=16.0, help="Kronecker mean degree (default 16)")
+    parser.add_argument("--degree", type=real(0, 2**30, min_open=True), default=16.0,
+                        help="Kronecker mean degree (default 16)")
     parser.add_argument("--no-cora", action="store_true", help="leave out cora")
     parser.add_argument("--samplers", default=",".join(KINDS), help="comma-separated sampler kinds")
-    parser.add_argument("--seconds", type=float, default=None,
+    parser.add_argument("--seconds", type=real(0, 3600, min_open=True), default=None,
                         help="seconds per measurement (default 3; --quick: 0.25)")
-    parser.add_argument("--processes", type=int, default=None,
+    parser.add_argument("--processes", type=integer(1, 4096), default=None,
                         help="workers of the all-cores figures (default: one per available core)")
     parser.add_argument("--quick", action="store_true", help="a small, short run (scale 12, 0.25 s each)")
-    parser.add_argument("--seed", type=int, default=0, help="graph and job seed")
+    parser.add_argument("--seed", type=seed(), default=0, help="graph and job seed")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from saintpipe.core.argtypes import integer, port, seed
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -18,16 +20,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON); its [samplers] section")
     parser.add_argument("--data", type=Path, help="dataset directory")
     parser.add_argument("--job", help="training job id (names the pool)")
-    parser.add_argument("--workers", type=int, help="number of sampler workers")
-    parser.add_argument("--seed", type=int, help="job seed")
+    parser.add_argument("--workers", type=integer(1, 4096), help="number of sampler workers (1 to 4096)")
+    parser.add_argument("--seed", type=seed(), help="job seed (0 to 2^63-1)")
     parser.add_argument("--ray-address", help="Ray cluster ('auto', host:port) or 'local' (default: start a local Ray)")
     parser.add_argument("--redis-url", help="Redis holding the pool (default: start a private redis-server)")
-    parser.add_argument("--metrics-port", type=int, help="Prometheus endpoint port (0: any free port)")
+    parser.add_argument("--metrics-port", type=port(), help="Prometheus endpoint port (0: any free port)")
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
-    parser.add_argument("--pool-capacity", type=int, help="subgraphs the pool holds before workers wait")
-    parser.add_argument("--norm-subgraphs", type=int,
+    parser.add_argument("--pool-capacity", type=integer(1, 1_000_000),
+                        help="subgraphs the pool holds before workers wait")
+    parser.add_argument("--norm-subgraphs", type=integer(0, 10_000_000),
                         help="subgraphs pre-sampled for the normalization estimate (default: each training node "
-                             "drawn about 100 times)")
+                             "drawn about 100 times; 0: no normalization, plain mean aggregation)")
     parser.add_argument("--sampler-config", type=Path,
                         help="file with the sampler configuration (its 'sampler' section, or the whole file)")
     parser.add_argument("--sampler", dest="sampler_kind", help="sampler kind: frontier, random_walk, edge or node")
@@ -44,6 +47,9 @@ def sampler_flags(args: argparse.Namespace) -> dict[str, Any] | None:
     section: dict[str, Any] = {}
     if args.sampler_config is not None:
         data = read_config_file(args.sampler_config)
+        if not isinstance(data.get("sampler", data), dict):
+            raise ConfigError(f"{args.sampler_config}: 'sampler' must be a table/mapping, "
+                              f"got {type(data['sampler']).__name__}")
         section = dict(data.get("sampler", data))
     if args.sampler_kind is not None:
         if section.get("kind") not in (None, args.sampler_kind):

@@ -32,19 +32,21 @@ class SamplerServiceConfig(StrictModel):
     push_poll_s: float = Field(1.0, gt=0, le=60,
                                description="how long one push waits on a full pool before checking for stop")
     norm_subgraphs: int | None = Field(
-        None, ge=0, description="subgraphs pre-sampled to estimate the normalization; 0: no normalization "
-                                "(plain mean aggregation, uniform loss); none: sized by norm_coverage")
+        None, ge=0, le=10_000_000, description="subgraphs pre-sampled to estimate the normalization; 0: no "
+                                               "normalization (plain mean aggregation, uniform loss); none: sized "
+                                               "by norm_coverage")
     norm_coverage: float = Field(100.0, gt=0, le=10_000,
                                  description="when norm_subgraphs is none: pre-sample enough subgraphs that each "
                                              "training node is drawn this many times on average")
     norm_seed: int = Field(0, ge=0, lt=2**63, description="seed of the pre-sampling")
-    num_cpus_per_worker: float = Field(1.0, gt=0, description="Ray CPUs reserved per worker (one core each)")
-    max_restarts: int = Field(3, ge=0, description="Ray restarts of one worker actor before the supervisor "
-                                                   "replaces it with a new actor")
-    max_consecutive_failures: int = Field(5, ge=1, description="failed runs of one worker, with no subgraph pushed "
-                                          "in between, after which the service gives up and reports the error")
+    num_cpus_per_worker: float = Field(1.0, gt=0, le=1024, description="Ray CPUs reserved per worker (one core each)")
+    max_restarts: int = Field(3, ge=0, le=1_000_000, description="Ray restarts of one worker actor before the "
+                                                                 "supervisor replaces it with a new actor")
+    max_consecutive_failures: int = Field(
+        5, ge=1, le=1_000_000, description="failed runs of one worker, with no subgraph pushed in between, after "
+                                           "which the service gives up and reports the error")
     health_interval_s: float = Field(0.5, gt=0, le=60, description="how often the supervisor polls the workers")
-    stop_timeout_s: float = Field(10.0, gt=0, description="how long stop() waits for a worker's last push")
+    stop_timeout_s: float = Field(10.0, gt=0, le=3600, description="how long stop() waits for a worker's last push")
 
     @property
     def job(self) -> str:
