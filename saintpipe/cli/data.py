@@ -6,18 +6,34 @@ Handlers only parse flags and call :mod:`saintpipe.services.dataset`; heavy impo
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+from saintpipe.core.argtypes import integer, real, seed
+
+# Node ids are int32 in a dataset (csr.py), and 4096 shard files is far past any use.
+MAX_NODES = 2**31 - 1
+MAX_SHARDS = 4096
 
 
 def _writer_flags(parser: argparse.ArgumentParser, shards: int = 1) -> None:
     """Flags of every command that writes a dataset."""
     parser.add_argument("--out", type=Path, required=True, help="dataset directory to create")
     parser.add_argument("--force", action="store_true", help="replace an existing dataset at --out (once the new one is complete)")
-    parser.add_argument("--shards", type=int, default=shards, help=f"number of feature shard files (default {shards})")
+    parser.add_argument("--shards", type=integer(1, MAX_SHARDS), default=shards,
+                        help=f"number of feature shard files, 1 to {MAX_SHARDS} (default {shards})")
     parser.add_argument("--feature-dtype", choices=("float32", "float16"), default="float32",
                         help="how features are stored (default float32)")
     parser.add_argument("--name", help="dataset name (default: from the input)")
+    _max_classes_flag(parser)
+
+
+def _max_classes_flag(parser: argparse.ArgumentParser) -> None:
+    """``--max-classes``: the bound on the number of classes labels may imply (writers and verify)."""
+    # The default is checks.DEFAULT_MAX_CLASSES, spelled out to keep numpy out of parsing (a test ties the two).
+    parser.add_argument("--max-classes", type=integer(1, MAX_NODES), default=100_000,
+                        help="refuse labels that imply more classes than this (default 100000)")
 
 
 def register(groups: argparse._SubParsersAction) -> None:
@@ -37,13 +53,15 @@ def register(groups: argparse._SubParsersAction) -> None:
                             "sortedness, symmetry and id ranges, finite features, labels and splits.")
     verify.add_argument("dir", type=Path)
     verify.add_argument("--no-checksums", action="store_true", help="skip hashing the files (faster)")
+    _max_classes_flag(verify)
     verify.set_defaults(func=_verify)
 
     shard = sub.add_parser("shard", help="change the number of feature shards",
                            description="Rewrite the feature shards as K contiguous node ranges. In place by "
                            "default (the old dataset stays intact until the new one is complete), or into --out.")
     shard.add_argument("dir", type=Path)
-    shard.add_argument("--shards", type=int, required=True, help="new number of shards")
+    shard.add_argument("--shards", type=integer(1, MAX_SHARDS), required=True,
+                       help=f"new number of shards, 1 to {MAX_SHARDS}")
     shard.add_argument("--out", type=Path, help="write the resharded dataset here instead of in place")
     shard.add_argument("--force", action="store_true", help="replace an existing dataset at --out")
     shard.add_argument("--feature-dtype", choices=("float32", "float16"), help="also convert the features")
@@ -80,7 +98,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
     header.add_argument("--header", dest="header", action="store_true", default=None,
                         help="the first row is a header")
     header.add_argument("--no-header", dest="header", action="store_false", help="there is no header row")
-    edges.add_argument("--seed", type=int, default=0, help="seed of the random split used without split files")
+    edges.add_argument("--seed", type=seed(), default=0, help="seed of the random split used without split files")
     _writer_flags(edges)
     edges.set_defaults(func=_import_edgelist)
 
@@ -103,8 +121,9 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
 
     demo = gen_sub.add_parser("demo", help="the built-in demo dataset (planted communities)",
                               description="A labelled graph with planted communities whose labels can be learned.")
-    demo.add_argument("--nodes", type=int, default=30_000)
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--nodes", type=integer(1, MAX_NODES), default=30_000,
+                      help=f"number of nodes, 1 to {MAX_NODES} (default 30000)")
+    demo.add_argument("--seed", type=seed(), default=0, help="random seed, 0 to 2^63-1 (default 0)")
     _writer_flags(demo, shards=2)
     _keep_existing_flag(demo)
     demo.set_defaults(func=_generate_demo)
@@ -112,11 +131,12 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
     kron = gen_sub.add_parser("kronecker", help="a Kronecker (R-MAT) graph, GraphSAINT section 7.1",
                               description="R-MAT graph with initiator [[0.9, 0.5], [0.5, 0.1]]: 2^SCALE nodes, "
                               "mean degree DEGREE, undirected, random features and labels.")
-    kron.add_argument("--scale", type=int, required=True, help="2^SCALE nodes")
-    kron.add_argument("--degree", type=float, required=True, help="mean degree (directed entries / N)")
-    kron.add_argument("--seed", type=int, default=0)
-    kron.add_argument("--feature-dim", type=int, default=50)
-    kron.add_argument("--classes", type=int, default=10)
+    kron.add_argument("--scale", type=integer(1, 30), required=True, help="2^SCALE nodes, SCALE 1 to 30")
+    kron.add_argument("--degree", type=real(0, 2**30, min_open=True), required=True,
+                      help="mean degree (directed entries / N), > 0 and below N - 1")
+    kron.add_argument("--seed", type=seed(), default=0, help="random seed, 0 to 2^63-1 (default 0)")
+    kron.add_argument("--feature-dim", type=integer(1, 2**20), default=50, help="feature columns (default 50)")
+    kron.add_argument("--classes", type=integer(1, 2**20), default=10, help="label classes (default 10)")
     _writer_flags(kron)
     _keep_existing_flag(kron)
     kron.set_defaults(func=_generate_kronecker)
@@ -137,12 +157,23 @@ def _kept(args: argparse.Namespace) -> bool:
 
     if args.force:
         raise InvalidArgument("--keep-existing and --force contradict each other: give one")
-    if not args.out.exists():
+    if not os.path.lexists(args.out):
         return False
+    if not args.out.is_dir():  # a file, a FIFO (never opened), a dangling link: an error naming what it is
+        from saintpipe.services.dataset.output import replaceable
+
+        replaceable(args.out)
     m = open_dataset(args.out).manifest
     print(f"kept {args.out}: {m.num_nodes:,} nodes, {m.num_edges:,} directed edges, {m.num_shards} feature shard(s) "
           "(--keep-existing: not regenerated)")
     return True
+
+
+def _check_out(args: argparse.Namespace, *inputs: Path | None) -> None:
+    """Refuse --out before any work: not a dataset under --force, existing without it, overlapping an input."""
+    from saintpipe.services.dataset.output import check_output
+
+    check_output(args.out, overwrite=args.force, inputs=inputs)
 
 
 def _write(args: argparse.Namespace, data: dict) -> int:
@@ -151,7 +182,7 @@ def _write(args: argparse.Namespace, data: dict) -> int:
     if args.name:
         data["name"] = args.name
     manifest = write_dataset(args.out, num_shards=args.shards, feature_dtype=args.feature_dtype,
-                             overwrite=args.force, **data)
+                             overwrite=args.force, max_classes=args.max_classes, **data)
     print(f"wrote {args.out}: {manifest.num_nodes:,} nodes, {manifest.num_edges:,} directed edges, "
           f"{manifest.num_shards} feature shard(s)")
     return 0
@@ -160,16 +191,18 @@ def _write(args: argparse.Namespace, data: dict) -> int:
 def _import_npz(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.import_npz import import_npz
 
-    return _write(args, import_npz(args.file, symmetrize=args.symmetrize))
+    _check_out(args, args.file)
+    return _write(args, import_npz(args.file, symmetrize=args.symmetrize, max_classes=args.max_classes))
 
 
 def _import_edgelist(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.import_edgelist import import_edgelist
 
     delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
+    _check_out(args, args.file, args.features, args.labels, args.split, args.train, args.val, args.test)
     return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
                                         train=args.train, val=args.val, test=args.test, delimiter=delimiter,
-                                        header=args.header, seed=args.seed))
+                                        header=args.header, seed=args.seed, max_classes=args.max_classes))
 
 
 def _import_arrays(args: argparse.Namespace) -> int:
@@ -183,7 +216,8 @@ def _import_arrays(args: argparse.Namespace) -> int:
         raise InvalidArgument(f"{args.dir}: not a directory")
     files = find_array_files(args.dir, overrides) if args.dir else {r: p for r, p in overrides.items() if p}
     name = (args.dir.resolve().name if args.dir else "arrays")
-    return _write(args, import_arrays(files, name=name, symmetrize=args.symmetrize))
+    _check_out(args, args.dir, *files.values())
+    return _write(args, import_arrays(files, name=name, symmetrize=args.symmetrize, max_classes=args.max_classes))
 
 
 def _generate_demo(args: argparse.Namespace) -> int:
@@ -191,6 +225,7 @@ def _generate_demo(args: argparse.Namespace) -> int:
 
     if _kept(args):
         return 0
+    _check_out(args)
     return _write(args, generate_demo(num_nodes=args.nodes, seed=args.seed))
 
 
@@ -199,6 +234,7 @@ def _generate_kronecker(args: argparse.Namespace) -> int:
 
     if _kept(args):
         return 0
+    _check_out(args)
     return _write(args, generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=args.feature_dim,
                                            num_classes=args.classes, progress=sys.stderr.isatty()))
 
@@ -214,7 +250,8 @@ def _info(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.verify import verify_dataset
 
-    m = verify_dataset(args.dir, checksums=not args.no_checksums, progress=sys.stderr.isatty())
+    m = verify_dataset(args.dir, checksums=not args.no_checksums, progress=sys.stderr.isatty(),
+                       max_classes=args.max_classes)
     checked = "" if args.no_checksums else f", {len(m.files)} checksums match"
     print(f"{args.dir}: OK ({m.num_nodes:,} nodes, {m.num_edges:,} directed edges, {m.num_shards} shard(s){checked})")
     return 0

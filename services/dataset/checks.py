@@ -9,8 +9,10 @@ from typing import Mapping
 
 import numpy as np
 
-from saintpipe.core.errors import DatasetError
+from saintpipe.core.errors import DatasetError, InvalidArgument
 
+# The default bound on the number of classes a dataset's labels may imply (``--max-classes``).
+DEFAULT_MAX_CLASSES = 100_000
 # Rows of the feature matrix scanned at once for NaN, to bound extra memory.
 _NAN_CHUNK_ROWS = 1 << 16
 # Edges handled at once by the symmetry check.
@@ -123,8 +125,43 @@ def check_features(features: np.ndarray, num_nodes: int, where: str = "features"
             )
 
 
-def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels") -> tuple[int, bool]:
-    """Return (num_classes, multilabel). int64 [N] class ids (-1 = unlabelled) or uint8 [N, C] multi-hot."""
+def class_limit(distinct: int) -> int:
+    """The most classes ``distinct`` labels in use can justify: ``max(10 * distinct, distinct + 1000)``.
+
+    Real datasets number their classes densely from 0; some classes may be
+    absent from the labelled nodes, but a label far beyond the number in use
+    (2**40 among three labels) is corruption, and it would size every model's
+    output layer. The slack (ten times, or a thousand more) accepts every
+    sparse-but-real numbering while refusing such labels.
+    """
+    return max(10 * distinct, distinct + 1000)
+
+
+def distinct_labels(labels: np.ndarray) -> int:
+    """How many different class ids (>= 0) occur in int64 single-label ``labels``."""
+    labelled = labels[labels >= 0]
+    if labelled.size == 0:
+        return 0
+    if int(labelled.max()) < 4 * labelled.size + 1024:
+        # A count per class is cheaper than sorting, and bounded by the size of the labels.
+        return int(np.count_nonzero(np.bincount(labelled)))
+    return int(np.unique(labelled).size)
+
+
+def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels",
+                 max_classes: int = DEFAULT_MAX_CLASSES) -> tuple[int, bool]:
+    """Return (num_classes, multilabel). int64 [N] class ids (-1 = unlabelled) or uint8 [N, C] multi-hot.
+
+    Single-label ids below -1 are refused, and so is a largest id that implies
+    more than ``max_classes`` classes, or more than :func:`class_limit` of the
+    distinct ids in use; a multi-label matrix may have at most ``max_classes`` columns.
+
+    Raises:
+        DatasetError: naming ``where``, the node and the label at fault.
+        InvalidArgument: ``max_classes`` < 1.
+    """
+    if isinstance(max_classes, bool) or not isinstance(max_classes, (int, np.integer)) or max_classes < 1:
+        raise InvalidArgument(f"--max-classes must be an integer of at least 1, got {max_classes!r}")
     if labels.shape[:1] != (num_nodes,):
         raise DatasetError(f"{where}: labels must have {num_nodes} rows, got shape {labels.shape}")
     if labels.ndim == 2:
@@ -132,6 +169,9 @@ def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels") -> t
             raise DatasetError(f"{where}: multi-label matrix must be uint8, got {labels.dtype}")
         if labels.size and labels.max() > 1:
             raise DatasetError(f"{where}: multi-label matrix must hold only 0 and 1")
+        if labels.shape[1] > max_classes:
+            raise DatasetError(f"{where}: multi-label matrix has {labels.shape[1]:,} columns (classes); "
+                               f"at most {max_classes:,} are allowed (--max-classes)")
         return int(labels.shape[1]), True
     if labels.ndim != 1 or labels.dtype != np.int64:
         raise DatasetError(f"{where}: labels must be int64 [N] class ids or uint8 [N, C], got {labels.dtype} {labels.shape}")
@@ -141,6 +181,14 @@ def check_labels(labels: np.ndarray, num_nodes: int, where: str = "labels") -> t
     num_classes = int(labels.max()) + 1 if labels.size else 0
     if num_classes < 1:
         raise DatasetError(f"{where}: no node has a label")
+    node = int(np.argmax(labels))
+    implies = f"{where}: label {num_classes - 1:,} at node {node} implies {num_classes:,} classes"
+    if num_classes > max_classes:
+        raise DatasetError(f"{implies}; at most {max_classes:,} are allowed (--max-classes)")
+    distinct = distinct_labels(labels)
+    if num_classes > class_limit(distinct):
+        raise DatasetError(f"{implies} but only {distinct:,} distinct labels occur (at most {class_limit(distinct):,} "
+                           "classes are accepted for them); number the classes from 0")
     return num_classes, False
 
 

@@ -2,14 +2,31 @@
 
 Importers accept what is unambiguous (any integer type for ids, any float or
 integer type for features) and refuse what would silently change meaning
-(float node ids, object arrays, ids too large for int32).
+(float node ids, object arrays, ids too large for int32). Numbers stored in a
+non-native byte order (big-endian files written on another machine, or with
+an explicit ``>f4`` dtype) are numbers all the same: they are converted to the
+native order, not refused.
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
+
+log = logging.getLogger(__name__)
+
+
+def native(array: np.ndarray, where: str) -> np.ndarray:
+    """``array`` in the machine's byte order: a converted copy (logged) if it was stored in the other one."""
+    if array.dtype.isnative or array.dtype.fields is not None:
+        # Structured dtypes are refused by every caller; converting them first would hide that.
+        return array
+    converted = array.astype(array.dtype.newbyteorder("="))
+    log.info("%s: converted %s data to the native byte order (%s)", where, array.dtype.str, converted.dtype.str)
+    return converted
 
 
 def _integer(array: np.ndarray, where: str, what: str) -> None:
@@ -19,6 +36,7 @@ def _integer(array: np.ndarray, where: str, what: str) -> None:
 
 def as_indptr(array: np.ndarray, where: str) -> np.ndarray:
     """A 1-D integer array as int64."""
+    array = native(array, where)
     _integer(array, where, "indptr")
     if array.ndim != 1:
         raise DatasetError(f"{where}: indptr must be 1-D, got shape {array.shape}")
@@ -27,6 +45,7 @@ def as_indptr(array: np.ndarray, where: str) -> np.ndarray:
 
 def as_indices(array: np.ndarray, where: str) -> np.ndarray:
     """A 1-D integer array as int32 (values must fit)."""
+    array = native(array, where)
     _integer(array, where, "indices")
     if array.ndim != 1:
         raise DatasetError(f"{where}: indices must be 1-D, got shape {array.shape}")
@@ -39,18 +58,23 @@ def as_indices(array: np.ndarray, where: str) -> np.ndarray:
 
 
 def as_features(array: np.ndarray, where: str) -> np.ndarray:
-    """A 2-D float (or integer / bool, converted to float32) matrix."""
+    """A 2-D float (or integer / bool, converted to float32) matrix in the native byte order."""
     if array.ndim != 2:
         raise DatasetError(f"{where}: features must be 2-D [nodes, dim], got shape {array.shape}")
+    array = native(array, where)
     if array.dtype in (np.float32, np.float16, np.float64):
         return array
     if np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_:
         return array.astype(np.float32)
-    raise DatasetError(f"{where}: features must be numbers, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating):
+        # long double: float64 keeps what the stored float32/float16 can hold (and overflow shows as inf).
+        return array.astype(np.float64)
+    raise DatasetError(f"{where}: features must be numbers (float, integer or bool), got dtype {array.dtype}")
 
 
 def as_labels(array: np.ndarray, where: str) -> np.ndarray:
     """Class ids as int64 [N] (-1 = unlabelled), or a 0/1 matrix as uint8 [N, C]."""
+    array = native(array, where)
     _integer(array, where, "labels")
     if array.ndim == 2:
         if array.size and (array.min() < 0 or array.max() > 1):
@@ -63,6 +87,7 @@ def as_labels(array: np.ndarray, where: str) -> np.ndarray:
 
 def as_split(array: np.ndarray, num_nodes: int, where: str) -> np.ndarray:
     """A split given as node ids (any integer type) or as a boolean mask of length N, as int64 ids."""
+    array = native(array, where)
     if array.dtype == np.bool_:
         if array.shape != (num_nodes,):
             raise DatasetError(f"{where}: a boolean split mask must have {num_nodes} entries, got shape {array.shape}")
@@ -76,6 +101,7 @@ def as_split(array: np.ndarray, num_nodes: int, where: str) -> np.ndarray:
 
 def split_from_codes(codes: np.ndarray, where: str) -> dict[str, np.ndarray]:
     """Per-node split codes (0 train, 1 val, 2 test, -1 none) as id arrays."""
+    codes = native(codes, where)
     if not np.issubdtype(codes.dtype, np.integer) or codes.ndim != 1:
         raise DatasetError(f"{where}: split codes must be 1-D integers (0 train, 1 val, 2 test, -1 none)")
     if (bad := np.flatnonzero((codes < -1) | (codes > 2))).size:

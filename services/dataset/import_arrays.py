@@ -14,7 +14,8 @@ from typing import Mapping
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import checks, coerce
+from saintpipe.core.memory import require_memory
+from saintpipe.services.dataset import checks, coerce, input_files
 from saintpipe.services.dataset.csr import csr_to_symmetric
 from saintpipe.services.dataset.layout import SPLITS, load_npy
 
@@ -29,12 +30,14 @@ def from_arrays(
     name: str,
     source: str,
     symmetrize: bool = False,
+    max_classes: int = checks.DEFAULT_MAX_CLASSES,
 ) -> dict[str, object]:
     """Validate and convert raw arrays (keyed by role, see ``ROLES``) into ``write_dataset`` arguments.
 
     ``where[role]`` names the array's origin in errors (a file, or ``FILE[member]``).
     Without ``symmetrize`` the adjacency must already be sorted, duplicate-free
-    and symmetric; with it, it is rebuilt so.
+    and symmetric; with it, it is rebuilt so. Arrays in a non-native byte order
+    are converted; labels implying more than ``max_classes`` classes are refused.
     """
     for role in ("indptr", "indices", "features", "labels"):
         if role not in arrays:
@@ -47,7 +50,7 @@ def from_arrays(
     features = coerce.as_features(arrays["features"], where["features"])
     checks.check_features(features, n, where=where["features"])
     labels = coerce.as_labels(arrays["labels"], where["labels"])
-    checks.check_labels(labels, n, where=where["labels"])
+    checks.check_labels(labels, n, where=where["labels"], max_classes=max_classes)
     if "split" in arrays:
         splits = coerce.split_from_codes(arrays["split"], where["split"])
         if arrays["split"].shape != (n,):
@@ -86,19 +89,30 @@ def find_array_files(directory: Path, overrides: Mapping[str, Path | None] | Non
     return files
 
 
-def import_arrays(files: Mapping[str, Path], *, name: str, symmetrize: bool = False) -> dict[str, object]:
+def import_arrays(files: Mapping[str, Path], *, name: str, symmetrize: bool = False,
+                  max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, object]:
     """Read one ``.npy`` file per role (see ``ROLES``) into ``write_dataset`` arguments.
 
+    Every file's header is checked before it is mapped
+    (:func:`~saintpipe.services.dataset.input_files.npy_file_header`), and the
+    arrays together must fit the available memory: the import converts and
+    checks them in memory.
+
     Raises:
-        DatasetError: a missing or truncated file, a wrong dtype or shape, an id
-            out of range, unsorted or asymmetric adjacency (without
-            ``symmetrize``), NaN features, bad splits; the message names the file.
+        DatasetError: a missing, truncated, pickled or oversized file, a directory
+            given as a file, a wrong dtype or shape, an id out of range, unsorted
+            or asymmetric adjacency (without ``symmetrize``), NaN features,
+            absurd labels (see ``max_classes``), bad splits; the message names the file.
     """
     unknown = set(files) - set(ROLES)
     if unknown:
         raise DatasetError(f"unknown array roles {sorted(unknown)}; expected some of {', '.join(ROLES)}")
+    headers = {role: input_files.npy_file_header(Path(path)) for role, path in files.items()}
+    require_memory(sum(h.nbytes for h in headers.values()),
+                   f"importing {', '.join(str(p) for p in files.values())}", error=DatasetError)
     arrays = {role: load_npy(Path(path)) for role, path in files.items()}
     where = {role: str(path) for role, path in files.items()}
     for role in ROLES:
         where.setdefault(role, f"{role}.npy")
-    return from_arrays(arrays, where, name=name, source="imported from raw numpy arrays", symmetrize=symmetrize)
+    return from_arrays(arrays, where, name=name, source="imported from raw numpy arrays", symmetrize=symmetrize,
+                       max_classes=max_classes)

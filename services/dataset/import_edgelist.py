@@ -21,6 +21,7 @@ import numpy as np
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
+from saintpipe.services.dataset.params import require_seed
 from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.dataset.kronecker import random_splits
 from saintpipe.services.dataset.layout import SPLITS
@@ -78,6 +79,7 @@ def import_edgelist(
     header: bool | None = None,
     name: str | None = None,
     seed: int = 0,
+    max_classes: int = checks.DEFAULT_MAX_CLASSES,
 ) -> dict[str, object]:
     """Read an edge list and its side files into arrays ready for ``write_dataset``.
 
@@ -90,7 +92,8 @@ def import_edgelist(
             or instead ``train``, ``val``, ``test``: one id list each.
         delimiter, header: override the table sniffing of the edge list.
         name: the dataset's name (default: the edge file's stem).
-        seed: seed of the random split used when no split is given.
+        seed: seed of the random split used when no split is given (``[0, 2**63 - 1]``).
+        max_classes: refuse labels that imply more classes (``--max-classes``).
 
     Returns:
         ``write_dataset`` arguments, with ``extra`` holding ``node_ids.npy``
@@ -98,7 +101,9 @@ def import_edgelist(
 
     Raises:
         DatasetError: naming the file and the row or node id at fault.
+        InvalidArgument: a negative or too large ``seed``.
     """
+    require_seed(seed)
     edges = Path(edges)
     src, dst = read_edges(edges, delimiter=delimiter, header=header)
     string_ids = src.dtype.kind != "i"
@@ -130,7 +135,7 @@ def import_edgelist(
     if lab is not None:
         lab.values = coerce.as_labels(lab.values, lab.where)
         y, _ = _scatter(lab, ids, n, -1 if lab.values.ndim == 1 else 0, lab.values.dtype)
-        checks.check_labels(y, n, where=lab.where)
+        checks.check_labels(y, n, where=lab.where, max_classes=max_classes)
         if lab.names is not None:
             extra["label_names.npy"] = lab.names
     else:

@@ -27,6 +27,8 @@ import numpy as np
 from tqdm import tqdm
 
 from saintpipe.core.errors import InvalidArgument
+from saintpipe.core.memory import require_memory
+from saintpipe.services.dataset.params import require_float, require_int, require_seed
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,22 @@ _CHUNK = 1 << 21
 # Give up topping up when a round keeps under this share of its new draws.
 _MIN_YIELD = 0.01
 _MAX_ROUNDS = 30
+# The largest scale accepted: 2**30 nodes (node ids are int32).
+MAX_SCALE = 30
+
+
+def kronecker_peak_bytes(scale: int, degree: float, feature_dim: int) -> int:
+    """About the peak memory of :func:`generate_kronecker` (measured with tracemalloc, within ~10%).
+
+    While the CSR is built: ~28 bytes per directed entry (the int64 key buffer
+    of both directions, the drawn keys, the int32 indices); then the CSR (12
+    bytes per entry) stays while the float32 features (4 bytes each) are drawn,
+    whichever phase is larger; plus ~24 bytes per node (permutation, row
+    pointer, labels, splits).
+    """
+    n = 1 << scale
+    entries = int(n * degree)
+    return 24 * n + max(28 * entries, 12 * entries + 4 * n * feature_dim)
 
 
 def rmat_edges(num_edges: int, scale: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -175,7 +193,7 @@ def generate_kronecker(
     Args:
         scale: the graph has ``2**scale`` nodes (1 to 30).
         degree: mean degree, directed CSR entries / N, after symmetrizing and deduplicating.
-        seed: random seed; the same arguments give the same graph.
+        seed: random seed in ``[0, 2**63 - 1]``; the same arguments give the same graph.
         feature_dim: columns of the random (standard normal) float32 feature matrix.
         num_classes: labels are uniform random class ids in ``[0, num_classes)``.
         progress: show a progress bar on stderr.
@@ -184,22 +202,24 @@ def generate_kronecker(
         A dict with ``name, indptr, indices, features, labels, splits, source``.
 
     Raises:
-        InvalidArgument: an impossible scale, degree, feature dim or class count.
+        InvalidArgument: an impossible scale, degree, seed, feature dim or class count (named as
+            its flag), or a graph that needs more memory than is available.
 
     Example:
         >>> d = generate_kronecker(10, 8)
         >>> d["indptr"].size - 1, round(d["indices"].size / 1024)
         (1024, 8)
     """
-    if not 1 <= scale <= 30:
-        raise InvalidArgument(f"kronecker scale must be in [1, 30], got {scale}")
+    require_int("--scale", scale, 1, MAX_SCALE)
     n = 1 << scale
-    if not 0 < degree < n - 1:
-        raise InvalidArgument(f"kronecker degree must be in (0, {n - 1}) for 2^{scale} nodes, got {degree}")
-    if feature_dim < 1:
-        raise InvalidArgument(f"feature dim must be >= 1, got {feature_dim}")
-    if num_classes < 1:
-        raise InvalidArgument(f"number of classes must be >= 1, got {num_classes}")
+    if not 0 < require_float("--degree", degree, 0.0) < n - 1:
+        raise InvalidArgument(f"--degree must be in (0, {n - 1}) for 2^{scale} nodes, got {degree:g}")
+    require_seed(seed)
+    require_int("--feature-dim", feature_dim, 1)
+    require_int("--classes", num_classes, 1, n)  # every class gets at least one node
+    require_memory(kronecker_peak_bytes(scale, degree, feature_dim),
+                   f"kronecker graph of 2^{scale} nodes (mean degree {degree:g}, {feature_dim} features)",
+                   hint="use a smaller --scale, --degree or --feature-dim")
     rng = np.random.default_rng(seed)
     indptr, indices = kronecker_topology(scale, degree, rng, progress=progress)
     features = rng.standard_normal((n, feature_dim), dtype=np.float32)

@@ -10,6 +10,7 @@ from typing import Literal
 import pydantic
 
 from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.checks import class_limit
 
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -36,6 +37,16 @@ class Manifest(pydantic.BaseModel):
     @property
     def num_shards(self) -> int:
         return len(self.shards)
+
+    @pydantic.model_validator(mode="after")
+    def _plausible_class_count(self) -> Manifest:
+        # Trainers size their output layer by num_classes, so an absurd count in a hand-edited manifest
+        # is refused when it is read. A writer never records more than class_limit(distinct labels),
+        # and N nodes carry at most N distinct labels.
+        if not self.multilabel and self.num_classes > class_limit(self.num_nodes):
+            raise ValueError(f"num_classes is {self.num_classes:,} for {self.num_nodes:,} nodes; single-label "
+                             f"datasets of that size have at most {class_limit(self.num_nodes):,} classes")
+        return self
 
 
 def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
@@ -75,6 +86,8 @@ def read_manifest(directory: Path) -> Manifest:
     except pydantic.ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])
+        if not field:  # a check across fields: its message names them
+            raise DatasetError(f"{path}: {err['ctx']['error'] if 'ctx' in err else err['msg']}") from None
         raise DatasetError(f"{path}: field {field}: {err['msg']}") from None
 
 

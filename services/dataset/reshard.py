@@ -5,7 +5,9 @@ unchanged files are hard-linked (copied where links are impossible), the new
 shard files are streamed from the old ones in row blocks, the manifest is
 written last, and only then does a rename swap it in. A failure at any point
 leaves the old dataset as it was. Readers that still map old shard files keep
-valid data: the old files are unlinked, never rewritten.
+valid data: the old files are unlinked, never rewritten. An ``out`` follows the
+rules of every dataset write (:mod:`saintpipe.services.dataset.output`): only a
+dataset is replaced, and it must lie apart from the source.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.layout import shard_file, shard_ranges
 from saintpipe.services.dataset.manifest import Manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.output import check_output, replaceable, writing
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.dataset.verify import verify_dataset
 
@@ -54,21 +57,27 @@ def reshard_dataset(
     Args:
         path: the dataset directory (verified first, so corruption is not copied).
         num_shards: the new number of shards.
-        out: write the resharded dataset here instead of replacing ``path``.
+        out: write the resharded dataset here instead of replacing ``path`` (the same directory as
+            ``path``: in place). Neither inside ``path`` nor holding it.
         feature_dtype: also convert features (``float32`` or ``float16``); default: keep.
-        overwrite: with ``out``, replace an existing dataset there.
+        overwrite: with ``out``, replace an existing dataset there (never anything else).
         progress: show a progress bar on stderr.
 
     Returns:
         The new manifest.
 
     Raises:
-        DatasetError: the source fails verification, ``out`` exists, or the shard count is impossible.
+        DatasetError: the source fails verification, ``out`` may not be written (see
+            :func:`~saintpipe.services.dataset.output.check_output`), the shard count is impossible,
+            or writing failed (the OS reason, naming the target).
     """
     path = Path(path)
-    target = Path(out) if out is not None else path
-    if out is not None and target.resolve() != path.resolve() and target.exists() and not overwrite:
-        raise DatasetError(f"{target}: already exists; choose another --out or pass --force to replace it")
+    if out is None or os.path.realpath(out) == os.path.realpath(path):
+        # In place: the real directory, so that a symbolic link to a dataset stays a link to it.
+        target = Path(os.path.realpath(path))
+    else:
+        target = Path(out)
+        check_output(target, overwrite=overwrite, inputs=[path])
     manifest = verify_dataset(path, progress=progress)
     dtype = feature_dtype or manifest.feature_dtype
     if dtype not in ("float32", "float16"):
@@ -76,7 +85,7 @@ def reshard_dataset(
     ranges = shard_ranges(manifest.num_nodes, num_shards)
     dataset = open_dataset(path)
 
-    with replacing_dir(target) as tmp:
+    with writing(target), replacing_dir(target, check=replaceable) as tmp:
         old_shards = {shard_file(k) for k in range(manifest.num_shards)}
         for rel in manifest.files:
             if rel not in old_shards:

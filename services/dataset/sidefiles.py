@@ -2,7 +2,10 @@
 
 A ``.npy`` side file is indexed by integer node id (row i belongs to node
 ``i``); a text table (CSV/TSV) has the node id in its first column. So side
-files work for integer and string ids alike, in any row order.
+files work for integer and string ids alike, in any row order. A ``.npy``
+side file's header is checked before it is loaded
+(:mod:`~saintpipe.services.dataset.input_files`), and its values are
+converted to the native byte order.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import tabular
+from saintpipe.services.dataset import coerce, input_files, tabular
 from saintpipe.services.dataset.layout import load_npy
 
 SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2, "none": -1, "-": -1, "": -1,
@@ -43,7 +46,8 @@ def _npy_keyed(path: Path, string_ids: bool) -> Keyed:
     if string_ids:
         raise DatasetError(f"{path}: a .npy side file is indexed by integer node id, but the edge list's ids "
                            "are strings; give a CSV keyed by id instead")
-    values = load_npy(path, mmap=False)
+    input_files.npy_file_header(path)  # loaded whole: its declared size must fit first
+    values = coerce.native(load_npy(path, mmap=False), str(path))
     if values.ndim == 0:
         raise DatasetError(f"{path}: expected one row per node, got a scalar")
     return Keyed(keys=np.arange(values.shape[0], dtype=np.int64), values=values, where=str(path))
@@ -126,7 +130,8 @@ def read_id_list(path: Path, string_ids: bool) -> tuple[np.ndarray, str]:
     if is_npy(path):
         if string_ids:
             raise DatasetError(f"{path}: a .npy id list needs integer node ids, but the edge list's ids are strings")
-        ids = load_npy(path, mmap=False)
+        input_files.npy_file_header(path)
+        ids = coerce.native(load_npy(path, mmap=False), str(path))
         if ids.dtype == np.bool_:
             if ids.ndim != 1:
                 raise DatasetError(f"{path}: a boolean split mask must be 1-D, got shape {ids.shape}")

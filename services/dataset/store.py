@@ -5,7 +5,8 @@ The files a dataset directory holds are listed in
 sampler processes on one host share the page cache instead of holding copies.
 Writers build the whole directory under a temporary name beside ``out`` and
 rename it at the end (:func:`saintpipe.core.atomic.replacing_dir`), so a
-failure never leaves a half-written dataset and never touches an existing one.
+failure never leaves a half-written dataset and never touches an existing one;
+``overwrite`` replaces only a dataset (:mod:`saintpipe.services.dataset.output`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file, shard_ranges
 from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.output import check_output, replaceable, writing
 from saintpipe.services.dataset.verify import verify_dataset
 
 __all__ = ["Dataset", "open_dataset", "write_dataset"]
@@ -131,6 +133,7 @@ def write_dataset(
     extra: Mapping[str, np.ndarray] | None = None,
     source: str = "",
     overwrite: bool = False,
+    max_classes: int = checks.DEFAULT_MAX_CLASSES,
 ) -> Manifest:
     """Validate the arrays and write them as a dataset directory, atomically.
 
@@ -147,22 +150,26 @@ def write_dataset(
         extra: more arrays to store (``rel/path.npy`` -> array), checksummed too.
         source: a note on where the data came from.
         overwrite: replace an existing dataset at ``out`` (only once the new one is complete).
+            Only a dataset directory (or an empty one) is ever replaced, see
+            :func:`saintpipe.services.dataset.output.check_output`.
+        max_classes: refuse labels that imply more classes (``--max-classes``,
+            see :func:`saintpipe.services.dataset.checks.check_labels`).
 
     Raises:
-        DatasetError: invalid arrays, or ``out`` exists and ``overwrite`` is false.
+        DatasetError: invalid arrays; ``out`` exists and ``overwrite`` is false, or it is not a
+            dataset; writing failed (the OS reason, naming ``out``).
     """
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise DatasetError(f"{out}: already exists; choose another --out or pass --force to replace it")
+    check_output(out, overwrite=overwrite)
     if feature_dtype not in ("float32", "float16"):
         raise DatasetError(f"feature dtype must be float32 or float16, got {feature_dtype!r}")
     num_nodes = checks.check_topology(indptr, indices, symmetric=symmetric)
     checks.check_features(features, num_nodes)
-    num_classes, multilabel = checks.check_labels(labels, num_nodes)
+    num_classes, multilabel = checks.check_labels(labels, num_nodes, max_classes=max_classes)
     checks.check_splits(dict(splits), labels, num_nodes)
     ranges = shard_ranges(num_nodes, num_shards)
 
-    with replacing_dir(out) as tmp:
+    with writing(out), replacing_dir(out, check=replaceable) as tmp:
         _save(tmp, "indptr.npy", indptr)
         _save(tmp, "indices.npy", indices)
         _save(tmp, "labels.npy", labels)

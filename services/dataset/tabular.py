@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
+from saintpipe.services.dataset.input_files import require_file
 
 _HEADER_WORDS = {"src", "dst", "source", "target", "from", "to", "u", "v", "node", "id", "node_id", "nodeid",
                  "label", "class", "split", "set", "head", "tail", "node1", "node2", "name"}
@@ -47,8 +48,7 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 
 def sniff(path: Path, delimiter: str | None = None, header: bool | None = None) -> TableFormat:
     """Work out a table's delimiter, header and column count from its first lines."""
-    if not path.is_file():
-        raise DatasetError(f"{path}: file not found")
+    require_file(path, "a text table (CSV/TSV)")
     rows: list[tuple[int, str]] = []
     try:
         with open(path, encoding="utf-8") as fh:

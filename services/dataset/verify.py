@@ -75,19 +75,35 @@ def verify_shard_ranges(path: Path, manifest: Manifest) -> None:
         )
 
 
-def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool = False) -> Manifest:
+def verify_class_count(path: Path, manifest: Manifest, labels: np.ndarray, max_classes: int) -> None:
+    """The manifest's ``num_classes`` passes the bounds the labels passed (trainers size their output by it)."""
+    at = f"{path / 'manifest.json'}: num_classes is {manifest.num_classes:,}"
+    if manifest.num_classes > max_classes:
+        raise DatasetError(f"{at}; at most {max_classes:,} are allowed (--max-classes)")
+    if not manifest.multilabel:
+        distinct = checks.distinct_labels(labels)
+        if manifest.num_classes > checks.class_limit(distinct):
+            raise DatasetError(f"{at} but labels.npy holds only {distinct:,} distinct labels (at most "
+                               f"{checks.class_limit(distinct):,} classes are accepted for them)")
+
+
+def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool = False,
+                   max_classes: int = checks.DEFAULT_MAX_CLASSES) -> Manifest:
     """Check a dataset directory completely and return its manifest.
 
     Checks, in order: the manifest (readable, not from a newer format), the
     checksum of every file, then each array's shape and dtype against the
     manifest, the CSR invariants (indptr monotone, neighbour ids in range,
     neighbour lists sorted without duplicates, symmetric when the manifest says
-    so), finite features, labels, and disjoint, labelled splits.
+    so), finite features, labels (no absurd class ids, see
+    :func:`~saintpipe.services.dataset.checks.check_labels`, and a plausible
+    ``num_classes`` in the manifest), and disjoint, labelled splits.
 
     Args:
         path: the dataset directory.
         checksums: also hash every file (the slowest step on big datasets).
         progress: show progress bars on stderr.
+        max_classes: the most classes the labels may imply (``--max-classes``).
 
     Raises:
         DatasetError: the first problem found, naming the file at fault.
@@ -119,12 +135,13 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
         _expect(labels_path, labels, (n, manifest.num_classes), ("uint8",))
     else:
         _expect(labels_path, labels, (n,), ("int64",))
-    num_classes, multilabel = checks.check_labels(labels, n, where=str(labels_path))
+    num_classes, multilabel = checks.check_labels(labels, n, where=str(labels_path), max_classes=max_classes)
     if multilabel != manifest.multilabel or num_classes > manifest.num_classes:
         raise DatasetError(
             f"{labels_path}: holds {num_classes} classes (multi-label {multilabel}), manifest says "
             f"{manifest.num_classes} (multi-label {manifest.multilabel})"
         )
+    verify_class_count(path, manifest, labels, max_classes)
 
     splits = {}
     for name in SPLITS:

@@ -116,10 +116,10 @@ def test_missing_truncated_and_pickled_files(tmp_path, tiny):
     np.save(src / "labels.npy", tiny["labels"])
     raw = (src / "features.npy").read_bytes()
     (src / "features.npy").write_bytes(raw[: len(raw) // 2])
-    with pytest.raises(DatasetError, match="features.npy: not a readable .npy file .*truncated"):
+    with pytest.raises(DatasetError, match=r"features.npy: truncated: its header declares a 40 x 5 float32 array"):
         import_arrays(find_array_files(src), name="t")
     np.save(src / "features.npy", np.array([object()] * 40, dtype=object), allow_pickle=True)
-    with pytest.raises(DatasetError, match="features.npy: not a readable .npy file"):
+    with pytest.raises(DatasetError, match=r"features.npy: holds pickled \(object\) data"):
         import_arrays(find_array_files(src), name="t")
     (src / "test.npy").unlink()
     np.save(src / "features.npy", tiny["features"])

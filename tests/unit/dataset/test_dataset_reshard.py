@@ -47,7 +47,7 @@ def test_failed_reshard_keeps_the_old_dataset(tiny_dataset, tiny, monkeypatch):
         real(dataset, dst, start, stop, dtype, bar)
 
     monkeypatch.setattr(reshard, "_write_shard", fail_on_second)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(DatasetError, match=r"tiny: cannot write: disk full$"):
         reshard_dataset(tiny_dataset, 5)
     assert written  # it got midway
     m = verify_dataset(tiny_dataset)
