@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from saintpipe.core.argtypes import integer, port
+
 if TYPE_CHECKING:
     from saintpipe.services.pool.config import PoolConfig
     from saintpipe.trainer.config import TrainerConfig
@@ -33,9 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data", type=Path, help="dataset directory (topology, labels, splits)")
     parser.add_argument("--job", help="training job id (the pool stream)")
-    parser.add_argument("--trainers", type=int, default=1, help="data-parallel trainers (default 1)")
+    parser.add_argument("--trainers", type=integer(1, 1024), default=1,
+                        help="data-parallel trainers, 1 to 1024 (default 1)")
     parser.add_argument(
-        "--metrics-port", type=int, help="trainer r serves /metrics on PORT+r (0: free ports)"
+        "--metrics-port", type=port(), help="trainer r serves /metrics on PORT+r (0: free ports)"
     )
     parser.add_argument(
         "--metrics-host",
@@ -43,21 +46,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
-    parser.add_argument("--epochs", type=int, help="epoch budget")
-    parser.add_argument("--max-steps", type=int, help="stop after this many steps")
+    parser.add_argument("--epochs", type=integer(1, 1_000_000), help="epoch budget (1 to 1000000)")
+    parser.add_argument("--max-steps", type=integer(0, 10**9), help="stop after this many steps (0: no limit)")
     parser.add_argument("--checkpoint-dir", type=Path, help="checkpoint here and resume from here")
     parser.add_argument("--ray-address", help="join this Ray cluster instead of starting a local one")
     parser.add_argument(
         "--world-size",
-        type=int,
+        type=integer(1, 4096),
         help="run ONE rank of a data-parallel group of this size in this process, without Ray (one "
         "process per rank, e.g. a Kubernetes indexed Job); needs --rank and, above 1, --master",
     )
-    parser.add_argument("--rank", type=int, help="this process's rank in the group (0..world size - 1)")
+    parser.add_argument("--rank", type=integer(0, 4095), help="this process's rank in the group (0..world size - 1)")
     parser.add_argument(
         "--master", help="HOST:PORT where rank 0 listens for the group's rendezvous (every rank names it)"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    # Feature-shard security (docs/features.md#security); the token comes from a file or SAINTPIPE_FEATURE_TOKEN.
+    parser.add_argument("--feature-tls-ca", type=Path, help="PEM CA bundle of the feature shards' certificates (TLS)")
+    parser.add_argument("--feature-tls-cert", type=Path, help="PEM client certificate, for shards that require one")
+    parser.add_argument("--feature-tls-key", type=Path, help="PEM private key of --feature-tls-cert")
+    parser.add_argument("--feature-tls-server-name", help="name on the shards' certificates, if not their host")
+    parser.add_argument(
+        "--feature-token-file", type=Path, help="file holding the shards' token (default: $SAINTPIPE_FEATURE_TOKEN)"
+    )
     parser.set_defaults(func=_serve)
 
 
@@ -65,16 +76,21 @@ def _serve(args: argparse.Namespace) -> int:
     import os
 
     from saintpipe.core.config import load_config
+    from saintpipe.core.credentials import redis_url_with_password
     from saintpipe.core.errors import ConfigError
     from saintpipe.services.pool.config import PoolConfig
     from saintpipe.trainer.config import TrainerConfig
 
     flags = {"epochs": args.epochs, "max_steps": args.max_steps, "checkpoint_dir": args.checkpoint_dir}
+    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "token_file"):
+        flags[f"feature_{name}"] = getattr(args, f"feature_{name}")
     config = load_config(TrainerConfig, args.config, flags=flags, section="trainer")
     pool = load_config(
         PoolConfig, args.config, flags={"url": args.redis_url, "job_id": args.job}, section="pool"
     )
     url = pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
+    if url:  # trainer actors may run elsewhere, without this host's password file: the URL carries it (in memory)
+        url = redis_url_with_password(url)
     missing = [
         flag
         for flag, value in (
@@ -87,6 +103,7 @@ def _serve(args: argparse.Namespace) -> int:
     ]
     if missing:
         raise ConfigError(f"serve trainer needs {', '.join(missing)}")
+    config.feature_security().load()  # a bad TLS file or token fails here, before Ray or torch start
     if not (args.data / "manifest.json").is_file():
         raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
     if args.trainers < 1:

@@ -9,11 +9,15 @@ shared config file the trainer reads the ``trainer`` section; the model is its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
 
 from saintpipe.core.config import StrictModel
+
+# Bounds far past any real run; they keep a typo (or 10**30) from overflowing numpy and torch.
+MAX_STEPS = 10**9
+Width = Annotated[int, pydantic.Field(ge=1, le=2**20)]
 
 Arch = Literal["gcn", "sage", "gat", "mixhop"]
 Order = Literal["auto", "ax_first", "xw_first"]
@@ -25,7 +29,7 @@ class ModelConfig(StrictModel):
 
     arch: Arch = "sage"
     """gcn (eq. 4), sage (eq. 1, self || neighbour paths), gat (eqs. 6-7, multi-head), mixhop (eq. 5)."""
-    hidden: list[pydantic.PositiveInt] = pydantic.Field(default_factory=lambda: [256, 256], min_length=1)
+    hidden: list[Width] = pydantic.Field(default_factory=lambda: [256, 256], min_length=1, max_length=64)
     """Output width of each graph layer (the number of entries is the depth). For sage and mixhop the
     width is split evenly between the concatenated paths; for gat between the heads."""
     dropout: float = pydantic.Field(0.1, ge=0.0, lt=1.0)
@@ -35,12 +39,12 @@ class ModelConfig(StrictModel):
     classifier_activation: Activation = "identity"
     """Nonlinearity on the classifier's output before softmax/sigmoid. Eq. 2 writes ReLU; the
     reference GraphSAINT code uses identity (a ReLU there can silence a class for good)."""
-    heads: pydantic.PositiveInt = 4
+    heads: int = pydantic.Field(4, ge=1, le=1024)
     """Attention heads per gat layer."""
     negative_slope: float = pydantic.Field(0.2, ge=0.0, lt=1.0)
     """LeakyReLU slope of the gat attention scores (eq. 7)."""
-    mixhop_powers: list[pydantic.NonNegativeInt] = pydantic.Field(
-        default_factory=lambda: [0, 1, 2], min_length=1
+    mixhop_powers: list[Annotated[int, pydantic.Field(ge=0, le=64)]] = pydantic.Field(
+        default_factory=lambda: [0, 1, 2], min_length=1, max_length=65
     )
     """Adjacency powers k of a mixhop layer (eq. 5), e.g. [0, 1, 2]."""
     bias: bool = True
@@ -71,38 +75,60 @@ class TrainerConfig(StrictModel):
     """The training loop: length, evaluation, early stopping, checkpoints, data feeding."""
 
     model: ModelConfig = pydantic.Field(default_factory=ModelConfig)
-    epochs: pydantic.PositiveInt = 50
+    epochs: int = pydantic.Field(50, ge=1, le=1_000_000)
     """Upper bound on epochs. One epoch = |train nodes| / mean labelled nodes per subgraph subgraphs."""
-    max_steps: pydantic.NonNegativeInt = 0
+    max_steps: int = pydantic.Field(0, ge=0, le=MAX_STEPS)
     """Stop after this many optimizer steps (0: no limit)."""
-    eval_every: pydantic.PositiveInt = 1
+    eval_every: int = pydantic.Field(1, ge=1, le=1_000_000)
     """Validate every this many epochs."""
-    eval_every_steps: pydantic.NonNegativeInt = 0
+    eval_every_steps: int = pydantic.Field(0, ge=0, le=MAX_STEPS)
     """Also validate every this many steps (0: only at epoch ends)."""
-    patience: pydantic.NonNegativeInt = 10
+    patience: int = pydantic.Field(10, ge=0, le=1_000_000)
     """Stop after this many validations without improvement (0: never stop early)."""
     min_delta: float = pydantic.Field(0.0, ge=0.0)
     """Improvement smaller than this does not reset the patience counter."""
-    eval_batch_nodes: pydantic.PositiveInt = 65_536
+    eval_batch_nodes: int = pydantic.Field(65_536, ge=1, le=2**31 - 1)
     """Output nodes per batch when evaluation runs layer by layer."""
-    eval_full_graph_max_bytes: pydantic.PositiveInt = 2 << 30
+    eval_full_graph_max_bytes: int = pydantic.Field(2 << 30, ge=1, le=2**50)
     """Evaluate the whole graph in one forward pass when its estimated memory is below this."""
     checkpoint_dir: Path | None = None
     """Where checkpoints go (None: no checkpoints). A restarted trainer resumes from the latest."""
-    checkpoint_every_steps: pydantic.NonNegativeInt = 50
+    checkpoint_every_steps: int = pydantic.Field(50, ge=0, le=MAX_STEPS)
     """Checkpoint every this many steps, besides each epoch end and the end (0: only those)."""
-    seed: int = 0
+    seed: int = pydantic.Field(0, ge=0, le=2**63 - 1)
+    """Seed of the model's initialization and dropout (numpy and torch take 0 to 2**63 - 1)."""
     device: str = "auto"
     """torch device: auto (cuda when available), cpu, cuda, cuda:1, ..."""
-    pool_timeout_s: float = pydantic.Field(30.0, gt=0.0)
+    pool_timeout_s: float = pydantic.Field(30.0, gt=0.0, le=86_400)
     """How long a trainer waits for a subgraph before giving up."""
     prefetch: bool = True
     """Fetch the next subgraph's features while the current step computes."""
-    threads: pydantic.NonNegativeInt = 0
+    threads: int = pydantic.Field(0, ge=0, le=4096)
     """torch intra-op threads (0: torch's default)."""
-    feature_retry_deadline_s: float = pydantic.Field(60.0, ge=0.0)
+    feature_retry_deadline_s: float = pydantic.Field(60.0, ge=0.0, le=86_400)
     """How long a feature gather retries while no replica of a shard answers (a shard restarting) before
     the trainer fails (docs/reliability.md)."""
     feature_shared_memory: Literal["auto", "on", "off"] = "auto"
     """Feature rows through same-host shared memory (FeatureClient ``shared_memory``): auto = where the
     shard servers share this host's /dev/shm, bytes over gRPC elsewhere; on = require it; off = never."""
+    feature_tls_ca: Path | None = None
+    """PEM CA bundle that signed the feature shards' certificates: talk TLS to them (None: plaintext)."""
+    feature_tls_cert: Path | None = None
+    """PEM client certificate, for shards that require one (mutual TLS; with feature_tls_key)."""
+    feature_tls_key: Path | None = None
+    """PEM private key of feature_tls_cert."""
+    feature_tls_server_name: str | None = pydantic.Field(None, min_length=1)
+    """Name to expect on the shards' certificates when it is not the host of their addresses."""
+    feature_token_file: Path | None = None
+    """File holding the feature shards' token (None: the SAINTPIPE_FEATURE_TOKEN environment variable of
+    the trainer process, if set; neither: no token)."""
+
+    def feature_security(self):
+        """The feature client's :class:`~saintpipe.services.feature_shard.security.ClientSecurity` from the
+        ``feature_tls_*``/``feature_token_file`` fields (the token from the environment when no file is set)."""
+        from saintpipe.services.feature_shard.security import ClientSecurity
+
+        fields = ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "token_file")
+        security = ClientSecurity(**{f: getattr(self, f"feature_{f}") for f in fields})
+        security.named({f: f"trainer.feature_{f} (--feature-{f.replace('_', '-')})" for f in fields})
+        return security.with_env_token()

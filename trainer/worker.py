@@ -111,7 +111,7 @@ def run_trainer(
         log.info("%s: metrics on http://%s:%d/metrics", name, spec.metrics_host, http.server_address[1])
     dataset = open_dataset(Path(spec.dataset_dir))
     client = FeatureClient(spec.feature_addresses, name=name, shared_memory=cfg.feature_shared_memory,
-                           retry_deadline_s=cfg.feature_retry_deadline_s)
+                           retry_deadline_s=cfg.feature_retry_deadline_s, security=cfg.feature_security())
     pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
     group = None
     feed = None

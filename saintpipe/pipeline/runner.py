@@ -239,8 +239,10 @@ class LocalPipeline:
         from saintpipe.trainer.worker import TrainerSpec
 
         cfg = self.config
+        # The shards require the token LocalShards made for them; the trainers read it from its file.
+        trainer_cfg = cfg.trainer.model_copy(update={"feature_token_file": self.shards.token_file})
         spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(cfg.run.data).resolve()), pool_url=self.redis_url,
-                           feature_addresses=self.shards.addresses, config=cfg.trainer, pool=cfg.pool,
+                           feature_addresses=self.shards.addresses, config=trainer_cfg, pool=cfg.pool,
                            metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
         cache = cfg.feature_cache_rows(dataset.num_nodes)
         trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)

@@ -109,7 +109,8 @@ class _TrainerActor:
         self.client = FeatureClient(spec.feature_addresses, name=name, cache=cache,
                                     degrees=degrees if cache and cache.static_rows else None,
                                     shared_memory=cfg.feature_shared_memory,
-                                    retry_deadline_s=cfg.feature_retry_deadline_s)
+                                    retry_deadline_s=cfg.feature_retry_deadline_s,
+                                    security=cfg.feature_security())
         self.pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
         graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
                           gather=self.client.gather, feature_dim=dataset.manifest.feature_dim,

@@ -17,14 +17,16 @@ class GatherRequest(_message.Message):
     def __init__(self, ids: _Optional[bytes] = ..., transfer_dtype: _Optional[str] = ..., shared_memory: _Optional[_Union[SharedMemoryTarget, _Mapping]] = ...) -> None: ...
 
 class SharedMemoryTarget(_message.Message):
-    __slots__ = ("region", "offset", "capacity")
+    __slots__ = ("region", "offset", "capacity", "secret")
     REGION_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
     region: str
     offset: int
     capacity: int
-    def __init__(self, region: _Optional[str] = ..., offset: _Optional[int] = ..., capacity: _Optional[int] = ...) -> None: ...
+    secret: bytes
+    def __init__(self, region: _Optional[str] = ..., offset: _Optional[int] = ..., capacity: _Optional[int] = ..., secret: _Optional[bytes] = ...) -> None: ...
 
 class GatherChunk(_message.Message):
     __slots__ = ("offset", "rows", "dtype", "shape", "padding", "in_shared_memory")
@@ -73,12 +75,14 @@ class ShardInfo(_message.Message):
     def __init__(self, shard: _Optional[int] = ..., num_shards: _Optional[int] = ..., start: _Optional[int] = ..., stop: _Optional[int] = ..., num_nodes: _Optional[int] = ..., feature_dim: _Optional[int] = ..., dtype: _Optional[str] = ..., dataset: _Optional[str] = ..., version: _Optional[str] = ..., max_message_bytes: _Optional[int] = ..., shared_memory: _Optional[bool] = ...) -> None: ...
 
 class SharedMemoryProbe(_message.Message):
-    __slots__ = ("region", "length")
+    __slots__ = ("region", "length", "secret")
     REGION_FIELD_NUMBER: _ClassVar[int]
     LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
     region: str
     length: int
-    def __init__(self, region: _Optional[str] = ..., length: _Optional[int] = ...) -> None: ...
+    secret: bytes
+    def __init__(self, region: _Optional[str] = ..., length: _Optional[int] = ..., secret: _Optional[bytes] = ...) -> None: ...
 
 class SharedMemoryProbeReply(_message.Message):
     __slots__ = ("readable", "token", "detail")

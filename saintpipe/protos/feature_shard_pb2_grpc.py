@@ -87,8 +87,9 @@ class FeatureShardServicer:
 
     def ProbeSharedMemory(self, request, context):
         """Whether this server sees a shared-memory region the caller created (same
-        host, shared /dev/shm): it reads the caller's token from the region, writes
-        it back reversed right after it and returns what it read. A caller uses
+        host, shared /dev/shm): it checks the region's secret (see
+        SharedMemoryTarget), reads the caller's token from the region, writes it
+        back reversed right after it and returns what it read. A caller uses
         shared-memory targets (GatherRequest.shared_memory) only with servers that
         passed this probe; any other answer (or UNIMPLEMENTED) means bytes.
         """

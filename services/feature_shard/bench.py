@@ -27,6 +27,7 @@ import logging
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer, seed
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
@@ -39,13 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)"
     )
-    parser.add_argument("--rows", type=int, default=8000, help="rows per gather (default 8000)")
+    parser.add_argument("--rows", type=integer(1, 2**31 - 1), default=8000, help="rows per gather (default 8000)")
     parser.add_argument(
-        "--nodes", type=int, default=50_000, help="nodes in each generated dataset (default 50000)"
+        "--nodes", type=integer(1, 2**31 - 1), default=50_000, help="nodes in each generated dataset (default 50000)"
     )
-    parser.add_argument("--shards", type=int, default=2, help="shard servers (default 2)")
+    parser.add_argument("--shards", type=integer(1, 256), default=2, help="shard servers, 1 to 256 (default 2)")
     parser.add_argument(
-        "--repeats", type=int, default=30, help="timed gathers per configuration (default 30)"
+        "--repeats", type=integer(2, 1_000_000), default=30,
+        help="timed gathers per configuration, at least 2 (default 30)"
     )
     parser.add_argument("--no-fp16", action="store_true", help="skip the float16-transfer rows")
     parser.add_argument(
@@ -53,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the shard servers as threads of this process instead of subprocesses",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed(), default=0)
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
 
@@ -159,8 +161,8 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
     with servers as addresses:
         meter = _Meter(servers.pids)
         clients = {
-            BYTES: FeatureClient(addresses, deadline=60.0, shared_memory="off"),
-            SHM: FeatureClient(addresses, deadline=60.0, shared_memory="auto"),
+            BYTES: FeatureClient(addresses, deadline=60.0, shared_memory="off", security=servers.security),
+            SHM: FeatureClient(addresses, deadline=60.0, shared_memory="auto", security=servers.security),
         }
         if not clients[SHM].shared_memory_active:
             logging.getLogger(__name__).warning(
@@ -169,7 +171,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
             clients.pop(SHM).close()
         if not args.no_fp16:
             clients[FP16] = FeatureClient(
-                addresses, deadline=60.0, transfer_dtype="float16", shared_memory="off"
+                addresses, deadline=60.0, transfer_dtype="float16", shared_memory="off", security=servers.security
             )
         try:
             reference = dataset.gather_features(id_sets[0])
@@ -337,6 +339,7 @@ class _servers:
     def __init__(self, directory, num_shards: int, in_process: bool) -> None:
         self._directory, self._num_shards, self._in_process = directory, num_shards, in_process
         self.pids: list[int] = []  # server processes (none when in-process)
+        self.security = None  # what clients need to be let in (subprocesses require a token, as deployed)
 
     def __enter__(self) -> list[list[str]]:
         if self._in_process:
@@ -347,6 +350,7 @@ class _servers:
         from saintpipe.services.feature_shard.launch import LocalShards
 
         self._local = LocalShards(self._directory, self._num_shards)
+        self.security = self._local.client_security()
         self.pids = [p.process.pid for replicas in self._local.processes for p in replicas]
         return self._local.addresses
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from saintpipe.core.argtypes import integer, port, real
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
@@ -14,22 +16,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with the standard health service and optional Prometheus metrics. Prints 'listening on "
         "HOST:PORT' once ready; SIGTERM or SIGINT stops it after in-flight calls finish (--grace seconds "
         "at most). Settings: defaults < --config file ([feature_shard] section) < "
-        "SAINTPIPE_FEATURE_SHARD__<FIELD> < flags.",
+        "SAINTPIPE_FEATURE_SHARD__<FIELD> < flags. Security: --tls-cert/--tls-key turn TLS on, --tls-client-ca "
+        "requires client certificates, and a token (--token-file, or the SAINTPIPE_FEATURE_TOKEN environment "
+        "variable; never a flag) must then come with every call but health checks; see docs/features.md.",
     )
     parser.add_argument("--data", type=Path, help="dataset directory")
-    parser.add_argument("--shard", type=int, help="index of the shard to serve")
+    parser.add_argument("--shard", type=integer(0, 4095), help="index of the shard to serve (from 0)")
     parser.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 for all interfaces)")
-    parser.add_argument("--port", type=int, help="gRPC port (default 50051; 0 = a free port, printed)")
+    parser.add_argument("--port", type=port(), help="gRPC port (default 50051; 0 = a free port, printed)")
     parser.add_argument(
-        "--metrics-port", type=int, help="serve Prometheus /metrics on this port (0 = a free one)"
+        "--metrics-port", type=port(), help="serve Prometheus /metrics on this port (0 = a free one)"
     )
-    parser.add_argument("--max-workers", type=int, help="handler threads (default 8)")
+    parser.add_argument("--max-workers", type=integer(1, 1024), help="handler threads, 1 to 1024 (default 8)")
     parser.add_argument(
         "--max-message-bytes",
-        type=int,
+        type=integer(4096, 2**31 - 1),
         help="gRPC message limit (default 64 MiB); answers up to it are one message, larger ones streamed",
     )
-    parser.add_argument("--chunk-bytes", type=int, help="target size of one streamed chunk (default 1 MiB)")
+    parser.add_argument(
+        "--chunk-bytes", type=integer(1024, 2**31 - 1), help="target size of one streamed chunk (default 1 MiB)"
+    )
     parser.add_argument(
         "--no-shared-memory",
         dest="shared_memory",
@@ -38,7 +44,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="refuse shared-memory targets (same-host clients then receive rows over the socket)",
     )
     parser.add_argument(
-        "--grace", type=float, dest="grace_seconds", help="seconds in-flight calls get on shutdown"
+        "--grace", type=real(0, 3600), dest="grace_seconds", help="seconds in-flight calls get on shutdown (0 to 3600)"
+    )
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate chain of this server (TLS on; with --tls-key)")
+    parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-client-ca", type=Path, help="PEM CA bundle; clients must present a certificate it signed (mTLS)"
+    )
+    parser.add_argument(
+        "--token-file",
+        type=Path,
+        help="file holding the token every call must carry (default: $SAINTPIPE_FEATURE_TOKEN; neither: none)",
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.set_defaults(func=_serve)
@@ -68,6 +84,10 @@ def _serve(args: argparse.Namespace) -> int:
             "chunk_bytes",
             "shared_memory",
             "grace_seconds",
+            "tls_cert",
+            "tls_key",
+            "tls_client_ca",
+            "token_file",
         )
     }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
@@ -93,6 +113,7 @@ def _serve(args: argparse.Namespace) -> int:
         max_message_bytes=cfg.max_message_bytes,
         chunk_bytes=cfg.chunk_bytes,
         shared_memory=cfg.shared_memory,
+        security=cfg.security(),
     )
     try:
         if cfg.metrics_port is not None:

@@ -19,7 +19,14 @@ sorted unique ids), the servers write the rows there and answer with metadata
 only, and one pass copies region -> output in request order (duplicates
 included). Replicas that failed the probe answer in bytes, which the client
 writes into the region itself. Across hosts every probe fails and gathers take
-the bytes path exactly as without shared memory.
+the bytes path exactly as without shared memory. Every target carries the
+region's secret (:mod:`saintpipe.services.feature_shard.shm`): servers write
+only into regions this client created.
+
+Security (``security=``, :class:`~saintpipe.services.feature_shard.security.ClientSecurity`):
+TLS channels verified against a CA, a client certificate for shards that
+require one, and the shared token on every call. A shard that refuses the
+token (UNAUTHENTICATED) is a ConfigError at once, never retried.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, to
 from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
 from saintpipe.services.feature_shard.malloc import tune_malloc
 from saintpipe.services.feature_shard.replicas import Budget, Replica, Shard, connect_replica, with_failover
+from saintpipe.services.feature_shard.security import ClientSecurity
 from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
 
 log = logging.getLogger(__name__)
@@ -76,13 +84,16 @@ class FeatureClient:
             bytes over gRPC elsewhere; ``"on"``: require it (ConfigError where a replica
             cannot); ``"off"``: always bytes. Regions are unlinked on :meth:`close`, at
             exit, and by multiprocessing's resource tracker if the process dies.
+        security: TLS (CA, client certificate, server name) and the token, read here (None: plaintext,
+            no token). It does not read the environment: see ``ClientSecurity.with_env_token``.
 
     Creating a client tunes glibc's malloc for the whole process
     (:func:`saintpipe.services.feature_shard.malloc.tune_malloc`): freed buffers of up to
     32 MiB stay in the heap for the next gather instead of being unmapped.
 
     Raises:
-        ConfigError: bad addresses or arguments.
+        ConfigError: bad addresses or arguments; a security file missing or not PEM; a shard refused the
+            token (UNAUTHENTICATED) or the TLS handshake.
         ServiceUnavailable: a shard has no replica answering its Info call.
         InvalidArgument: the shards' ranges, widths or dtypes do not fit together.
 
@@ -105,8 +116,10 @@ class FeatureClient:
         degrees: np.ndarray | None = None,
         max_workers: int | None = None,
         shared_memory: str = "auto",
+        security: ClientSecurity | None = None,
     ) -> None:
         addresses = resolve_shards(shards)
+        channel_security = (security or ClientSecurity()).load()
         if shared_memory not in SHARED_MEMORY_MODES:
             raise ConfigError(f"shared_memory must be one of {SHARED_MEMORY_MODES}, got {shared_memory!r}")
         if not deadline > 0:
@@ -134,7 +147,7 @@ class FeatureClient:
             "failovers": 0,
         }
         self._shards = [
-            Shard(k, [connect_replica(a) for a in replicas]) for k, replicas in enumerate(addresses)
+            Shard(k, [connect_replica(a, channel_security) for a in replicas]) for k, replicas in enumerate(addresses)
         ]
         self._pool = futures.ThreadPoolExecutor(
             max_workers or max(2, 2 * len(self._shards)), thread_name_prefix=f"features-{name}"
@@ -195,8 +208,8 @@ class FeatureClient:
         # Ids per request message, so that a request never exceeds the smallest server limit;
         # answers of up to _max_rows_unary rows fit in one message and are asked for with GatherUnary.
         limit = min(int(i.max_message_bytes) for i in infos)
-        # 320: room for the small fields, a shared-memory target with the longest region name among them.
-        self._max_ids_per_call = max(1, (limit - 320) // 8)
+        # 400: room for the small fields, a shared-memory target with the longest region name and its secret.
+        self._max_ids_per_call = max(1, (limit - 400) // 8)
         row_bytes = self.feature_dim * (2 if self._wire_dtype else np.dtype(self.stored_dtype).itemsize)
         self._max_rows_unary = max(0, (limit - CHUNK_OVERHEAD) // row_bytes)
         # Rows in a shared-memory region have the wire dtype (float16 ones are widened on the way out).
@@ -223,8 +236,8 @@ class FeatureClient:
         """Probe ``replica`` (see :func:`shm.probe`); ConfigError with ``shared_memory="on"`` if it fails."""
         where = f"feature shard {shard.index} at {replica.address}"
 
-        def ask(region: str, length: int) -> pb.SharedMemoryProbeReply:
-            return replica.probe(pb.SharedMemoryProbe(region=region, length=length), timeout=timeout)
+        def ask(region: str, length: int, secret: bytes) -> pb.SharedMemoryProbeReply:
+            return replica.probe(pb.SharedMemoryProbe(region=region, length=length, secret=secret), timeout=timeout)
 
         try:
             ok, why = shm.probe(ask, self._shm_dir)
@@ -475,7 +488,10 @@ class FeatureClient:
             """The server writes the rows into ``region`` at ``out[base]``; the answer is metadata."""
             row_bytes = self.feature_dim * out.dtype.itemsize
             target = pb.SharedMemoryTarget(
-                region=region.name, offset=base * row_bytes, capacity=ids.size * row_bytes
+                region=region.name,
+                offset=shm.HEADER_BYTES + base * row_bytes,  # ``out`` is the rows after the region's header
+                capacity=ids.size * row_bytes,
+                secret=region.secret,
             )
             reply = replica.gather_shm(
                 pb.GatherRequest(ids=request.ids, transfer_dtype=self._wire_dtype, shared_memory=target),

@@ -2,17 +2,21 @@
 
 Read with :func:`saintpipe.core.config.load_config` from defaults < config file
 (section ``[feature_shard]``) < environment (``SAINTPIPE_FEATURE_SHARD__PORT=50052``)
-< command-line flags.
+< command-line flags. The token itself is never a setting here: it is read
+from ``token_file`` or the ``SAINTPIPE_FEATURE_TOKEN`` environment variable
+(:mod:`saintpipe.services.feature_shard.security`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 import pydantic
 
 from saintpipe.core.config import StrictModel
+from saintpipe.services.feature_shard.security import TOKEN_ENV, ServerSecurity
 
 SECTION = "feature_shard"
 # 64 MiB: one message holds the answer to a typical minibatch (8,000 rows x 602 float32 = 19 MB),
@@ -31,7 +35,7 @@ class FeatureShardConfig(StrictModel):
     data: Path = pydantic.Field(
         description="dataset directory (holds manifest.json and features/shard-*.npy)"
     )
-    shard: int = pydantic.Field(ge=0, description="index k of the shard to serve (manifest.shards[k])")
+    shard: int = pydantic.Field(ge=0, le=4095, description="index k of the shard to serve (manifest.shards[k])")
     host: str = pydantic.Field(
         "127.0.0.1",
         min_length=1,
@@ -57,6 +61,7 @@ class FeatureShardConfig(StrictModel):
     chunk_bytes: int = pydantic.Field(
         DEFAULT_CHUNK_BYTES,
         ge=1024,
+        le=2**31 - 1,
         description="target size of one answer chunk (clipped to max_message_bytes); smaller chunks pipeline "
         "reading rows with sending them",
     )
@@ -66,10 +71,30 @@ class FeatureShardConfig(StrictModel):
         "/dev/shm region they name instead of sent over the socket; false: clients use the bytes path",
     )
     grace_seconds: float = pydantic.Field(
-        5.0, ge=0, description="on SIGTERM/SIGINT, time in-flight calls get to finish"
+        5.0, ge=0, le=3600, description="on SIGTERM/SIGINT, time in-flight calls get to finish"
     )
     tune_malloc: bool = pydantic.Field(
         True,
         description="keep large freed buffers in the heap (glibc mallopt) so gathers do not page-fault "
         "their buffers in again; see services/feature_shard/malloc.py",
     )
+    tls_cert: Path | None = pydantic.Field(
+        None, description="PEM certificate chain of this server: the port speaks TLS only (with tls_key)"
+    )
+    tls_key: Path | None = pydantic.Field(None, description="PEM private key of tls_cert")
+    tls_client_ca: Path | None = pydantic.Field(
+        None, description="PEM CA bundle: clients must present a certificate it signed (mutual TLS)"
+    )
+    token_file: Path | None = pydantic.Field(
+        None,
+        description=f"file holding the token every call but health checks must carry (default: the {TOKEN_ENV} "
+        "environment variable; neither: no token)",
+    )
+
+    def security(self, environ: Mapping[str, str] | None = None) -> ServerSecurity:
+        """The security settings, the token from :data:`TOKEN_ENV` (``environ``, default ``os.environ``) when no
+        ``token_file`` is set; errors name the setting as ``feature_shard.X (--x)``."""
+        fields = ("tls_cert", "tls_key", "tls_client_ca", "token_file")
+        settings = ServerSecurity(**{f: getattr(self, f) for f in fields})
+        settings.named({f: f"{SECTION}.{f} (--{f.replace('_', '-')})" for f in fields})
+        return settings.with_env_token(environ)

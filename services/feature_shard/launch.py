@@ -5,6 +5,12 @@ on loopback; the address is read from its "listening on HOST:PORT" line.
 :meth:`LocalShards.restart` starts a replica again on the port it had, so its
 clients (which retry UNAVAILABLE, see :mod:`saintpipe.services.feature_shard.replicas`)
 carry on without being told anything.
+
+:class:`LocalShards` guards its shards with a fresh random token (on by
+default): the servers get it through their environment (never argv, which any
+user of the host can read in ``ps``), its clients from a file only this user
+can read (:attr:`LocalShards.token_file`, :meth:`LocalShards.client_security`),
+deleted when the shards stop.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +32,7 @@ from pathlib import Path
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
+from saintpipe.services.feature_shard.security import TOKEN_ENV, ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +43,9 @@ class ShardProcess:
     """One ``saintpipe serve feature-shard`` subprocess.
 
     With ``wait=False`` the constructor returns at once; call :meth:`wait_ready`
-    (several servers then start in parallel).
+    (several servers then start in parallel). ``token``: the token the server
+    requires, passed in its environment (:data:`TOKEN_ENV`); None: none, even
+    if this process's environment has one.
     """
 
     def __init__(
@@ -48,11 +59,15 @@ class ShardProcess:
         own_process_group: bool = False,
         wait: bool = True,
         port: int = 0,
+        token: str | None = None,
     ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env.pop(TOKEN_ENV, None)
+        if token is not None:
+            env[TOKEN_ENV] = token
         cmd = [
             sys.executable,
             "-m",
@@ -173,10 +188,13 @@ def _launcher() -> futures.ThreadPoolExecutor:
 class LocalShards:
     """All shards of a dataset as local subprocesses (optionally several replicas each).
 
+    ``token=True`` (the default): the shards require a fresh random token,
+    which :meth:`client_security` (and :attr:`token_file`) hand to clients.
+
     Example::
 
         with LocalShards("data/demo", num_shards=2) as shards:
-            client = FeatureClient(shards.addresses)
+            client = FeatureClient(shards.addresses, security=shards.client_security())
     """
 
     def __init__(
@@ -187,9 +205,20 @@ class LocalShards:
         replicas: int = 1,
         extra_args: Sequence[str] = (),
         own_process_group: bool = False,
+        token: bool = True,
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
         self._dataset_dir, self._extra_args, self._own_group = dataset_dir, extra_args, own_process_group
+        self._token: str | None = None
+        self._secrets_dir: str | None = None
+        self.token_file: Path | None = None  # holds the token (mode 0600, in a 0700 directory) while they run
+        if token:
+            self._token = secrets.token_urlsafe(32)
+            self._secrets_dir = tempfile.mkdtemp(prefix="saintpipe-shards-")  # mode 0700
+            self.token_file = Path(self._secrets_dir) / "feature-token"
+            fd = os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(self._token + "\n")
         try:
             for k in range(num_shards):  # all start at once, then we wait for each
                 self.processes.append([self._spawn(k) for _ in range(replicas)])
@@ -203,6 +232,10 @@ class LocalShards:
     @property
     def addresses(self) -> list[list[str]]:
         return [[p.address for p in replicas] for replicas in self.processes]
+
+    def client_security(self) -> ClientSecurity:
+        """What a FeatureClient needs to be let in (the token file; nothing without a token)."""
+        return ClientSecurity(token_file=self.token_file)
 
     def restart(self, shard: int, replica: int = 0, *, bind_timeout: float = 10.0) -> ShardProcess:
         """Start replica ``replica`` of shard ``shard`` again, on the same port, with the same data and flags.
@@ -241,7 +274,7 @@ class LocalShards:
         """Start a server of ``shard`` (not waiting for it) from the launcher thread."""
         return _launcher().submit(
             ShardProcess, self._dataset_dir, shard, extra_args=self._extra_args,
-            own_process_group=self._own_group, wait=False, port=port,
+            own_process_group=self._own_group, wait=False, port=port, token=self._token,
         ).result()
 
     def stop(self) -> None:
@@ -253,6 +286,8 @@ class LocalShards:
         for replicas in self.processes:
             for p in replicas:
                 p.stop()
+        if self._secrets_dir is not None:
+            shutil.rmtree(self._secrets_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalShards":
         return self

@@ -14,10 +14,14 @@ runner does that) costs the gathers of the moment a pause, not an error.
 Channels reconnect on their own, with a backoff capped at 0.5 s here (gRPC's
 default cap is 120 s), so a restarted server is reached again within about
 half a second of listening.
+
+UNAUTHENTICATED is never retried: the same token would be refused again, so it
+is a ConfigError naming the shard's address and where the token comes from.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
@@ -28,9 +32,10 @@ from typing import TypeVar
 
 import grpc
 
-from saintpipe.core.errors import SaintpipeTimeout, ServiceUnavailable
+from saintpipe.core.errors import ConfigError, SaintpipeTimeout, ServiceUnavailable
 from saintpipe.core.grpc_status import error_from_rpc_error
 from saintpipe.protos import feature_shard_pb2 as pb
+from saintpipe.services.feature_shard.security import PLAINTEXT, TOKEN_ENV, ChannelSecurity
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk
 
 log = logging.getLogger(__name__)
@@ -102,6 +107,7 @@ class Replica:
     probe: Callable  # ProbeSharedMemory
     has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
     shm: bool | None = None  # sees this host's shared memory (None: not probed yet)
+    has_token: bool = False  # our calls carry a token (for the message when the server refuses them)
 
 
 @dataclass(eq=False)
@@ -124,9 +130,10 @@ class Shard:
             self.preferred = self.replicas.index(replica)
 
 
-def connect_replica(address: str) -> Replica:
-    """A channel to ``address`` and its stubs (gRPC connects lazily, on the first call)."""
-    channel = grpc.insecure_channel(address, options=_CHANNEL_OPTIONS)
+def connect_replica(address: str, security: ChannelSecurity = PLAINTEXT) -> Replica:
+    """A channel to ``address`` (TLS and a token per ``security``) and its stubs (gRPC connects lazily, on the
+    first call)."""
+    channel = security.channel(address, _CHANNEL_OPTIONS)
     gather = channel.unary_stream(
         f"/{SERVICE_NAME}/Gather",
         request_serializer=pb.GatherRequest.SerializeToString,
@@ -152,7 +159,42 @@ def connect_replica(address: str) -> Replica:
         request_serializer=pb.SharedMemoryProbe.SerializeToString,
         response_deserializer=pb.SharedMemoryProbeReply.FromString,
     )
-    return Replica(address, channel, gather, gather_unary, info, gather_shm, probe)
+    stubs = [gather, gather_unary, info, gather_shm, probe]
+    if security.metadata:  # a plaintext channel: gRPC sends no call credentials there, so every call adds it
+        stubs = [functools.partial(stub, metadata=security.metadata) for stub in stubs]
+    return Replica(address, channel, *stubs, has_token=security.has_token)
+
+
+def refused_token(replica: Replica) -> ConfigError:
+    """The error for an UNAUTHENTICATED answer: a configuration to fix, not a server to wait for."""
+    if replica.has_token:
+        return ConfigError(
+            f"feature shard {replica.address} refused our token (UNAUTHENTICATED): check --token-file / "
+            f"{TOKEN_ENV} (shards and clients need the same token)"
+        )
+    return ConfigError(
+        f"feature shard {replica.address} requires a token (UNAUTHENTICATED) and this client sends none: set "
+        f"{TOKEN_ENV} or a token file (trainer: --feature-token-file)"
+    )
+
+
+# Words of a failed TLS handshake in gRPC's status details: a certificate, CA or name that does not match is
+# a configuration to fix; waiting would not help (a restarting server refuses connections instead).
+# (A server that refuses our certificate, or a plaintext client, just closes the socket: that one cannot be
+# told from a restart, and is retried until the retry deadline.)
+_TLS_FAILURES = ("CERTIFICATE_VERIFY_FAILED", "WRONG_VERSION_NUMBER", "Hostname Verification Check failed",
+                 "certificate verify failed", "not in peer certificate")
+
+
+def tls_mismatch(replica: Replica, details: str) -> ConfigError | None:
+    """A ConfigError when ``details`` (of an UNAVAILABLE answer) tell of a TLS handshake that cannot succeed."""
+    if not any(word in details for word in _TLS_FAILURES):
+        return None
+    return ConfigError(
+        f"feature shard {replica.address}: the TLS handshake failed ({details}): check the CA, the certificates "
+        "and the server name on both sides (--tls-cert/--tls-client-ca of the shard, --feature-tls-* of the "
+        "client)"
+    )
 
 
 def with_failover(
@@ -193,6 +235,10 @@ def with_failover(
             except grpc.RpcError as exc:
                 where = f"feature shard {shard.index} at {replica.address}"
                 code = exc.code()
+                if code == grpc.StatusCode.UNAUTHENTICATED:
+                    raise refused_token(replica) from None
+                if code == grpc.StatusCode.UNAVAILABLE and (tls := tls_mismatch(replica, exc.details() or "")):
+                    raise tls from None
                 if code == grpc.StatusCode.UNAVAILABLE:
                     failures.append(f"{replica.address}: {exc.details()}")
                     count(failovers=1)

@@ -15,10 +15,18 @@ decoded is INVALID_ARGUMENT naming the field, not gRPC's INTERNAL with a
 traceback; failed calls are logged at most once per interval per peer host
 (:mod:`saintpipe.services.feature_shard.lograte`). The standard gRPC health
 service is registered beside it.
+
+Security (:mod:`saintpipe.services.feature_shard.security`): with a
+certificate the port speaks TLS only (health checks included), with a client
+CA it requires client certificates; with a token every call but the health
+service's must carry it (:mod:`saintpipe.services.feature_shard.auth`), checked
+before the request is even parsed. Shared-memory targets are written only
+when they carry their region's secret (:mod:`saintpipe.services.feature_shard.shm`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 import weakref
@@ -36,9 +44,11 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.dataset.layout import shard_file
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.feature_shard import metrics
+from saintpipe.services.feature_shard.auth import TokenInterceptor
 from saintpipe.services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from saintpipe.services.feature_shard.lograte import FailureLog
 from saintpipe.services.feature_shard.parse import parse_request, short_repr
+from saintpipe.services.feature_shard.security import ServerSecurity
 from saintpipe.services.feature_shard.shm import SHM_DIR, MappedRegions, check_region_name
 from saintpipe.services.feature_shard.wire import (
     CHUNK_OVERHEAD,
@@ -173,10 +183,11 @@ class FeatureShardServicer:
                 f"{_TARGET}.capacity {target.capacity} bytes is too small for the answer: {ids.size} rows x "
                 f"{self.dim} {send_dtype.name} = {nbytes} bytes"
             )
+        # Checked for zero rows too (the region's secret, the header): the answer never depends on the row count.
+        view = self._regions.view(target.region, target.offset, nbytes, _TARGET, target.secret)
         if ids.size:
-            view = self._regions.view(target.region, target.offset, nbytes, _TARGET)
             self._fill(np.ndarray((ids.size, self.dim), dtype=send_dtype, buffer=view), ids, send_dtype)
-            del view
+        del view
         self._count(nbytes, ids.size)
         return pb.GatherChunk(
             offset=0, dtype=send_dtype.name, shape=(ids.size, self.dim), in_shared_memory=True
@@ -203,7 +214,7 @@ class FeatureShardServicer:
             return pb.SharedMemoryProbeReply(
                 readable=False, detail=f"shard {self.shard} has shared memory disabled (--no-shared-memory)"
             )
-        readable, token, detail = self._regions.probe(request.region, request.length)
+        readable, token, detail = self._regions.probe(request.region, request.length, request.secret)
         return pb.SharedMemoryProbeReply(readable=readable, token=token, detail=detail)
 
     def close(self) -> None:
@@ -298,6 +309,7 @@ def create_server(
     shared_memory: bool = True,
     shared_memory_dir: Path | str = SHM_DIR,
     log_interval_s: float = 10.0,
+    security: ServerSecurity | None = None,
 ) -> tuple[grpc.Server, int]:
     """Start a server for shard ``shard`` of the dataset at ``dataset_dir``.
 
@@ -314,13 +326,15 @@ def create_server(
             play a server that does not share the client's ``/dev/shm``).
         log_interval_s: failed calls are logged at most once per this many seconds per peer host and kind
             (rejected request / unexpected error), with a count of those left out.
+        security: TLS certificate and key, client CA (mutual TLS), token; None: plaintext, no token. A
+            non-loopback ``host`` without TLS or without a token is logged as a WARNING.
 
     Returns:
         ``(server, bound port)``; the server is started. Stop it with :func:`stop_server`.
 
     Raises:
         DatasetError: the dataset or shard is missing or malformed.
-        ConfigError: the message limit cannot hold one row.
+        ConfigError: the message limit cannot hold one row; a security file is missing or not PEM; a bad token.
         ServiceUnavailable: the address cannot be bound.
 
     Example::
@@ -329,6 +343,7 @@ def create_server(
         ...
         stop_server(server, grace=5.0)
     """
+    loaded = (security or ServerSecurity()).load()  # files first: a bad path fails before the dataset opens
     servicer = FeatureShardServicer(
         dataset_dir,
         shard,
@@ -342,11 +357,18 @@ def create_server(
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.so_reuseport", 0),
     ]
+    failures = FailureLog(f"feature shard {shard}", log_interval_s, log)
+    interceptors: list[grpc.ServerInterceptor] = [StatusInterceptor(servicer.error_hook, failures)]
+    if loaded.token:  # first: a call without the token is refused before anything else looks at it
+
+        def denied(method: str, context: grpc.ServicerContext, exc: Exception, code: grpc.StatusCode) -> None:
+            servicer.error_hook(method, code)
+            failures(method, context, exc, code)
+
+        interceptors.insert(0, TokenInterceptor(loaded.token, denied))
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"shard{shard}"),
-        interceptors=[
-            StatusInterceptor(servicer.error_hook, FailureLog(f"feature shard {shard}", log_interval_s, log))
-        ],
+        interceptors=interceptors,
         options=options,
     )
     server.add_generic_rpc_handlers((_handlers(servicer),))
@@ -354,7 +376,10 @@ def create_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        if loaded.credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, loaded.credentials)
     except RuntimeError as exc:
         raise ServiceUnavailable(f"feature shard {shard}: cannot listen on {address}: {exc}") from None
     if bound == 0:
@@ -365,15 +390,38 @@ def create_server(
     _HEALTH[server] = health_servicer
     _SERVICERS[server] = servicer
     log.info(
-        "feature shard %d [%d, %d) of %s listening on %s:%d",
+        "feature shard %d [%d, %d) of %s listening on %s:%d: %s",
         shard,
         servicer.start,
         servicer.stop,
         dataset_dir,
         host,
         bound,
+        loaded.describe(),
     )
+    if not _is_loopback(host) and (loaded.credentials is None or not loaded.token):
+        missing = " and ".join(
+            what for what, off in (("TLS (--tls-cert/--tls-key)", loaded.credentials is None),
+                                   ("a token (--token-file or SAINTPIPE_FEATURE_TOKEN)", not loaded.token)) if off
+        )
+        log.warning(
+            "feature shard %d listens on %s, beyond this host, without %s: whoever reaches the port can read "
+            "every feature row of this shard; see docs/features.md#security",
+            shard,
+            host,
+            missing,
+        )
     return server, bound
+
+
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable from this host only (``127.0.0.1``, ``::1``, ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def stop_server(server: grpc.Server, grace: float | None = 5.0) -> None:

@@ -19,11 +19,21 @@ process that created it (PID namespace, pid, start time): the regions of a
 client killed along with its resource tracker go when the next client starts
 (:func:`remove_leftovers`), when a server that maps them sweeps, or with
 ``saintpipe doctor --clean``.
+
+A server writes only into regions the requesting client registered: a
+region's first :data:`HEADER_BYTES` are a header holding the probe's token
+area and, at :data:`SECRET_AT`, a random secret its creator wrote there; every
+target and probe carries that secret, and the server compares it
+(constant-time) with the region's before writing anything. Regions are mode
+0600, so only their owner can read the secret: a client that can name another
+client's region (names are not secret: ``ls /dev/shm``) cannot make a server
+write into it. Rows go after the header.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import mmap
 import os
@@ -52,6 +62,11 @@ _NAME = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.-]{1,200}")
 _OWNED = re.compile(re.escape(PREFIX) + r"(\d{1,20})-(\d{1,10})-(?:(\d{1,20})-)?[0-9a-f]{1,64}")
 _PAGE = mmap.PAGESIZE
 PROBE_TOKEN_BYTES = 16
+# A region's header: [0, 128) the probe's token and its reversed copy (<= 64 bytes each), [128, 160) the secret.
+# Fixed, not the page size: client and server must agree on it whatever their builds.
+HEADER_BYTES = 4096
+SECRET_AT = 128
+SECRET_BYTES = 32
 
 
 def check_region_name(name: str, field: str) -> str:
@@ -62,6 +77,15 @@ def check_region_name(name: str, field: str) -> str:
             f"followed by 1-200 of [A-Za-z0-9_.-] (a file directly under {SHM_DIR})"
         )
     return name
+
+
+def check_secret(stored: bytes, given: bytes, name: str, field: str) -> None:
+    """InvalidArgument unless ``given`` is the secret ``stored`` in region ``name``'s header (constant-time)."""
+    # All zeros: a file nobody registered (fresh from ftruncate), whatever the request says.
+    if len(stored) != SECRET_BYTES or not stored.strip(b"\0") or not hmac.compare_digest(stored, bytes(given)):
+        raise InvalidArgument(
+            f"{field}.secret does not match region {name!r}'s: not a region this client registered"
+        )
 
 
 def region_prefix(pid: int | None = None) -> str:
@@ -127,8 +151,11 @@ def _unlink(path: str, name: str, owner: int) -> None:
 class Region:
     """A shared-memory region this process created and owns (``/dev/shm/NAME``, read-write, mode 0600).
 
-    The size is reserved with ``posix_fallocate``, so a full ``/dev/shm`` fails
-    here with ENOSPC instead of crashing a server with SIGBUS when it writes.
+    Its first :data:`HEADER_BYTES` are the header (the probe's token area and
+    :attr:`secret`, which requests name it with); ``size`` counts them,
+    ``capacity`` is what follows. The size is reserved with
+    ``posix_fallocate``, so a full ``/dev/shm`` fails here with ENOSPC
+    instead of crashing a server with SIGBUS when it writes.
 
     Raises:
         OSError: the region cannot be created or sized (no ``/dev/shm``, no space).
@@ -140,6 +167,7 @@ class Region:
         self.size = 0
         self.buf: mmap.mmap | None = None
         self.tainted = False  # a call on it failed: a server may still write to it later, so never reuse it
+        self.secret = secrets.token_bytes(SECRET_BYTES)
         self._fd = os.open(
             self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
@@ -147,15 +175,22 @@ class Region:
         self._finalizer = weakref.finalize(self, _unlink, str(self.path), self.name, os.getpid())
         try:
             self.ensure(size)
+            self.write(SECRET_AT, self.secret)
         except BaseException:
             self.close()
             raise
 
+    @property
+    def capacity(self) -> int:
+        """Bytes after the header (where rows go)."""
+        return max(0, self.size - HEADER_BYTES)
+
     def ensure(self, size: int) -> None:
-        """Grow to at least ``size`` bytes (to the next power of two, whole pages); the name stays."""
-        if size <= self.size and self.buf is not None:
+        """Grow to hold at least ``size`` bytes after the header (to the next power of two, whole pages); the
+        name and the header stay."""
+        if size <= self.capacity and self.buf is not None:
             return
-        new = max(_PAGE, 1 << max(0, int(size) - 1).bit_length())
+        new = HEADER_BYTES + max(_PAGE, 1 << max(0, int(size) - 1).bit_length())
         os.ftruncate(self._fd, new)
         try:
             os.posix_fallocate(self._fd, 0, new)
@@ -166,10 +201,11 @@ class Region:
         self.size = new
 
     def rows(self, n: int, dim: int, dtype: np.dtype) -> np.ndarray:
-        """A writable ``[n, dim]`` array of ``dtype`` over the region's start (call :meth:`ensure` first)."""
-        return np.ndarray((n, dim), dtype=dtype, buffer=self.buf)
+        """A writable ``[n, dim]`` array of ``dtype`` right after the header (call :meth:`ensure` first)."""
+        return np.ndarray((n, dim), dtype=dtype, buffer=self.buf, offset=HEADER_BYTES)
 
     def write(self, offset: int, data: bytes) -> None:
+        """Write ``data`` at byte ``offset`` of the file (the header included)."""
         self.buf[offset : offset + len(data)] = data
 
     def read(self, offset: int, length: int) -> bytes:
@@ -250,22 +286,22 @@ class RegionPool:
             region.close()
 
 
-def probe(ask: Callable[[str, int], object], directory: Path = SHM_DIR) -> tuple[bool, str]:
+def probe(ask: Callable[[str, int, bytes], object], directory: Path = SHM_DIR) -> tuple[bool, str]:
     """Whether a server sees this process's shared memory.
 
     Creates a small region holding a random token, calls ``ask(region_name,
-    token_length)`` (the ProbeSharedMemory RPC) and checks that the server read
+    token_length, region_secret)`` (the ProbeSharedMemory RPC) and checks that the server read
     the token and wrote it back reversed right after it. The region is unlinked
     before returning. Returns ``(ok, why not)``; RPC errors propagate.
     """
     token = secrets.token_bytes(PROBE_TOKEN_BYTES)
     try:
-        region = Region(_PAGE, directory)
+        region = Region(0, directory)
     except OSError as exc:
         return False, f"cannot create a region under {directory}: {exc.strerror or exc}"
     try:
         region.write(0, token)
-        reply = ask(region.name, len(token))
+        reply = ask(region.name, len(token), region.secret)
         if not reply.readable:
             return False, reply.detail or "the server cannot read the region"
         if reply.token != token or region.read(len(token), len(token)) != token[::-1]:
@@ -308,11 +344,13 @@ class MappedRegions:
             raise InvalidArgument(f"{field} {name!r}: {path} is not a regular file")
         return fd
 
-    def view(self, name: str, offset: int, nbytes: int, field: str) -> memoryview:
-        """A writable view of bytes ``[offset, offset + nbytes)`` of region ``name``.
+    def view(self, name: str, offset: int, nbytes: int, field: str, secret: bytes) -> memoryview:
+        """A writable view of bytes ``[offset, offset + nbytes)`` of region ``name``, whose creator's secret
+        the caller showed (``secret``).
 
         Raises:
-            InvalidArgument: bad name, the region cannot be opened, or it is smaller than ``offset + nbytes``.
+            InvalidArgument: bad name, the region cannot be opened, ``secret`` is not the region's,
+                ``offset`` lies in the header, or the region is smaller than ``offset + nbytes``.
         """
         check_region_name(name, f"{field}.region")
         with self._lock:
@@ -335,16 +373,25 @@ class MappedRegions:
                 self._open[name] = entry
                 while len(self._open) > self._max:
                     self._drop(next(iter(self._open)))
-            mapping = entry[1]
+            # Under the lock: another call may evict the entry meanwhile; a view keeps its mapping open.
+            mapping = memoryview(entry[1])
+            stored = bytes(mapping[SECRET_AT : SECRET_AT + SECRET_BYTES])
+        check_secret(stored, secret, name, field)  # before anything is written
+        if offset < HEADER_BYTES:
+            raise InvalidArgument(
+                f"{field}.offset {offset} lies in region {name!r}'s {HEADER_BYTES}-byte header: rows start at byte "
+                f"{HEADER_BYTES} or later"
+            )
         if offset + nbytes > len(mapping):
             raise InvalidArgument(
                 f"{field}.region {name!r} holds {len(mapping)} bytes: too small for {nbytes} bytes at "
                 f"{field}.offset {offset}"
             )
-        return memoryview(mapping)[offset : offset + nbytes]
+        return mapping[offset : offset + nbytes]
 
-    def probe(self, name: str, length: int) -> tuple[bool, bytes, str]:
-        """Read ``length`` token bytes at offset 0 and write them back reversed at ``length``."""
+    def probe(self, name: str, length: int, secret: bytes) -> tuple[bool, bytes, str]:
+        """Read ``length`` token bytes at offset 0 and write them back reversed at ``length``, if ``secret`` is
+        the region's (else not readable, nothing written: a client of an older version then uses bytes)."""
         check_region_name(name, "SharedMemoryProbe.region")
         if not 0 < length <= 64:
             raise InvalidArgument(f"SharedMemoryProbe.length {length} is not in 1..64")
@@ -353,6 +400,10 @@ class MappedRegions:
         except InvalidArgument as exc:
             return False, b"", str(exc)
         try:
+            try:
+                check_secret(os.pread(fd, SECRET_BYTES, SECRET_AT), secret, name, "SharedMemoryProbe")
+            except InvalidArgument as exc:
+                return False, b"", str(exc)
             token = os.pread(fd, length, 0)
             if len(token) != length:
                 return False, token, f"region {name!r} holds fewer than {2 * length} bytes"

@@ -100,6 +100,20 @@ app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret and key holding the feature shards' token: "name key". */}}
+{{- define "saintpipe.featureTokenRef" -}}
+{{- if .Values.featureShards.auth.existingSecret -}}
+{{ .Values.featureShards.auth.existingSecret }} {{ .Values.featureShards.auth.existingSecretKey }}
+{{- else -}}
+{{ include "saintpipe.authSecretName" . }} feature-token
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret with the feature shards' tls.crt, tls.key and ca.crt. */}}
+{{- define "saintpipe.featureTlsSecretName" -}}
+{{- .Values.featureShards.tls.existingSecret | default (printf "%s-feature-tls" (include "saintpipe.fullname" .)) -}}
+{{- end -}}
+
 {{/* Redis ------------------------------------------------------------------ */}}
 
 {{/* The Redis URL, without credentials: the password reaches processes as a file (saintpipe.secretsVolume). */}}
@@ -118,13 +132,14 @@ redis://{{ include "saintpipe.fullname" . }}-redis:6379/0
 {{/* Where secrets are mounted as files (never environment variables, never arguments). */}}
 {{- define "saintpipe.secretsDir" -}}/var/run/secrets/saintpipe{{- end -}}
 
-{{/* Does a pod with these flags get secret files? (dict "ctx" $ "redis" bool "ray" bool) */}}
+{{/* Does a pod with these flags get secret files? (dict "ctx" $ "redis" bool "ray" bool "features" ""|"server"|"client") */}}
 {{- define "saintpipe.secretsWanted" -}}
-{{- if or .ray (and .redis (include "saintpipe.redisAuthEnabled" .ctx)) -}}true{{- end -}}
+{{- if or .ray .features (and .redis (include "saintpipe.redisAuthEnabled" .ctx)) -}}true{{- end -}}
 {{- end -}}
 
 {{/* A projected volume with the secrets a pod needs, one file each (nothing when it needs none):
-     (dict "ctx" $ "redis" true "ray" false). Readable by the pod's group (fsGroup) only. */}}
+     (dict "ctx" $ "redis" true "ray" false "features" "client"). Readable by the pod's group (fsGroup) only.
+     features: "server" (the shard's certificate, key, CA and token) or "client" (the CA and token). */}}
 {{- define "saintpipe.secretsVolume" -}}
 {{- $ctx := .ctx -}}
 {{- if include "saintpipe.secretsWanted" . }}
@@ -147,6 +162,27 @@ redis://{{ include "saintpipe.fullname" . }}-redis:6379/0
           items:
             - key: {{ index $tok 1 }}
               path: ray-token
+      {{- end }}
+      {{- if .features }}
+      {{- $ft := splitList " " (include "saintpipe.featureTokenRef" $ctx) }}
+      - secret:
+          name: {{ index $ft 0 }}
+          items:
+            - key: {{ index $ft 1 }}
+              path: feature-token
+      {{- if $ctx.Values.featureShards.tls.enabled }}
+      - secret:
+          name: {{ include "saintpipe.featureTlsSecretName" $ctx }}
+          items:
+            - key: ca.crt
+              path: tls/ca.crt
+            {{- if eq .features "server" }}
+            - key: tls.crt
+              path: tls/server.crt
+            - key: tls.key
+              path: tls/server.key
+            {{- end }}
+      {{- end }}
       {{- end }}
 {{- end }}
 {{- end -}}
@@ -174,6 +210,25 @@ redis://{{ include "saintpipe.fullname" . }}-redis:6379/0
 {{- $addrs = append $addrs (printf "%s-%d.%s.%s.svc.%s:%d" $name $k $name $.Release.Namespace $.Values.clusterDomain (int $.Values.featureShards.port)) -}}
 {{- end -}}
 {{- join ";" $addrs -}}
+{{- end -}}
+
+{{/* A feature shard's health probe: the image's gRPC health probe, over TLS when the shards speak it. */}}
+{{- define "saintpipe.featureShardProbe" -}}
+{{- if .Values.featureShards.tls.enabled -}}
+exec:
+  command:
+    - python
+    - -m
+    - saintpipe.cli.health_probe
+    - grpc
+    - 127.0.0.1:{{ .Values.featureShards.port }}
+    - --tls-ca
+    - {{ include "saintpipe.secretsDir" . }}/tls/ca.crt
+timeoutSeconds: 5
+{{- else -}}
+grpc:
+  port: {{ .Values.featureShards.port }}
+{{- end -}}
 {{- end -}}
 
 {{- define "saintpipe.rayHeadAddress" -}}

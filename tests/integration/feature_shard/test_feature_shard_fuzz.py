@@ -4,6 +4,9 @@ The payloads go through a raw channel (bytes in, bytes out: no client-side
 checks in the way). Every answer must be OK (the payload happened to be a
 valid request) or INVALID_ARGUMENT with one short line; the server must still
 serve afterwards, and its log must hold a handful of lines, no traceback.
+Each runs against a plaintext server and against one with TLS and a token
+(the channel carries the token, so the payloads reach the handlers); without
+the token every payload is UNAUTHENTICATED, never parsed.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from dataclasses import dataclass
 
 import grpc
 import numpy as np
@@ -18,8 +22,10 @@ import pytest
 
 from saintpipe.core.grpc_status import MAX_DETAILS
 from saintpipe.protos import feature_shard_pb2 as pb
+from saintpipe.services.feature_shard.security import ServerSecurity
 from saintpipe.services.feature_shard.server import create_server, stop_server
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
+from tests.support.tls import make_pki
 
 pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
 
@@ -27,14 +33,43 @@ SHARD = 1
 PER_METHOD = 300
 SEED = 20240601
 ALLOWED = (grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT)
+TOKEN = "fuzz-token-0123456789abcdef"
+_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
 
-@pytest.fixture
-def server(feature_dataset, caplog):
+@dataclass(frozen=True)
+class Target:
+    """A server under test: its address and how to open channels to it."""
+
+    address: str
+    ca: bytes | None  # TLS: the CA of its certificate; None: plaintext
+    token: str | None  # the token it requires
+
+    def channel(self, with_token: bool = True) -> grpc.Channel:
+        """A raw channel; over TLS it carries the token (if any, and ``with_token``) on every call."""
+        if self.ca is None:
+            return grpc.insecure_channel(self.address, options=_OPTIONS)
+        credentials = grpc.ssl_channel_credentials(self.ca)
+        if self.token and with_token:
+            credentials = grpc.composite_channel_credentials(
+                credentials, grpc.access_token_call_credentials(self.token)
+            )
+        return grpc.secure_channel(self.address, credentials, options=_OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory.mktemp("fuzz-pki"))
+
+
+@pytest.fixture(params=["plaintext", "tls+token"])
+def server(request, feature_dataset, caplog, pki):
     caplog.set_level(logging.INFO)
-    server, port = create_server(feature_dataset, SHARD, log_interval_s=10.0)
+    secure = request.param == "tls+token"
+    security = ServerSecurity(tls_cert=pki.server_cert, tls_key=pki.server_key, token=TOKEN) if secure else None
+    server, port = create_server(feature_dataset, SHARD, log_interval_s=10.0, security=security)
     caplog.clear()  # from here on, only what the payloads cause
-    yield f"127.0.0.1:{port}"
+    yield Target(f"127.0.0.1:{port}", pki.ca_cert.read_bytes() if secure else None, TOKEN if secure else None)
     stop_server(server, grace=1.0)
 
 
@@ -147,8 +182,7 @@ def test_every_method_answers_garbage_with_invalid_argument_and_logs_a_handful_o
     crafted = _crafted(start, stop)
     seen: dict[str, dict[str, int]] = {}
     began = time.monotonic()
-    options = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
-    with grpc.insecure_channel(server, options=options) as channel:
+    with server.channel() as channel:
         for method, seeds in valid.items():
             payloads = crafted + [_mutate(rng, rng.choice(seeds)) for _ in range(PER_METHOD)]
             counts = seen.setdefault(method, {})
@@ -202,7 +236,7 @@ def test_the_health_service_beside_it_answers_garbage_the_same_way(server, caplo
     rng = random.Random(SEED)
     seed = health_pb2.HealthCheckRequest(service=SERVICE_NAME).SerializeToString()
     codes: dict[str, int] = {}
-    with grpc.insecure_channel(server) as channel:
+    with server.channel(with_token=False) as channel:  # health checks need no token
         check = channel.unary_unary(
             "/grpc.health.v1.Health/Check", request_serializer=None, response_deserializer=None
         )
@@ -221,3 +255,26 @@ def test_the_health_service_beside_it_answers_garbage_the_same_way(server, caplo
     assert codes.get("INVALID_ARGUMENT", 0) >= 20, codes
     lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert 1 <= len(lines) <= 2 and all(r.exc_info is None for r in lines), [r.getMessage() for r in lines]
+
+
+def test_without_the_token_every_payload_is_unauthenticated_and_never_parsed(feature_dataset, pki, caplog):
+    caplog.set_level(logging.INFO)
+    security = ServerSecurity(tls_cert=pki.server_cert, tls_key=pki.server_key, token=TOKEN)
+    server, port = create_server(feature_dataset, SHARD, log_interval_s=10.0, security=security)
+    target = Target(f"127.0.0.1:{port}", pki.ca_cert.read_bytes(), TOKEN)
+    from saintpipe.services.dataset.store import open_dataset
+
+    start, stop = open_dataset(feature_dataset).manifest.shards[SHARD]
+    rng = random.Random(SEED)
+    try:
+        caplog.clear()
+        with target.channel(with_token=False) as channel:
+            for method, seeds in _valid_requests(start, stop).items():
+                for payload in _crafted(start, stop)[:5] + [_mutate(rng, rng.choice(seeds)) for _ in range(30)]:
+                    code, details = _call(channel, method, payload)
+                    assert (code, details) == (grpc.StatusCode.UNAUTHENTICATED, "missing or wrong token"), method
+    finally:
+        stop_server(server, grace=1.0)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert 1 <= len(lines) <= 2 and all("UNAUTHENTICATED: missing or wrong token" in line for line in lines), lines
+    assert TOKEN not in caplog.text

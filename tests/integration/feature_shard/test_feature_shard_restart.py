@@ -78,7 +78,7 @@ def test_restart_starts_a_replica_again_on_its_port_from_any_thread(feature_data
         helper.join(60)
         time.sleep(1.0)
         assert started[0].process.poll() is None and started[0].address == address
-        with FeatureClient(shards.addresses, shared_memory="off") as client:
+        with FeatureClient(shards.addresses, shared_memory="off", security=shards.client_security()) as client:
             ids = np.arange(NUM_NODES)
             np.testing.assert_array_equal(client.gather(ids), full_matrix[ids])
 
@@ -90,7 +90,8 @@ def test_gathers_ride_through_a_restart_of_a_shard_without_replicas(
     with LocalShards(feature_dataset, NUM_SHARDS) as shards:
         address = shards.addresses[1][0]
         with FeatureClient(
-            shards.addresses, deadline=5.0, retry_deadline_s=30.0, shared_memory=shared_memory
+            shards.addresses, deadline=5.0, retry_deadline_s=30.0, shared_memory=shared_memory,
+            security=shards.client_security(),
         ) as c:
             shm_on = c.shared_memory_active
             with GatherLoop(c, full_matrix) as loop:
@@ -122,7 +123,8 @@ def test_gathers_ride_through_a_restart_of_a_shard_without_replicas(
 
 def test_gathers_fail_over_to_a_replica_while_the_other_stays_dead(feature_dataset, full_matrix):
     with LocalShards(feature_dataset, NUM_SHARDS, replicas=2) as shards:
-        with FeatureClient(shards.addresses, deadline=5.0, retry_deadline_s=30.0) as c:
+        security = shards.client_security()
+        with FeatureClient(shards.addresses, deadline=5.0, retry_deadline_s=30.0, security=security) as c:
             with GatherLoop(c, full_matrix, seed=1) as loop:
                 loop.wait_for(10)
                 shards.processes[1][0].stop(kill=True)  # replica 0 is the one tried first; never restarted
@@ -140,7 +142,8 @@ def test_a_shard_that_never_comes_back_is_a_clear_error_within_the_retry_deadlin
     retry = 3.0
     with LocalShards(feature_dataset, NUM_SHARDS) as shards:
         address = shards.addresses[1][0]
-        with FeatureClient(shards.addresses, deadline=1.0, retry_deadline_s=retry) as c:
+        security = shards.client_security()
+        with FeatureClient(shards.addresses, deadline=1.0, retry_deadline_s=retry, security=security) as c:
             ids = np.arange(NUM_NODES)
             np.testing.assert_array_equal(c.gather(ids), full_matrix[ids])
             shards.processes[1][0].stop(kill=True)

@@ -156,8 +156,9 @@ def test_servers_that_cannot_use_shared_memory_get_bytes(servers, shard_addresse
     assert names and not any((shm.SHM_DIR / n).exists() for n in names)  # close() unlinked them
 
 
-def _gather_shared(stub, ids, region: str, offset: int = 0, capacity: int = 1 << 20):
-    target = pb.SharedMemoryTarget(region=region, offset=offset, capacity=capacity)
+def _gather_shared(stub, ids, region: str, offset: int = shm.HEADER_BYTES, capacity: int = 1 << 20,
+                   secret: bytes = b""):
+    target = pb.SharedMemoryTarget(region=region, offset=offset, capacity=capacity, secret=secret)
     return stub.GatherUnary(
         pb.GatherRequest(ids=encode_ids(np.asarray(ids)), shared_memory=target), timeout=5
     )
@@ -185,26 +186,37 @@ def test_bad_targets_are_refused_with_the_field_named(shard_addresses, full_matr
                 [1],
                 region.name,
                 capacity=95,
+                secret=region.secret,
             )
             refused(
-                "holds 4096 bytes: too small for 4800 bytes at GatherRequest.shared_memory.offset 0",
+                "holds 8192 bytes: too small for 4800 bytes at GatherRequest.shared_memory.offset 4096",
                 np.arange(50),
                 region.name,
+                secret=region.secret,
             )
             refused(
-                "too small for 96 bytes at GatherRequest.shared_memory.offset 4004",
+                "too small for 96 bytes at GatherRequest.shared_memory.offset 8100",
                 [1],
                 region.name,
-                offset=4004,
+                offset=8100,
+                secret=region.secret,
+            )
+            refused(  # the header (the secret, the probe's area) is never written
+                "GatherRequest.shared_memory.offset 100 lies in region",
+                [1],
+                region.name,
+                offset=100,
+                secret=region.secret,
             )
             with pytest.raises(grpc.RpcError) as err:
                 stub.ProbeSharedMemory(pb.SharedMemoryProbe(region="/etc/passwd", length=4), timeout=5)
             assert "SharedMemoryProbe.region" in err.value.details()
 
             # A good target at an offset: rows land there, the answer is metadata only.
-            reply = _gather_shared(stub, [5, 3, 5], region.name, offset=1000, capacity=288)
+            at = shm.HEADER_BYTES + 1000
+            reply = _gather_shared(stub, [5, 3, 5], region.name, offset=at, capacity=288, secret=region.secret)
             assert reply.in_shared_memory and reply.rows == b"" and list(reply.shape) == [3, FEATURE_DIM]
-            written = np.frombuffer(region.read(1000, 288), dtype=np.float32).reshape(3, FEATURE_DIM)
+            written = np.frombuffer(region.read(at, 288), dtype=np.float32).reshape(3, FEATURE_DIM)
             np.testing.assert_array_equal(written, full_matrix[[5, 3, 5]])
     finally:
         region.close()

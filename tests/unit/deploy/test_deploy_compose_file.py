@@ -37,8 +37,8 @@ ENV_EXAMPLE = ROOT / ".env.example"
 SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"
 SCHEMA_SHA256 = "344712b36ae1900fa40cb484f45469e5ea8b2e4f49690d8c03776eb63fa6a1b1"
 
-SAINTPIPE_SERVICES = {"prepare-data", "feature-shard-0", "feature-shard-1", "ray-head", "samplers", "sampler-node",
-                      "trainer"}
+SAINTPIPE_SERVICES = {"prepare-data", "certs", "feature-shard-0", "feature-shard-1", "ray-head", "samplers",
+                      "sampler-node", "trainer"}
 ALL_SERVICES = SAINTPIPE_SERVICES | {"redis", "prometheus", "grafana"}
 RAY_NODES = {"ray-head", "samplers", "sampler-node"}
 POOL_CLIENTS = {"samplers", "trainer"}
@@ -187,8 +187,8 @@ def test_start_order_is_gated_by_health_and_completion(compose):
             else:
                 pytest.fail(f"{name} -> {dependency}: use service_healthy or service_completed_successfully")
     needs = {
-        "feature-shard-0": {"prepare-data"},
-        "feature-shard-1": {"prepare-data"},
+        "feature-shard-0": {"prepare-data", "certs"},
+        "feature-shard-1": {"prepare-data", "certs"},
         "samplers": {"prepare-data", "redis", "ray-head"},
         "sampler-node": {"prepare-data", "ray-head"},
         "trainer": {"redis", "feature-shard-0", "feature-shard-1", "samplers"},
@@ -199,7 +199,7 @@ def test_start_order_is_gated_by_health_and_completion(compose):
     assert services["sampler-node"]["depends_on"]["ray-head"]["condition"] == "service_healthy"
     # Every long-running service has a health check, but the second sampler node: a bare Ray node that nothing
     # waits for (the samplers place their actors on whichever nodes have joined).
-    for name in ALL_SERVICES - {"prepare-data", "sampler-node"}:
+    for name in ALL_SERVICES - {"prepare-data", "certs", "sampler-node"}:
         assert healthcheck_argv(services[name]), f"{name} has no health check"
     assert not any("sampler-node" in (s.get("depends_on") or {}) for s in services.values())
 
@@ -214,6 +214,7 @@ def test_health_checks_probe_the_ports_the_services_listen_on(compose):
         probe = build_parser().parse_args(argv[3:])
         command = as_list(services[name]["command"])
         assert probe.kind == "grpc" and probe.target == f"127.0.0.1:{command[command.index('--port') + 1]}"
+        assert probe.tls_ca == "/certs/ca.crt"  # the shards speak TLS only
     for name in ("samplers", "trainer"):
         probe = build_parser().parse_args(healthcheck_argv(services[name])[3:])
         command = as_list(services[name]["command"])
@@ -230,7 +231,7 @@ def test_one_data_directory_written_only_by_prepare_data_read_only_elsewhere(env
     for name, service in services.items():
         mounts = [parse_volume(v) for v in service.get("volumes", [])]
         data = [m for m in mounts if m.source == data_source]
-        if name in SAINTPIPE_SERVICES:
+        if name in SAINTPIPE_SERVICES - {"certs"}:  # the certificates' one-shot reads no data
             assert len(data) == 1 and data[0].target == "/data", f"{name}: {mounts}"
             assert data[0].read_only == (name != "prepare-data"), f"{name}: {data[0]}"
         else:
@@ -352,7 +353,8 @@ def test_state_that_a_restart_must_find_again_lives_on_volumes(compose):
     redis_command = as_list(services["redis"]["command"])
     assert _flag(redis_command, "--appendonly") == "yes"  # the pool survives a Redis restart
     assert _flag(redis_command, "--dir") == "/data" and "redis-data:/data" in services["redis"]["volumes"]
-    assert set(compose["volumes"]) == {"saintpipe-data", "redis-data", "saintpipe-runs", "prometheus-data"}
+    assert set(compose["volumes"]) == {"saintpipe-data", "redis-data", "saintpipe-runs", "saintpipe-certs",
+                                       "prometheus-data"}
     # Every named volume a service mounts is declared, and every declared one is mounted.
     named = {parse_volume(v).source for s in services.values() for v in s.get("volumes", [])}
     named = {source for source in named if not source.startswith((".", "/"))}
@@ -396,3 +398,21 @@ def test_epochs_and_patience_come_from_the_env_file(env):
     config = load_config(TrainerConfig, flags={"epochs": int(_flag(as_list(trainer["command"]), "--epochs"))},
                          environ=environment, section="trainer")
     assert (config.epochs, config.patience) == (500, 0)
+
+
+def test_feature_shards_speak_tls_with_a_token_only_the_trainer_holds(compose):
+    services = compose["services"]
+    certs = as_list(services["certs"]["command"])
+    assert certs[:3] == ["saintpipe", "certs", "generate"] and "--token" in certs and "--keep-existing" in certs
+    hosts = {certs[i + 1] for i, a in enumerate(certs) if a == "--host"}
+    assert hosts == {"feature-shard-0", "feature-shard-1"}, "the certificate must name every shard"
+    assert services["certs"]["volumes"] == ["saintpipe-certs:/certs"] and services["certs"]["restart"] == "no"
+    for name in ("feature-shard-0", "feature-shard-1"):
+        command = as_list(services[name]["command"])
+        assert _flag(command, "--tls-cert") == "/certs/server.crt" and _flag(command, "--tls-key") == "/certs/server.key"
+        assert _flag(command, "--token-file") == "/certs/token"
+        assert "saintpipe-certs:/certs:ro" in services[name]["volumes"]
+    trainer = as_list(services["trainer"]["command"])
+    assert _flag(trainer, "--feature-tls-ca") == "/certs/ca.crt" and _flag(trainer, "--feature-token-file") == "/certs/token"
+    holders = {name for name, s in services.items() if any("saintpipe-certs" in str(v) for v in s.get("volumes", []))}
+    assert holders == {"certs", "feature-shard-0", "feature-shard-1", "trainer"}

@@ -200,9 +200,13 @@ def test_image_mount_points_exist_and_no_anonymous_volumes():
     # A VOLUME instruction would give every container anonymous volumes that outlive it; the mount points
     # themselves must exist in the image, owned by the saintpipe user (a missing one is created root-owned).
     assert not [a for k, a in instructions() if k == "VOLUME"]
-    first_run = next(a for k, a in instructions() if k == "RUN")
-    made = {"/data", "/runs"}
-    assert f"mkdir -p {' '.join(sorted(made))}" in first_run
+    runs = [a for k, a in instructions() if k == "RUN"]
+    made = set()
+    for run in runs:
+        for dirs, owned in re.findall(r"mkdir -p ([/\w ]+?) && chown saintpipe:saintpipe ([/\w ]+?)(?: \\|$| &&)", run):
+            assert dirs.split() == owned.split(), "each mount point made is given to the saintpipe user"
+            made |= set(dirs.split())
+    assert {"/data", "/runs", "/certs"} <= made
     compose = load_compose(ROOT / "docker-compose.yml", read_env_file(ROOT / ".env.example"))
     targets = {parse_volume(v).target for s in compose["services"].values()
                if s.get("image", "").startswith("saintpipe") for v in s.get("volumes", [])}

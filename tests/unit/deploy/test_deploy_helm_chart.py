@@ -110,7 +110,9 @@ def test_feature_shards_are_a_statefulset_behind_a_headless_service(custom_docs)
     assert svc["spec"]["selector"].items() <= sts["spec"]["template"]["metadata"]["labels"].items()
     shard = container(sts, "feature-shard")
     assert '--shard "${HOSTNAME##*-}"' in shard["command"][-1], "the pod ordinal must select the shard"
-    assert shard["readinessProbe"]["grpc"]["port"] == 50051
+    # TLS on (the default): the image's probe, which speaks TLS, on the shard's port.
+    assert shard["readinessProbe"]["exec"]["command"][3:7] == ["grpc", "127.0.0.1:50051", "--tls-ca",
+                                                              f"{SECRETS_DIR}/tls/ca.crt"]
     # The demo dataset is generated with as many feature shards as there are shard pods.
     (init,) = sts["spec"]["template"]["spec"]["initContainers"]
     assert arg_after(init["command"], "--shards") == "4"
@@ -142,7 +144,7 @@ def assert_no_secret_in_env_or_argv(c: dict) -> None:
 def test_in_chart_redis_password_comes_from_the_chart_secret_as_a_file(default_docs):
     docs = by_kind_name(default_docs)
     secret = docs[("Secret", "rel-saintpipe-auth")]
-    assert set(secret["data"]) == {"redis-password", "ray-token"}
+    assert set(secret["data"]) == {"redis-password", "ray-token", "feature-token"}
     redis_set = docs[("StatefulSet", "rel-saintpipe-redis")]
     redis = container(redis_set, "redis")
     # redis-server reads its config, the password included, on stdin: not in argv, not in the environment.
@@ -186,7 +188,45 @@ def test_external_redis_uses_its_url_and_the_given_secret(custom_docs):
         assert_no_secret_in_env_or_argv(c)
 
 
+def test_feature_shards_speak_tls_and_take_a_token_from_files(default_docs):
+    docs = by_kind_name(default_docs)
+    tls = docs[("Secret", "rel-saintpipe-feature-tls")]
+    assert tls["type"] == "kubernetes.io/tls" and set(tls["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+    shard_set = docs[("StatefulSet", "rel-saintpipe-feature-shard")]
+    shard = container(shard_set, "feature-shard")
+    line = shard["command"][2]
+    assert f"--token-file {SECRETS_DIR}/feature-token" in line
+    assert f"--tls-cert {SECRETS_DIR}/tls/server.crt --tls-key {SECRETS_DIR}/tls/server.key" in line
+    assert secret_files(shard_set) == {
+        "feature-token": {"name": "rel-saintpipe-auth", "key": "feature-token"},
+        "tls/ca.crt": {"name": "rel-saintpipe-feature-tls", "key": "ca.crt"},
+        "tls/server.crt": {"name": "rel-saintpipe-feature-tls", "key": "tls.crt"},
+        "tls/server.key": {"name": "rel-saintpipe-feature-tls", "key": "tls.key"},
+    }
+    trainer_job = docs[("Job", "rel-saintpipe-trainer")]
+    trainer = container(trainer_job, "trainer")
+    assert arg_after(trainer["args"], "--feature-token-file") == f"{SECRETS_DIR}/feature-token"
+    assert arg_after(trainer["args"], "--feature-tls-ca") == f"{SECRETS_DIR}/tls/ca.crt"
+    # The trainer gets the CA, never the shards' key.
+    assert set(secret_files(trainer_job)) == {"redis-password", "feature-token", "tls/ca.crt"}
+    # Nobody else holds the feature token.
+    holders = {d["metadata"]["name"] for d in default_docs if d["kind"] in ("StatefulSet", "Deployment", "Job")
+               and "feature-token" in secret_files(d) if any(v["name"] == "secrets" for v in pod_spec(d)["volumes"])}
+    assert holders == {"rel-saintpipe-feature-shard", "rel-saintpipe-trainer"}
+
+
+def test_feature_tls_can_come_from_an_existing_secret_or_be_off():
+    docs = by_kind_name(manifests({"featureShards": {"tls": {"existingSecret": "shards-cert-manager"}}}))
+    assert ("Secret", "rel-saintpipe-feature-tls") not in docs
+    assert secret_files(docs[("Job", "rel-saintpipe-trainer")])["tls/ca.crt"]["name"] == "shards-cert-manager"
+    docs = by_kind_name(manifests({"featureShards": {"tls": {"enabled": False}}}))
+    shard = container(docs[("StatefulSet", "rel-saintpipe-feature-shard")], "feature-shard")
+    assert "--tls-cert" not in shard["command"][2] and shard["readinessProbe"]["grpc"]["port"] == 50051
+    assert "--feature-tls-ca" not in container(docs[("Job", "rel-saintpipe-trainer")], "trainer")["args"]
+
+
 @pytest.mark.parametrize("values", [
+    {"featureShards": {"auth": {"token": "change-me-feature-token"}}},
     {"redis": {"auth": {"password": "change-me-redis"}}},
     {"ray": {"auth": {"token": "change-me-ray-token"}}},
     {"redis": {"enabled": False, "external": {"url": "redis://h:6379/0", "auth": {"password": "CHANGE-ME"}}}},
