@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from saintpipe.core.files import TooLarge, read_capped
 from saintpipe.core.errors import InvalidArgument
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
@@ -191,13 +192,11 @@ def _pem_cert(cert: x509.Certificate) -> bytes:
 def _read_pem(path: Path) -> bytes:
     """A PEM (or token) file's bytes; a file of another kind may be anything, so at most 1 MiB is read."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_PEM_BYTES + 1)
+        return read_capped(path, MAX_PEM_BYTES)
     except OSError as exc:
         raise InvalidArgument(f"{path}: cannot read: {exc.strerror}") from None
-    if len(data) > MAX_PEM_BYTES:
-        raise InvalidArgument(f"{path}: larger than 1 MiB; not a PEM file")
-    return data
+    except TooLarge:
+        raise InvalidArgument(f"{path}: larger than 1 MiB; not a PEM file") from None
 
 
 def load_certificate(path: Path) -> x509.Certificate:

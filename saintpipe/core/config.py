@@ -20,6 +20,7 @@ import pydantic
 import yaml
 
 from saintpipe.core.errors import ConfigError
+from saintpipe.core.files import TooLarge, read_capped
 
 ENV_PREFIX = "SAINTPIPE_"
 
@@ -70,12 +71,11 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def _read_text(path: Path) -> str:
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_CONFIG_BYTES + 1)
+        raw = read_capped(path, MAX_CONFIG_BYTES)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror or exc}") from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a config file")
+    except TooLarge:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB, not a config file") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from saintpipe.core.errors import ConfigError
+from saintpipe.core.files import TooLarge, read_capped
 
 PLACEHOLDER_PREFIX = "change-me"
 # The Redis password, read from this file when the Redis URL carries none.
@@ -42,14 +43,14 @@ def read_secret_file(path: str | os.PathLike, what: str) -> str:
             larger than 64 KiB, or a placeholder.
     """
     file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{what} file {file}: " + ("not a regular file" if file.exists() else "not found"))
     try:
-        if not file.is_file():
-            raise ConfigError(f"{what} file {file}: " + ("not a regular file" if file.exists() else "not found"))
-        if file.stat().st_size > _MAX_SECRET_BYTES:
-            raise ConfigError(f"{what} file {file}: larger than {_MAX_SECRET_BYTES // 1024} KiB: not a secret file")
-        text = file.read_bytes().decode("utf-8").strip()
+        text = read_capped(file, _MAX_SECRET_BYTES).decode("utf-8").strip()
     except OSError as exc:
         raise ConfigError(f"{what} file {file}: {exc.strerror or exc}") from None
+    except TooLarge:
+        raise ConfigError(f"{what} file {file}: larger than {_MAX_SECRET_BYTES // 1024} KiB: not a secret file") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{what} file {file}: not UTF-8 text") from None
     if not text:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import signal
 import stat
@@ -13,6 +12,7 @@ import pytest
 
 from saintpipe.core import atomic
 from saintpipe.core.atomic import replace_dir, replacing_dir, temp_sibling
+from tests.support.forked import run_in_child
 
 
 def _hidden(parent):
@@ -97,13 +97,6 @@ def test_temp_sibling_and_replace_dir(tmp_path):
 # --- what may be replaced, and what is left after a failure (issue 19) ---
 
 
-def _child(fn) -> int:
-    """Run ``fn`` in a forked child; its exit code (negative: killed by that signal)."""
-    proc = multiprocessing.get_context("fork").Process(target=fn)
-    proc.start()
-    proc.join(60)
-    assert proc.exitcode is not None, "the child did not finish"
-    return proc.exitcode
 
 
 @pytest.mark.timeout(60)  # an older replace_dir opened the FIFO (shutil.rmtree) and blocked forever
@@ -167,7 +160,7 @@ def test_sigterm_in_the_body_exits_through_cleanup_and_restores_the_handler(tmp_
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(30)  # the handler raises long before this ends
 
-    assert _child(write_and_get_terminated) == 128 + signal.SIGTERM  # not -SIGTERM: it exited through cleanup
+    assert run_in_child(write_and_get_terminated) == 128 + signal.SIGTERM  # not -SIGTERM: it exited through cleanup
     assert list(tmp_path.iterdir()) == []
     with replacing_dir(target):
         assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
@@ -184,7 +177,7 @@ def test_leftovers_of_killed_writers_are_removed_by_the_next_write(tmp_path, cap
         (tmp / "big").write_bytes(b"x" * 1000)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    assert _child(killed_midway) == -signal.SIGKILL
+    assert run_in_child(killed_midway) == -signal.SIGKILL
     dead = [p for p in tmp_path.iterdir() if atomic.TMP_INFIX in p.name]
     assert len(dead) == 1 and dead[0].name.startswith(".out" + atomic.TMP_INFIX)
     live = temp_sibling(target)  # this process is alive: another write going on

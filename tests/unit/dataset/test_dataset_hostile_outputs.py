@@ -9,10 +9,12 @@ temporary directories of killed writers are removed by the next write.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
+import shutil
 import signal
 import stat
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import store
 from saintpipe.services.dataset.reshard import reshard_dataset
 from saintpipe.services.dataset.store import open_dataset, write_dataset
+from tests.support.forked import run_in_child
 
 NOT_A_DATASET = "exists and is not a saintpipe dataset ({}); --force only replaces a dataset: " \
                 "choose another --out or remove it yourself"
@@ -31,13 +34,6 @@ def _beside(parent) -> list[str]:
     return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
 
 
-def _child(fn) -> int:
-    """Run ``fn`` in a forked child; its exit code (negative: killed by that signal)."""
-    proc = multiprocessing.get_context("fork").Process(target=fn)
-    proc.start()
-    proc.join(60)
-    assert proc.exitcode is not None, "the child did not finish"
-    return proc.exitcode
 
 
 def test_force_keeps_a_user_directory_that_is_not_a_dataset(tmp_path, make_tiny):
@@ -169,12 +165,29 @@ def test_an_out_that_cannot_be_created_is_one_line_naming_it(tmp_path, make_tiny
     assert sorted(os.listdir(tmp_path)) == ["file"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
-def test_a_parent_without_write_permission_is_refused_up_front(tmp_path, make_tiny):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o500)
-    with pytest.raises(DatasetError, match=f"cannot create it: no permission to write in {locked}$"):
-        write_dataset(locked / "ds", **make_tiny())
+def test_a_parent_without_write_permission_is_refused_up_front(make_tiny):
+    # Root may write anywhere: as root, the write runs in a child that has dropped to user nobody.
+    base = Path(tempfile.mkdtemp(prefix="saintpipe-perm-"))
+    try:
+        base.chmod(0o755)
+        locked = base / "locked"
+        locked.mkdir(mode=0o555)
+        arrays = make_tiny()
+
+        def attempt() -> None:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                write_dataset(locked / "ds", **arrays)
+            except DatasetError as exc:
+                os._exit(0 if str(exc).endswith(f"cannot create it: no permission to write in {locked}") else 3)
+            os._exit(4)
+
+        assert run_in_child(attempt) == 0
+        assert os.listdir(locked) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_a_write_error_names_out_and_leaves_nothing(tmp_path, tiny_dataset, make_tiny, monkeypatch):
@@ -198,7 +211,7 @@ def test_sigterm_during_the_write_leaves_nothing(tmp_path, make_tiny, monkeypatc
         real_save(directory, rel, array)
 
     monkeypatch.setattr(store, "_save", terminated_midway)
-    assert _child(lambda: write_dataset(out, **make_tiny())) == 128 + signal.SIGTERM
+    assert run_in_child(lambda: write_dataset(out, **make_tiny())) == 128 + signal.SIGTERM
     assert list(tmp_path.iterdir()) == []
 
 
@@ -213,7 +226,7 @@ def test_a_killed_writers_temporary_directory_is_removed_by_the_next_write(tmp_p
             os.kill(os.getpid(), signal.SIGKILL)
 
     monkeypatch.setattr(store, "_save", killed_midway)
-    assert _child(lambda: write_dataset(out, **make_tiny())) == -signal.SIGKILL
+    assert run_in_child(lambda: write_dataset(out, **make_tiny())) == -signal.SIGKILL
     monkeypatch.setattr(store, "_save", real_save)
     (left,) = tmp_path.iterdir()
     assert left.name.startswith(".ds" + atomic.TMP_INFIX) and (left / "features").is_dir()
