@@ -239,6 +239,23 @@ def test_compose_stack_trains_to_the_end_through_faults(stack):
         assert not leaked, f"container {cid}: a secret is in a process's argv"
     report.add(f"secrets in argv: none, in {len(running)} containers")
 
+    # The feature shards speak TLS only, and every call must carry the token: from the trainer's container, a
+    # plaintext probe fails, a TLS one passes, and an Info call over TLS without the token is UNAUTHENTICATED.
+    probe = ["python", "-m", "saintpipe.cli.health_probe", "--timeout", "5", "grpc", "feature-shard-1:50051"]
+    assert "SERVING" in stack.exec("trainer", *probe, "--tls-ca", "/certs/ca.crt")
+    with pytest.raises(StackError, match="exited 1"):
+        stack.exec("trainer", *probe)
+    no_token = (
+        "import grpc, sys; from saintpipe.protos import feature_shard_pb2 as pb, feature_shard_pb2_grpc as rpc\n"
+        "creds = grpc.ssl_channel_credentials(open('/certs/ca.crt', 'rb').read())\n"
+        "stub = rpc.FeatureShardStub(grpc.secure_channel('feature-shard-1:50051', creds))\n"
+        "try: stub.Info(pb.InfoRequest(), timeout=10)\n"
+        "except grpc.RpcError as e: print(e.code().name); sys.exit(0)\n"
+        "print('ANSWERED')\n"
+    )
+    assert stack.exec("trainer", "python", "-c", no_token).strip() == "UNAUTHENTICATED"
+    report.add("feature shards: TLS only (a plaintext probe fails), a call without the token is UNAUTHENTICATED")
+
     # 4. Ray across containers: actors on both sampler nodes; a lost node's actors move to the other.
     two = stack.wait_for("sampler actors on two hosts", lambda: any("2 host(s)" in p for p in _placements(stack)),
                          120, "samplers")
@@ -340,7 +357,7 @@ def test_compose_stack_trains_to_the_end_through_faults(stack):
     runs_volume = f"{stack.project}_saintpipe-runs"
     # The named volumes stay (pool, dataset, runs, metrics), nothing else.
     assert volumes == {f"{stack.project}_{v}" for v in ("saintpipe-data", "redis-data", "saintpipe-runs",
-                                                          "prometheus-data")}, volumes
+                                                          "saintpipe-certs", "prometheus-data")}, volumes
     kept = docker("run", "--rm", "-v", f"{runs_volume}:/runs:ro", stack.env["SAINTPIPE_IMAGE"],
                   "ls", f"/runs/{JOB}")
     assert "latest.pt" in kept.split(), kept
