@@ -151,7 +151,16 @@ def test_parents_it_created_are_removed_after_a_failure(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_sigterm_in_the_body_exits_through_cleanup_and_restores_the_handler(tmp_path):
+@pytest.fixture
+def default_sigterm():
+    """SIGTERM's default disposition for the test (an earlier test in the session, e.g. one starting Ray in
+    process, may have installed a handler of its own: replacing_dir then leaves it in place)."""
+    before = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+def test_sigterm_in_the_body_exits_through_cleanup_and_restores_the_handler(tmp_path, default_sigterm):
     target = tmp_path / "out"
 
     def write_and_get_terminated():

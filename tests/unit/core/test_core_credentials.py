@@ -77,8 +77,13 @@ def test_the_sampler_service_refuses_a_placeholder_ray_token_before_joining(tmp_
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
     from saintpipe.services.sampler_service.service import SamplerService
 
+    import ray
+
     monkeypatch.setenv("RAY_AUTH_TOKEN", "change-me-ray-token")
     monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    # As in a fresh process (an earlier test of the session may have a Ray running in this one): never joined.
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: pytest.fail(f"joined a cluster: {kwargs}"))
     service = SamplerService(SamplerServiceConfig(data=tmp_path, ray_address="127.0.0.1:1"))
     with pytest.raises(ConfigError, match="RAY_AUTH_TOKEN is still the placeholder"):
         service._connect_ray()
