@@ -118,12 +118,20 @@ def test_an_out_that_cannot_be_created_is_one_line(cli, real_datasets, out, reas
     _one_error_line(r, f"{out}: {reason}")
 
 
+def _default_signals() -> None:
+    """SIGINT and SIGTERM as in a user's terminal: a suite started in the background (nohup, `cmd &`) inherits
+    SIGINT ignored, and so would the writer, which would then never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _writing(out: Path) -> subprocess.Popen:
     """Start a write of ~130 MB of features to ``out`` and return once its temporary directory holds files."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([*saintpipe_command(), "data", "generate", "kronecker", "--scale", "14", "--degree", "4",
                              "--feature-dim", "2048", "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_signals)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         # The write phase lasts a fraction of a second: poll without sleeping.
