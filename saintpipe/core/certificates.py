@@ -180,12 +180,12 @@ def split_hosts(hosts: list[str]) -> tuple[list[str], list[str]]:
     return dns, ips
 
 
-def _pem_key(key: Key) -> bytes:
+def pem_key(key: Key) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def _pem_cert(cert: x509.Certificate) -> bytes:
+def pem_cert(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
 
@@ -382,12 +382,12 @@ def write_bundle(out_dir: Path | str, hosts: list[str], days: int = 365, client:
     ca_key, ca_cert = make_ca(f"saintpipe CA {secrets.token_hex(4)}", days)
     server_key, server_cert = make_leaf(ca_key, ca_cert, "saintpipe feature shard", dns, ips, days)
     # Certificates are public (0644, readable by a shard running as another user); keys and the token are not.
-    contents = {CA_CERT: (_pem_cert(ca_cert), PUBLIC_MODE), CA_KEY: (_pem_key(ca_key), SECRET_MODE),
-                SERVER_CERT: (_pem_cert(server_cert), PUBLIC_MODE), SERVER_KEY: (_pem_key(server_key), SECRET_MODE)}
+    contents = {CA_CERT: (pem_cert(ca_cert), PUBLIC_MODE), CA_KEY: (pem_key(ca_key), SECRET_MODE),
+                SERVER_CERT: (pem_cert(server_cert), PUBLIC_MODE), SERVER_KEY: (pem_key(server_key), SECRET_MODE)}
     if client:
         client_key, client_cert = make_leaf(ca_key, ca_cert, "saintpipe client", [], [], days, client=True)
-        contents[CLIENT_CERT] = (_pem_cert(client_cert), PUBLIC_MODE)
-        contents[CLIENT_KEY] = (_pem_key(client_key), SECRET_MODE)
+        contents[CLIENT_CERT] = (pem_cert(client_cert), PUBLIC_MODE)
+        contents[CLIENT_KEY] = (pem_key(client_key), SECRET_MODE)
     if token:
         contents[TOKEN] = ((secrets.token_hex(32) + "\n").encode(), SECRET_MODE)
     _write_files(out, contents)

@@ -29,11 +29,15 @@ import grpc
 import pydantic
 
 from saintpipe.core.config import StrictModel
+from saintpipe.core.credentials import PLACEHOLDER_PREFIX
 from saintpipe.core.errors import ConfigError
+from saintpipe.core.files import TooLarge, read_capped
 
 TOKEN_ENV = "SAINTPIPE_FEATURE_TOKEN"
 MIN_TOKEN_CHARS = 16
-PLACEHOLDER = "change-me"  # what example env files ship: refused, so nobody deploys it
+PLACEHOLDER = PLACEHOLDER_PREFIX  # what example env files ship: refused, so nobody deploys it
+# A token or PEM file larger than this is not one (a wrong path: a dataset, a device).
+_MAX_FILE_BYTES = 1 << 20
 _MAKE_ONE = "make one with: python -c 'import secrets; print(secrets.token_hex(24))'"
 _PEM_MARKERS = {"certificate": (b"-----BEGIN CERTIFICATE-----",), "private key": (b"-----BEGIN", b"PRIVATE KEY-----")}
 
@@ -56,20 +60,27 @@ def check_token(token: str, source: str) -> str:
 def read_token_file(path: Path, label: str) -> str:
     """The token in ``path`` (surrounding whitespace, e.g. a final newline, removed), checked."""
     try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{label} {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+        token = _read(path, label).decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{label} {path}: cannot read it ({exc})") from None
     return check_token(token, f"{label} {path}")
+
+
+def _read(path: Path, label: str) -> bytes:
+    """The bytes of a token or PEM file, at most 1 MiB of them; ConfigError naming setting and file."""
+    try:
+        return read_capped(path, _MAX_FILE_BYTES)
+    except OSError as exc:
+        raise ConfigError(f"{label} {path}: cannot read it ({exc.strerror or exc})") from None
+    except TooLarge:
+        raise ConfigError(f"{label} {path}: cannot read it (larger than 1 MiB: not a token or PEM file)") from None
 
 
 
 
 def read_pem(path: Path, label: str, kind: str = "certificate") -> bytes:
     """The PEM bytes of ``path`` (``kind``: "certificate" or "private key"); ConfigError naming setting and file."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{label} {path}: cannot read it ({exc.strerror or exc})") from None
+    data = _read(path, label)
     if not all(marker in data for marker in _PEM_MARKERS[kind]):
         raise ConfigError(f"{label} {path}: not a PEM {kind} (no '-----BEGIN ...{kind.upper()}-----' block)")
     return data
