@@ -4,9 +4,12 @@ Setting of Table 3 of the GraphSAINT parallel-training paper: a 2-layer
 GraphSAGE, hidden 512, on an 8,000-node subgraph of mean degree 15 with 50
 input features and 121 labels; and a GCN with 500 input features and hidden 16,
 where the order matters most. One iteration = forward, backward and the
-optimizer step on the subgraph. The figures: median time per iteration, the
-multiply-accumulates executed (counted by the ops), and each fixed order's time
-relative to the scheduled one (ratio > 1: the schedule is faster).
+optimizer step on the subgraph. The three orders take turns round by round
+(a rotating order, after discarded warm-up rounds). The figures: median time
+per iteration with its spread (interquartile range, % of the median; min and
+max), the multiply-accumulates executed (counted by the ops), and each fixed
+order's time relative to the scheduled one (ratio > 1: the schedule is
+faster), as the ratio of medians and as the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -31,9 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--gcn-features", type=integer(1, 2**20), default=500)
     parser.add_argument("--gcn-hidden", type=integer(1, 2**20), default=16)
     parser.add_argument(
-        "--repeats", type=integer(1, 1_000_000), default=5, help="timed iterations per setting (median reported)"
+        "--repeats", type=integer(1, 1_000_000), default=5,
+        help="timed rounds; each times one iteration of every order (default 5)",
     )
-    parser.add_argument("--warmup", type=integer(0, 1_000_000), default=1)
+    parser.add_argument("--warmup", type=integer(0, 1_000_000), default=1,
+                        help="rounds run first and discarded (default 1)")
     parser.add_argument("--threads", type=integer(0, 4096), default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=seed(), default=0)
     add_json_flag(parser)

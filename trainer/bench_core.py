@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
+from saintpipe.core.rounds import ratio_figures, run_rounds, timed
 from saintpipe.trainer.batch import batch_from_subgraph
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.models import build_model
@@ -20,9 +19,8 @@ from saintpipe.trainer.synthetic import random_subgraph
 ORDERS = ("auto", "ax_first", "xw_first")
 
 
-def _iteration_seconds(
-    config: ModelConfig, batch, classes: int, repeats: int, warmup: int, seed: int
-) -> tuple[float, int]:
+def _step(config: ModelConfig, batch, classes: int, seed: int) -> Callable[[], None]:
+    """One training iteration (forward, backward, Adam step) of a fresh model built with ``seed``."""
     torch.manual_seed(seed)
     model = build_model(config, batch.x.shape[1], classes, multilabel=True).train()
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
@@ -33,16 +31,14 @@ def _iteration_seconds(
         loss.backward()
         opt.step()
 
-    for _ in range(warmup):
-        step()
+    return step
+
+
+def _macs(step: Callable[[], None]) -> int:
+    """Multiply-accumulates of one iteration, counted by the ops."""
     with count_macs() as counter:
         step()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), counter.total
+    return counter.total
 
 
 def _plans(arch: str, n: int, nnz: int, widths: list[int]) -> str:
@@ -74,33 +70,46 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
         feats = rng.normal(size=(args.nodes, features)).astype(np.float32)
         batch = batch_from_subgraph(sub, feats, labels, train, degrees)
         nnz = batch.adj_hat.nnz if arch == "gcn" else batch.adj.nnz
-        timing = {}
+        steps = {o: _step(ModelConfig(arch=arch, hidden=hidden, dropout=0.0, order=o), batch, args.classes,
+                          args.seed) for o in ORDERS}
+        macs = {o: _macs(step) for o, step in steps.items()}
+        # The three orders take turns, round by round, after discarded warm-up rounds: measured one after
+        # the other, whichever ran first took the machine's noise alone (the scheduled order, first, was
+        # once timed 224 ms on one run and 155 ms on the next against 169 ms for a fixed order).
+        result = run_rounds({o: timed(step) for o, step in steps.items()}, rounds=args.repeats,
+                            warmup=args.warmup, seed=args.seed)
+        auto = result.summary("auto")
         for order in ORDERS:
-            cfg = ModelConfig(arch=arch, hidden=hidden, dropout=0.0, order=order)
-            seconds, macs = _iteration_seconds(cfg, batch, args.classes, args.repeats, args.warmup, args.seed)
-            timing[order] = (seconds, macs)
-        auto_s, auto_macs = timing["auto"]
-        for order in ORDERS:
-            seconds, macs = timing[order]
+            s = result.summary(order)
+            paired = result.ratio_summary(order, "auto")
             rows.append(
                 {
                     "model": f"{arch} {features}->{'/'.join(map(str, hidden))}",
                     "order": order,
-                    "ms_per_iter": seconds * 1e3,
-                    "gmacs": macs / 1e9,
-                    "time_vs_auto": seconds / auto_s,
-                    "macs_vs_auto": macs / auto_macs,
+                    "ms_per_iter": s.median * 1e3,
+                    "iqr_pct": s.iqr_pct,
+                    "ms_min": s.min * 1e3,
+                    "ms_max": s.max * 1e3,
+                    "gmacs": macs[order] / 1e9,
+                    "time_vs_auto": s.median / auto.median,
+                    "time_vs_auto_paired": paired.median,
+                    "paired_min": paired.min,
+                    "paired_max": paired.max,
+                    "macs_vs_auto": macs[order] / macs["auto"],
                 }
             )
         summary[f"{arch}_plan"] = _plans(arch, args.nodes, nnz, [features, *hidden])
-        summary[f"{arch}_ax_first_over_auto"] = timing["ax_first"][0] / auto_s
-        summary[f"{arch}_xw_first_over_auto"] = timing["xw_first"][0] / auto_s
+        for order in ("ax_first", "xw_first"):
+            key = f"{arch}_{order}_over_auto"
+            summary[key] = result.summary(order).median / auto.median
+            summary.update(ratio_figures(key, result.ratio_summary(order, "auto")))
     params = {
         "nodes": args.nodes,
         "edges": int(sub.num_edges),
         "mean_degree": round(sub.num_edges / args.nodes, 2),
         "classes": args.classes,
         "repeats": args.repeats,
+        "warmup": args.warmup,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
     }

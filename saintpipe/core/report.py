@@ -28,6 +28,8 @@ def _fmt(value: Any) -> str:
         if value != 0 and (abs(value) >= 1e6 or abs(value) < 1e-3):
             return f"{value:.3g}"
         return f"{value:,.3f}" if abs(value) < 100 else f"{value:,.1f}"
+    if isinstance(value, (list, tuple)):  # a range such as [min, max] of a paired ratio
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return str(value)
 
 

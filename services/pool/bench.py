@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+ROUNDS = 20  # default rounds: --count cycles of each path in batches of --count / ROUNDS
 
 def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.argtypes import integer
@@ -32,9 +33,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--count",
         type=integer(1, 10_000_000),
         default=200,
-        help="timed cycles of each path, interleaved so machine noise hits both alike (default 200)",
+        help="timed cycles of each path, in rounds of --batch cycles that interleave the paths (default 200)",
+    )
+    parser.add_argument(
+        "--batch",
+        type=integer(1, 10_000_000),
+        default=None,
+        help="consecutive cycles of one path per round, the round's figure their median (default: COUNT/20, "
+        "so 20 rounds)",
     )
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of a private one")
+    parser.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="leave glibc's malloc thresholds as they are in this process (default: fixed, as the trainer's "
+        "feature client fixes them; left to glibc, redis-py's SET+GET ran 0.68 ms in one run, 1.58 in the next)",
+    )
     parser.add_argument(
         "--persistence",
         choices=("everysec", "always", "none"),
@@ -61,18 +75,27 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.pool.synthetic import random_subgraph
 
     from saintpipe.core.errors import InvalidArgument
+    from saintpipe.core.malloc import tune_malloc
     from saintpipe.core.report import emit_report
+    from saintpipe.core.rounds import ratio_figures, run_rounds
 
     for name in ("nodes", "edges", "count"):
         if getattr(args, name) < 1:
             raise InvalidArgument(f"--{name} must be >= 1")
+    batch = args.batch or max(1, args.count // ROUNDS)
+    if batch < 1:
+        raise InvalidArgument(f"--batch must be >= 1, got {batch}")
+    rounds = -(-args.count // batch)  # at least --count timed cycles of each path
+    # The trainer, the pool's reader, runs with fixed malloc thresholds (its feature client sets them); left to
+    # glibc's own moving threshold, which of two modes a run gets (megabyte buffers faulted in on every cycle,
+    # or kept in the heap) depends on the order of its first frees, and the ratio swung from 0.63 to 1.8.
+    malloc = "default" if args.default_malloc else ("fixed" if tune_malloc() else "default (not glibc)")
     sg = random_subgraph(args.nodes, args.edges, seed=0, job_id="bench")
     data = encode_subgraph(sg)
     for decode in (decode_subgraph, decode_walked, decode_generated):
         if not decode(data).equals(sg):
             raise RuntimeError(f"{decode.__name__} decoded another subgraph")
     job = f"bench-{os.getpid()}"
-    warmup = 5
 
     with (
         RedisServer(
@@ -118,38 +141,41 @@ def _bench(args: argparse.Namespace) -> int:
             encode_subgraph_parts(sg)
             decode_subgraph(data)
 
-        # Two phases. First the pool (both ack modes), the I/O floor and the codec alone, interleaved. Then
-        # the baseline and the default client apart: redis-py churns megabyte buffers through the allocator
-        # (hundreds of page faults per cycle), which slows whatever runs next, itself included when
-        # interleaved (2.5-3 ms per cycle instead of ~1). Apart it runs at its best: a conservative baseline.
-        phases = [
-            {
-                "pool": pool_cycle,
-                "pool_wait": pool_wait_cycle,
-                "floor": floor_cycle,
-                "codec": codec_cycle,
-            },
-            {"redispy": redispy_cycle, "default": default_cycle},
+        paths = {
+            "pool": pool_cycle,
+            "pool_wait": pool_wait_cycle,
+            "floor": floor_cycle,
+            "codec": codec_cycle,
+            "redispy": redispy_cycle,
+            "default": default_cycle,
             # Decoding alone, three readers of the same bytes: which hand-written reader earns its place
             # (saintpipe/core/protowire.py's docstring quotes these rows).
-            {
-                "decode": lambda: decode_subgraph(data),
-                "decode_walked": lambda: decode_walked(data),
-                "decode_generated": lambda: decode_generated(data),
-            },
-        ]
-        seconds: dict[str, list[float]] = {name: [] for phase in phases for name in phase}
+            "decode": lambda: decode_subgraph(data),
+            "decode_walked": lambda: decode_walked(data),
+            "decode_generated": lambda: decode_generated(data),
+        }
+        cycles: dict[str, list[float]] = {name: [] for name in paths}
+
+        def batch_of(name: str):
+            # A round's figure is the median cycle of a batch of consecutive cycles: redis-py churns
+            # megabyte buffers through the allocator (hundreds of page faults per cycle), which slows
+            # whatever runs next; interleaved cycle by cycle it ran at 2.5-3 ms instead of ~1, which would
+            # flatter the pool. In a batch only its first cycle pays for the previous path.
+            def measure() -> float:
+                times = []
+                for _ in range(batch):
+                    start = time.perf_counter()
+                    paths[name]()
+                    times.append(time.perf_counter() - start)
+                cycles[name].extend(times)
+                return statistics.median(times)
+
+            return measure
+
         try:
-            for cycles in phases:
-                names = list(cycles)
-                for i in range(warmup + args.count):
-                    # Interleaved, one cycle of each path per round, in an order rotated every round:
-                    # machine noise hits all paths alike, and none always follows the same neighbour.
-                    for name in names[i % len(names) :] + names[: i % len(names)]:
-                        start = time.perf_counter()
-                        cycles[name]()
-                        if i >= warmup:
-                            seconds[name].append(time.perf_counter() - start)
+            # Every path once per round, in an order rotated every round, after a discarded warm-up round:
+            # machine noise hits all paths alike, and none always goes first or follows the same neighbour.
+            result = run_rounds({name: batch_of(name) for name in paths}, rounds=rounds, warmup=1)
             stats = [pool.stats(), pool_wait.stats()]
             redis_version = client.info("server").get("redis_version", "?")
         finally:
@@ -160,7 +186,7 @@ def _bench(args: argparse.Namespace) -> int:
             client.close()
             default_client.close()
     for st in stats:
-        if st.acknowledged != warmup + args.count or st.held != 0:
+        if st.acknowledged != (1 + rounds) * batch or st.held != 0:
             raise RuntimeError(f"pool lost or kept entries during the benchmark: {st}")
 
     mb = len(data) / 1e6
@@ -177,17 +203,26 @@ def _bench(args: argparse.Namespace) -> int:
     }
     rows = []
     for name, label in labels.items():
-        median = statistics.median(seconds[name])
+        s = result.summary(name)  # of the rounds' median cycles
+        timed_cycles = cycles[name][batch:]  # the warm-up round's batch left out
         rows.append(
             {
                 "path": label,
-                "subgraphs_per_s": 1 / median,
-                "MB_per_s": mb / median,
-                "median_ms": median * 1e3,
-                "mean_ms": statistics.fmean(seconds[name]) * 1e3,
+                "subgraphs_per_s": 1 / s.median,
+                "MB_per_s": mb / s.median,
+                "median_ms": s.median * 1e3,
+                "iqr_pct": s.iqr_pct,
+                "min_ms": s.min * 1e3,
+                "max_ms": s.max * 1e3,
+                "mean_ms": statistics.fmean(timed_cycles) * 1e3,
             }
         )
-    per_s = {name: 1 / statistics.median(times) for name, times in seconds.items()}
+    per_s = {name: 1 / result.summary(name).median for name in paths}
+
+    def paired(name: str, baseline: str, key: str) -> dict:
+        # Speed over speed, round by round: the baseline's time over the path's, measured in the same round.
+        return ratio_figures(key, result.ratio_summary(baseline, name))
+
     # The target's baseline is plain SET+GET of the same bytes through the standard client (redis-py, with
     # the pool's connection settings). The floor, SET+GET over the pool's own zero-copy I/O path, is
     # stricter: it shows what the pool's own work (codec, scripts, bookkeeping) costs on top of moving bytes.
@@ -199,10 +234,14 @@ def _bench(args: argparse.Namespace) -> int:
             "nodes": sg.num_nodes,
             "edges": sg.num_edges,
             "message_bytes": len(data),
-            "count": args.count,
+            "count": rounds * batch,
+            "rounds": rounds,
+            "batch": batch,
+            "warmup_rounds": 1,
             "redis": "external" if server.external else "private",
             "persistence": "external" if server.external else args.persistence,
             "redis_version": redis_version,
+            "malloc": malloc,
         },
         summary={
             "ratio_pool_to_baseline": ratio,
@@ -215,6 +254,12 @@ def _bench(args: argparse.Namespace) -> int:
             "ratio_decode_hand_to_generated": per_s["decode"] / per_s["decode_generated"],
             "ratio_decode_python_walk_to_generated": per_s["decode_walked"] / per_s["decode_generated"],
             "ratio_decode_compiled_to_python_walk": per_s["decode"] / per_s["decode_walked"],
+            # The same ratios as medians of per-round ratios, with their range over the rounds.
+            **paired("pool", "redispy", "ratio_pool_to_baseline"),
+            **paired("pool_wait", "redispy", "ratio_pool_ack_wait_to_baseline"),
+            **paired("pool", "default", "ratio_pool_to_default_client"),
+            **paired("pool", "floor", "ratio_pool_to_io_floor"),
+            **paired("decode", "decode_generated", "ratio_decode_hand_to_generated"),
         },
         as_json=args.json,
     )

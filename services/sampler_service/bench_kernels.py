@@ -7,6 +7,10 @@ edges/s of the induced subgraphs, mean |V_s| and |E_s|, on one pinned core
 and on one pinned worker per core, and the scaling ratio. In the same run, on
 one core: a vectorized-numpy random-walk sampler with induction and the direct
 Algorithm 2 (the tests' oracle), with the ratios of the kernels to them.
+Per graph, every measurement takes turns round by round (a rotating order,
+after one discarded warm-up round); each figure is the median over the
+rounds, with its spread (interquartile range, % of the median), and each
+ratio is given also as the median of the per-round ratios ("paired").
 Kronecker graphs are generated once and cached as datasets under
 ``$SAINTPIPE_HOME/datasets/``.
 """
@@ -16,6 +20,10 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from saintpipe.core.rounds import RoundsResult, Summary
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +33,9 @@ log = logging.getLogger(__name__)
 
 CORA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cora.npz"
 KINDS = ("frontier", "random_walk", "edge", "node")
-QUICK_SCALES, QUICK_SECONDS = "12", 0.25
+NUMPY, DIRECT = "baseline: numpy random walk", "baseline: direct Algorithm 2"
+QUICK_SCALES, QUICK_SECONDS, QUICK_ROUNDS = "12", 0.1, 2
+SECONDS, ROUNDS = 0.75, 3  # with the warm-up round, 3 s per measured configuration, as before rounds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,10 +51,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-cora", action="store_true", help="leave out cora")
     parser.add_argument("--samplers", default=",".join(KINDS), help="comma-separated sampler kinds")
     parser.add_argument("--seconds", type=real(0, 3600, min_open=True), default=None,
-                        help="seconds per measurement (default 3; --quick: 0.25)")
+                        help=f"seconds per measurement, i.e. per configuration and round "
+                        f"(default {SECONDS}; --quick: {QUICK_SECONDS})")
+    parser.add_argument("--rounds", type=integer(1, 10_000), default=None,
+                        help=f"measured rounds, after one discarded warm-up round (default {ROUNDS}; "
+                        f"--quick: {QUICK_ROUNDS})")
     parser.add_argument("--processes", type=integer(1, 4096), default=None,
                         help="workers of the all-cores figures (default: one per available core)")
-    parser.add_argument("--quick", action="store_true", help="a small, short run (scale 12, 0.25 s each)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"a small, short run (scale 12, {QUICK_ROUNDS} rounds of {QUICK_SECONDS} s)")
     parser.add_argument("--seed", type=seed(), default=0, help="graph and job seed")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
@@ -87,17 +102,48 @@ def _graphs(scales: list[int], degree: float, seed: int, cora: bool):
             yield "cora", npz["indptr"], npz["indices"]
 
 
-def _row(graph: str, sampler: str, cores: int, t) -> dict:
-    return {"graph": graph, "sampler": sampler, "cores": cores, "subgraphs_per_s": t.subgraphs_per_s,
-            "nodes_per_s": t.nodes_per_s, "edges_per_s": t.edges_per_s, "mean_nodes": t.mean_nodes,
-            "mean_edges": t.mean_edges}
+def _row(graph: str, sampler: str, cores: int, runs: list, rates: Summary) -> dict:
+    """A row from the measured rounds of one configuration: medians over rounds, sizes over all of them."""
+    import statistics
+
+    subgraphs = sum(t.subgraphs for t in runs)
+    return {"graph": graph, "sampler": sampler, "cores": cores, "subgraphs_per_s": rates.median,
+            "iqr_pct": rates.iqr_pct, "nodes_per_s": statistics.median(t.nodes_per_s for t in runs),
+            "edges_per_s": statistics.median(t.edges_per_s for t in runs),
+            "mean_nodes": sum(t.nodes for t in runs) / subgraphs,
+            "mean_edges": sum(t.edges for t in runs) / subgraphs}
+
+
+def _measure_in_rounds(sources: dict, seconds: float, rounds: int, seed: int) -> tuple[RoundsResult, dict]:
+    """Measure every ``name -> (sampler, cores)`` once per round (one discarded warm-up round first).
+
+    Returns the rounds of subgraphs/s and, per name, the ``Throughput`` of each measured round.
+    """
+    from saintpipe.core.rounds import run_rounds
+    from saintpipe.services.sampler.parallel import measure_throughput
+
+    runs: dict[str, list] = {name: [] for name in sources}
+
+    def measure(name: str):
+        source, cores = sources[name]
+
+        def once() -> float:
+            t = measure_throughput(source, seconds=seconds, processes=cores, job_seed=seed)
+            runs[name].append(t)
+            return t.subgraphs_per_s
+
+        return once
+
+    result = run_rounds({name: measure(name) for name in sources}, rounds=rounds, warmup=1, seed=seed)
+    return result, {name: throughputs[-rounds:] for name, throughputs in runs.items()}
 
 
 def _bench(args: argparse.Namespace) -> int:
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
+    from saintpipe.core.rounds import ratio_figures
     from saintpipe.services.sampler.config import parse_sampler_config
-    from saintpipe.services.sampler.parallel import available_cores, measure_throughput
+    from saintpipe.services.sampler.parallel import available_cores
     from saintpipe.services.sampler.reference import DirectFrontierSampler, NumpyRandomWalkSampler
     from saintpipe.services.sampler.sampler import make_sampler
 
@@ -106,9 +152,12 @@ def _bench(args: argparse.Namespace) -> int:
         scales = [int(s) for s in _parse_list(scales_text, "scales")]
     except ValueError:
         raise InvalidArgument(f"--scales: expected comma-separated integers, got {scales_text!r}") from None
-    seconds = args.seconds if args.seconds is not None else (QUICK_SECONDS if args.quick else 3.0)
+    seconds = args.seconds if args.seconds is not None else (QUICK_SECONDS if args.quick else SECONDS)
     if seconds <= 0:
         raise InvalidArgument(f"--seconds must be > 0, got {seconds}")
+    rounds = args.rounds if args.rounds is not None else (QUICK_ROUNDS if args.quick else ROUNDS)
+    if rounds < 1:
+        raise InvalidArgument(f"--rounds must be >= 1, got {rounds}")
     kinds = _parse_list(args.samplers, "samplers", KINDS)
     processes = args.processes or len(available_cores())
     if processes < 1:
@@ -116,39 +165,52 @@ def _bench(args: argparse.Namespace) -> int:
     configs = {kind: parse_sampler_config({"kind": kind}) for kind in kinds}
 
     rows: list[dict] = []
-    summary: dict[str, float] = {}
+    summary: dict[str, object] = {}
     for graph, indptr, indices in _graphs(scales, args.degree, args.seed, not args.no_cora):
-        single: dict[str, float] = {}
+        # (label, cores) -> sampler; every one is measured once per round, the rounds interleaving them all.
+        sources: dict[tuple[str, int], object] = {}
         for kind, config in configs.items():
             sampler = make_sampler(config, indptr, indices)
-            one = measure_throughput(sampler, seconds=seconds, processes=1, job_seed=args.seed)
-            rows.append(_row(graph, kind, 1, one))
-            single[kind] = one.subgraphs_per_s
+            sources[(kind, 1)] = sampler
             if processes > 1:
-                many = measure_throughput(sampler, seconds=seconds, processes=processes, job_seed=args.seed)
-                row = _row(graph, kind, processes, many)
-                row["scaling"] = many.subgraphs_per_s / one.subgraphs_per_s
-                rows.append(row)
-                summary[f"{graph} {kind}: scaling / cores"] = row["scaling"] / processes
-            log.info("%s %s done", graph, kind)
+                sources[(kind, processes)] = sampler
         if "random_walk" in configs:
             cfg = configs["random_walk"]
-            base = measure_throughput(NumpyRandomWalkSampler(indptr, indices, cfg.roots, cfg.walk_length),
-                                      seconds=seconds, processes=1, job_seed=args.seed)
-            rows.append(_row(graph, "baseline: numpy random walk", 1, base))
-            summary[f"{graph} random_walk / numpy baseline (1 core)"] = (
-                single["random_walk"] / base.subgraphs_per_s)
+            sources[(NUMPY, 1)] = NumpyRandomWalkSampler(indptr, indices, cfg.roots, cfg.walk_length)
         if "frontier" in configs:
             cfg = configs["frontier"]
-            direct = DirectFrontierSampler(indptr, indices, cfg.frontier_size, cfg.node_budget)
-            base = measure_throughput(direct, seconds=seconds, processes=1, job_seed=args.seed)
-            rows.append(_row(graph, "baseline: direct Algorithm 2", 1, base))
-            summary[f"{graph} frontier dashboard / direct Algorithm 2 (1 core)"] = (
-                single["frontier"] / base.subgraphs_per_s)
-    params = {"scales": scales_text, "degree": args.degree, "seconds": seconds, "processes": processes,
-              "samplers": ",".join(kinds), "targets": "random_walk/numpy >= 5, frontier/direct >= 5, "
-                                                     "scaling/cores >= 0.85"}
-    columns = ["graph", "sampler", "cores", "subgraphs_per_s", "nodes_per_s", "edges_per_s", "mean_nodes",
-               "mean_edges", "scaling"]
+            sources[(DIRECT, 1)] = DirectFrontierSampler(indptr, indices, cfg.frontier_size, cfg.node_budget)
+        names = {key: f"{key[0]}@{key[1]}" for key in sources}
+        result, runs = _measure_in_rounds({names[k]: (src, k[1]) for k, src in sources.items()}, seconds,
+                                          rounds, args.seed)
+        log.info("%s done", graph)
+
+        def row(key: tuple[str, int]) -> dict:
+            return _row(graph, key[0], key[1], runs[names[key]], result.summary(names[key]))
+
+        for kind in configs:
+            one = row((kind, 1))
+            rows.append(one)
+            if processes > 1:
+                many = row((kind, processes))
+                many["scaling"] = many["subgraphs_per_s"] / one["subgraphs_per_s"]
+                many["scaling_paired"] = result.ratio(names[(kind, processes)], names[(kind, 1)])
+                rows.append(many)
+                summary[f"{graph} {kind}: scaling / cores"] = many["scaling"] / processes
+                summary[f"{graph} {kind}: scaling / cores, paired"] = many["scaling_paired"] / processes
+        for kind, baseline, label in (("random_walk", NUMPY, "random_walk / numpy baseline (1 core)"),
+                                      ("frontier", DIRECT, "frontier dashboard / direct Algorithm 2 (1 core)")):
+            if kind in configs:
+                base = row((baseline, 1))
+                rows.append(base)
+                key = f"{graph} {label}"
+                summary[key] = result.summary(names[(kind, 1)]).median / base["subgraphs_per_s"]
+                summary.update(ratio_figures(key, result.ratio_summary(names[(kind, 1)], names[(baseline, 1)]),
+                                             sep=", "))
+    params = {"scales": scales_text, "degree": args.degree, "seconds": seconds, "rounds": rounds, "warmup": 1,
+              "processes": processes, "samplers": ",".join(kinds),
+              "targets": "random_walk/numpy >= 5, frontier/direct >= 5, scaling/cores >= 0.85"}
+    columns = ["graph", "sampler", "cores", "subgraphs_per_s", "iqr_pct", "nodes_per_s", "edges_per_s",
+               "mean_nodes", "mean_edges", "scaling", "scaling_paired"]
     emit_report("sampler", rows, params=params, summary=summary, as_json=args.json, columns=columns)
     return 0

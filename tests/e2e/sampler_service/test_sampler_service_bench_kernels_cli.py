@@ -10,6 +10,7 @@ def test_bench_sampler_quick_json(cli, saintpipe_home):
                "--json")
     report = json.loads(proc.stdout)
     assert report["benchmark"] == "sampler" and report["params"]["processes"] == 2
+    assert report["params"]["rounds"] == 2 and report["params"]["warmup"] == 1  # --quick's rounds
     rows = report["rows"]
     for graph in ("kronecker-s9", "cora"):
         mine = {(r["sampler"], r["cores"]): r for r in rows if r["graph"] == graph}
@@ -20,10 +21,17 @@ def test_bench_sampler_quick_json(cli, saintpipe_home):
                 nodes_per_subgraph = row["nodes_per_s"] / row["subgraphs_per_s"]
                 assert abs(nodes_per_subgraph - row["mean_nodes"]) < 0.05 * row["mean_nodes"]
             assert abs(two["scaling"] - two["subgraphs_per_s"] / one["subgraphs_per_s"]) < 1e-9
+            assert one["iqr_pct"] >= 0 and two["iqr_pct"] >= 0 and two["scaling_paired"] > 0
         assert ("baseline: numpy random walk", 1) in mine and ("baseline: direct Algorithm 2", 1) in mine
         summary = report["summary"]
         assert summary[f"{graph} random_walk / numpy baseline (1 core)"] > 0
         assert summary[f"{graph} frontier dashboard / direct Algorithm 2 (1 core)"] > 0
+        # Paired: the median of per-round ratios, within the range of those ratios.
+        for key in (f"{graph} random_walk / numpy baseline (1 core)",
+                    f"{graph} frontier dashboard / direct Algorithm 2 (1 core)"):
+            low, high = summary[f"{key}, paired, range"]
+            assert 0 < low <= summary[f"{key}, paired"] <= high
+        assert summary[f"{graph} node: scaling / cores, paired"] == mine[("node", 2)]["scaling_paired"] / 2
     # The Kronecker graph was cached as a dataset under SAINTPIPE_HOME.
     assert (saintpipe_home / "datasets" / "kronecker-s9-d16-seed0" / "manifest.json").is_file()
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
     proc = cli(
@@ -27,7 +29,7 @@ def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
         "--gcn-hidden",
         "8",
         "--repeats",
-        "1",
+        "3",
         "--json",
     )
     report = json.loads(proc.stdout)
@@ -40,6 +42,17 @@ def test_bench_train_prints_times_and_macs_of_all_three_orders(cli):
             assert rows[(model, order)]["macs_vs_auto"] >= 1.0
             assert rows[(model, order)]["ms_per_iter"] > 0
     assert rows[("gcn", "ax_first")]["macs_vs_auto"] > 1.1  # 80 -> 8: (A X) W wastes the wide side
+    # Interleaved rounds: the spread beside each median, and paired (per-round) ratios beside the old ones.
+    assert report["params"]["repeats"] == 3 and report["params"]["warmup"] == 1
+    for (model, order), row in rows.items():
+        assert row["ms_min"] <= row["ms_per_iter"] <= row["ms_max"] and row["iqr_pct"] >= 0
+        assert row["paired_min"] <= row["time_vs_auto_paired"] <= row["paired_max"]
+        assert row["time_vs_auto"] == pytest.approx(row["ms_per_iter"] / rows[(model, "auto")]["ms_per_iter"])
+        if order != "auto":
+            key = f"{model}_{order}_over_auto"
+            assert report["summary"][key] == row["time_vs_auto"]
+            assert report["summary"][f"{key}_paired"] == row["time_vs_auto_paired"]
+            assert report["summary"][f"{key}_paired_range"] == [row["paired_min"], row["paired_max"]]
     assert "L1[80->8]: Y=A(XW)" in report["summary"]["gcn_plan"]
     assert "L1[12->32]: Y=(AX)W" in report["summary"]["sage_plan"]
 
