@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$saintpipe/protos/feature_shard.proto\x12\x10saintpipe.protos\"q\n\rGatherRequest\x12\x0b\n\x03ids\x18\x01 \x01(\x0c\x12\x16\n\x0etransfer_dtype\x18\x02 \x01(\t\x12;\n\rshared_memory\x18\x03 \x01(\x0b\x32$.saintpipe.protos.SharedMemoryTarget\"V\n\x12SharedMemoryTarget\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x04\x12\x0e\n\x06secret\x18\x04 \x01(\x0c\"t\n\x0bGatherChunk\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x0c\n\x04rows\x18\x02 \x01(\x0c\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\r\n\x05shape\x18\x04 \x03(\x03\x12\x0f\n\x07padding\x18\x05 \x01(\x0c\x12\x18\n\x10in_shared_memory\x18\x06 \x01(\x08\"\r\n\x0bInfoRequest\"\xd6\x01\n\tShardInfo\x12\r\n\x05shard\x18\x01 \x01(\r\x12\x12\n\nnum_shards\x18\x02 \x01(\r\x12\r\n\x05start\x18\x03 \x01(\x03\x12\x0c\n\x04stop\x18\x04 \x01(\x03\x12\x11\n\tnum_nodes\x18\x05 \x01(\x03\x12\x13\n\x0b\x66\x65\x61ture_dim\x18\x06 \x01(\r\x12\r\n\x05\x64type\x18\x07 \x01(\t\x12\x0f\n\x07\x64\x61taset\x18\x08 \x01(\t\x12\x0f\n\x07version\x18\t \x01(\t\x12\x19\n\x11max_message_bytes\x18\n \x01(\x04\x12\x15\n\rshared_memory\x18\x0b \x01(\x08\"C\n\x11SharedMemoryProbe\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06length\x18\x02 \x01(\r\x12\x0e\n\x06secret\x18\x03 \x01(\x0c\"I\n\x16SharedMemoryProbeReply\x12\x10\n\x08readable\x18\x01 \x01(\x08\x12\r\n\x05token\x18\x02 \x01(\x0c\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t2\xd1\x02\n\x0c\x46\x65\x61tureShard\x12J\n\x06Gather\x12\x1f.saintpipe.protos.GatherRequest\x1a\x1d.saintpipe.protos.GatherChunk0\x01\x12M\n\x0bGatherUnary\x12\x1f.saintpipe.protos.GatherRequest\x1a\x1d.saintpipe.protos.GatherChunk\x12\x42\n\x04Info\x12\x1d.saintpipe.protos.InfoRequest\x1a\x1b.saintpipe.protos.ShardInfo\x12\x62\n\x11ProbeSharedMemory\x12#.saintpipe.protos.SharedMemoryProbe\x1a(.saintpipe.protos.SharedMemoryProbeReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n$saintpipe/protos/feature_shard.proto\x12\x10saintpipe.protos\"q\n\rGatherRequest\x12\x0b\n\x03ids\x18\x01 \x01(\x0c\x12\x16\n\x0etransfer_dtype\x18\x02 \x01(\t\x12;\n\rshared_memory\x18\x03 \x01(\x0b\x32$.saintpipe.protos.SharedMemoryTarget\"V\n\x12SharedMemoryTarget\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x04\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x04\x12\x0e\n\x06secret\x18\x04 \x01(\x0c\"t\n\x0bGatherChunk\x12\x0e\n\x06offset\x18\x01 \x01(\x04\x12\x0c\n\x04rows\x18\x02 \x01(\x0c\x12\r\n\x05\x64type\x18\x03 \x01(\t\x12\r\n\x05shape\x18\x04 \x03(\x03\x12\x0f\n\x07padding\x18\x05 \x01(\x0c\x12\x18\n\x10in_shared_memory\x18\x06 \x01(\x08\"\r\n\x0bInfoRequest\"\xe9\x01\n\tShardInfo\x12\r\n\x05shard\x18\x01 \x01(\r\x12\x12\n\nnum_shards\x18\x02 \x01(\r\x12\r\n\x05start\x18\x03 \x01(\x03\x12\x0c\n\x04stop\x18\x04 \x01(\x03\x12\x11\n\tnum_nodes\x18\x05 \x01(\x03\x12\x13\n\x0b\x66\x65\x61ture_dim\x18\x06 \x01(\r\x12\r\n\x05\x64type\x18\x07 \x01(\t\x12\x0f\n\x07\x64\x61taset\x18\x08 \x01(\t\x12\x0f\n\x07version\x18\t \x01(\t\x12\x19\n\x11max_message_bytes\x18\n \x01(\x04\x12\x15\n\rshared_memory\x18\x0b \x01(\x08\x12\x11\n\tbulk_port\x18\x0c \x01(\r\"C\n\x11SharedMemoryProbe\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06length\x18\x02 \x01(\r\x12\x0e\n\x06secret\x18\x03 \x01(\x0c\"I\n\x16SharedMemoryProbeReply\x12\x10\n\x08readable\x18\x01 \x01(\x08\x12\r\n\x05token\x18\x02 \x01(\x0c\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t2\xd1\x02\n\x0c\x46\x65\x61tureShard\x12J\n\x06Gather\x12\x1f.saintpipe.protos.GatherRequest\x1a\x1d.saintpipe.protos.GatherChunk0\x01\x12M\n\x0bGatherUnary\x12\x1f.saintpipe.protos.GatherRequest\x1a\x1d.saintpipe.protos.GatherChunk\x12\x42\n\x04Info\x12\x1d.saintpipe.protos.InfoRequest\x1a\x1b.saintpipe.protos.ShardInfo\x12\x62\n\x11ProbeSharedMemory\x12#.saintpipe.protos.SharedMemoryProbe\x1a(.saintpipe.protos.SharedMemoryProbeReplyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,11 +40,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INFOREQUEST']._serialized_start=379
   _globals['_INFOREQUEST']._serialized_end=392
   _globals['_SHARDINFO']._serialized_start=395
-  _globals['_SHARDINFO']._serialized_end=609
-  _globals['_SHAREDMEMORYPROBE']._serialized_start=611
-  _globals['_SHAREDMEMORYPROBE']._serialized_end=678
-  _globals['_SHAREDMEMORYPROBEREPLY']._serialized_start=680
-  _globals['_SHAREDMEMORYPROBEREPLY']._serialized_end=753
-  _globals['_FEATURESHARD']._serialized_start=756
-  _globals['_FEATURESHARD']._serialized_end=1093
+  _globals['_SHARDINFO']._serialized_end=628
+  _globals['_SHAREDMEMORYPROBE']._serialized_start=630
+  _globals['_SHAREDMEMORYPROBE']._serialized_end=697
+  _globals['_SHAREDMEMORYPROBEREPLY']._serialized_start=699
+  _globals['_SHAREDMEMORYPROBEREPLY']._serialized_end=772
+  _globals['_FEATURESHARD']._serialized_start=775
+  _globals['_FEATURESHARD']._serialized_end=1112
 # @@protoc_insertion_point(module_scope)

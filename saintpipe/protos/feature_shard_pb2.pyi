@@ -49,7 +49,7 @@ class InfoRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ShardInfo(_message.Message):
-    __slots__ = ("shard", "num_shards", "start", "stop", "num_nodes", "feature_dim", "dtype", "dataset", "version", "max_message_bytes", "shared_memory")
+    __slots__ = ("shard", "num_shards", "start", "stop", "num_nodes", "feature_dim", "dtype", "dataset", "version", "max_message_bytes", "shared_memory", "bulk_port")
     SHARD_FIELD_NUMBER: _ClassVar[int]
     NUM_SHARDS_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
@@ -61,6 +61,7 @@ class ShardInfo(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     MAX_MESSAGE_BYTES_FIELD_NUMBER: _ClassVar[int]
     SHARED_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    BULK_PORT_FIELD_NUMBER: _ClassVar[int]
     shard: int
     num_shards: int
     start: int
@@ -72,7 +73,8 @@ class ShardInfo(_message.Message):
     version: str
     max_message_bytes: int
     shared_memory: bool
-    def __init__(self, shard: _Optional[int] = ..., num_shards: _Optional[int] = ..., start: _Optional[int] = ..., stop: _Optional[int] = ..., num_nodes: _Optional[int] = ..., feature_dim: _Optional[int] = ..., dtype: _Optional[str] = ..., dataset: _Optional[str] = ..., version: _Optional[str] = ..., max_message_bytes: _Optional[int] = ..., shared_memory: _Optional[bool] = ...) -> None: ...
+    bulk_port: int
+    def __init__(self, shard: _Optional[int] = ..., num_shards: _Optional[int] = ..., start: _Optional[int] = ..., stop: _Optional[int] = ..., num_nodes: _Optional[int] = ..., feature_dim: _Optional[int] = ..., dtype: _Optional[str] = ..., dataset: _Optional[str] = ..., version: _Optional[str] = ..., max_message_bytes: _Optional[int] = ..., shared_memory: _Optional[bool] = ..., bulk_port: _Optional[int] = ...) -> None: ...
 
 class SharedMemoryProbe(_message.Message):
     __slots__ = ("region", "length", "secret")

@@ -44,6 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="refuse shared-memory targets (same-host clients then receive rows over the socket)",
     )
     parser.add_argument(
+        "--bulk-port", type=port(), help="TCP port of the bulk data plane (default 0: a free one, told to clients)"
+    )
+    parser.add_argument(
+        "--no-bulk", dest="bulk", action="store_const", const=False,
+        help="no bulk data plane: rows travel in gRPC messages only",
+    )
+    parser.add_argument(
         "--grace", type=real(0, 3600), dest="grace_seconds", help="seconds in-flight calls get on shutdown (0 to 3600)"
     )
     parser.add_argument("--tls-cert", type=Path, help="PEM certificate chain of this server (TLS on; with --tls-key)")
@@ -83,6 +90,8 @@ def _serve(args: argparse.Namespace) -> int:
             "max_message_bytes",
             "chunk_bytes",
             "shared_memory",
+            "bulk",
+            "bulk_port",
             "grace_seconds",
             "tls_cert",
             "tls_key",
@@ -92,7 +101,7 @@ def _serve(args: argparse.Namespace) -> int:
     }
     cfg = load_config(FeatureShardConfig, args.config, flags=flags, section=SECTION)
     if cfg.tune_malloc:
-        from saintpipe.services.feature_shard.malloc import tune_malloc
+        from saintpipe.core.malloc import tune_malloc
 
         tune_malloc()
     stop = threading.Event()
@@ -114,6 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
         chunk_bytes=cfg.chunk_bytes,
         shared_memory=cfg.shared_memory,
         security=cfg.security(),
+        bulk_port=cfg.bulk_port if cfg.bulk else None,
     )
     try:
         if cfg.metrics_port is not None:

@@ -44,9 +44,10 @@ from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard import metrics, ranges, shm
 from saintpipe.services.feature_shard.addresses import resolve_shards
+from saintpipe.services.feature_shard.bulk_client import BulkChannel
 from saintpipe.services.feature_shard.cache import CacheConfig, FeatureCache, top_degree_nodes
 from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
-from saintpipe.services.feature_shard.malloc import tune_malloc
+from saintpipe.core.malloc import tune_malloc
 from saintpipe.services.feature_shard.replicas import Budget, Replica, Shard, connect_replica, with_failover
 from saintpipe.services.feature_shard.security import ClientSecurity
 from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
@@ -55,6 +56,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 TRANSFER_DTYPES = ("float32", "float16")
+BULK_MODES = ("auto", "off")
 
 
 class FeatureClient:
@@ -86,9 +88,12 @@ class FeatureClient:
             exit, and by multiprocessing's resource tracker if the process dies.
         security: TLS (CA, client certificate, server name) and the token, read here (None: plaintext,
             no token). It does not read the environment: see ``ClientSecurity.with_env_token``.
+        bulk: ``"auto"``: rows that do not go through shared memory travel on a replica's bulk data plane
+            when its Info advertises one (:mod:`saintpipe.services.feature_shard.bulk_client`), else in gRPC
+            messages; ``"off"``: always gRPC messages.
 
     Creating a client tunes glibc's malloc for the whole process
-    (:func:`saintpipe.services.feature_shard.malloc.tune_malloc`): freed buffers of up to
+    (:func:`saintpipe.core.malloc.tune_malloc`): freed buffers of up to
     32 MiB stay in the heap for the next gather instead of being unmapped.
 
     Raises:
@@ -117,9 +122,14 @@ class FeatureClient:
         max_workers: int | None = None,
         shared_memory: str = "auto",
         security: ClientSecurity | None = None,
+        bulk: str = "auto",
     ) -> None:
         addresses = resolve_shards(shards)
         channel_security = (security or ClientSecurity()).load()
+        if bulk not in BULK_MODES:
+            raise ConfigError(f"bulk must be one of {BULK_MODES}, got {bulk!r}")
+        self._bulk_mode = bulk
+        self._channel_security = channel_security
         if shared_memory not in SHARED_MEMORY_MODES:
             raise ConfigError(f"shared_memory must be one of {SHARED_MEMORY_MODES}, got {shared_memory!r}")
         if not deadline > 0:
@@ -175,9 +185,7 @@ class FeatureClient:
         budget = self._budget()
 
         def ask(shard: Shard) -> pb.ShardInfo:
-            return self._with_failover(
-                shard, lambda r, t: r.info(pb.InfoRequest(), timeout=t), budget, "Info"
-            )
+            return self._with_failover(shard, self._ask_info, budget, "Info")
 
         infos = list(self._pool.map(ask, self._shards))
         for shard, info in zip(self._shards, infos):
@@ -225,6 +233,25 @@ class FeatureClient:
                     self._shards,
                 )
             )
+
+    @staticmethod
+    def _ask_info(replica: Replica, timeout: float) -> pb.ShardInfo:
+        info = replica.info(pb.InfoRequest(), timeout=timeout)
+        replica.bulk_port = int(info.bulk_port)
+        return info
+
+    def _bulk_channel(self, replica: Replica, timeout: float) -> BulkChannel | None:
+        """The replica's bulk channel; None where it has no bulk plane or the client does not use one."""
+        if self._bulk_mode == "off":
+            return None
+        if replica.bulk_port is None:  # a replica that did not answer the start-up Info: ask it once
+            self._ask_info(replica, timeout)
+        if not replica.bulk_port:
+            return None
+        if replica.bulk is None:
+            host = replica.address.rsplit(":", 1)[0]
+            replica.bulk = BulkChannel(host, replica.bulk_port, self._channel_security)
+        return replica.bulk
 
     def _replica_shm(self, shard: Shard, replica: Replica, timeout: float) -> bool:
         """Whether ``replica`` takes shared-memory targets from this client (probed once)."""
@@ -356,6 +383,8 @@ class FeatureClient:
         for shard in self._shards:
             for replica in shard.replicas:
                 replica.channel.close()
+                if replica.bulk is not None:
+                    replica.bulk.close()
         if self._regions is not None:
             self._regions.close()
 
@@ -523,6 +552,21 @@ class FeatureClient:
                         or self._probe(shard, replica, timeout)
                     ):
                         raise
+            channel = self._bulk_channel(replica, timeout)
+            if channel is not None:
+                # Rows for one block of ``out`` in its dtype (sorted unique ids) are received straight into it.
+                into = out[base : base + ids.size] if contiguous else None
+                try:
+                    nbytes = channel.gather(ids, dim=self.feature_dim, float16=bool(self._wire_dtype),
+                                            timeout=timeout, into=into,
+                                            place=lambda offset, rows: place(replica, offset, rows))
+                except grpc.RpcError as exc:
+                    if exc.code() == grpc.StatusCode.UNAVAILABLE:  # a restarted replica may have a new bulk port:
+                        replica.bulk, replica.bulk_port = None, None  # ask its Info again on the next try
+                        channel.close()
+                    raise
+                self._count(rows_fetched=ids.size, bytes_received=nbytes, shard_calls=1)
+                return None
             chunks = None
             if replica.has_unary and ids.size <= self._max_rows_unary:  # the answer fits in one message
                 try:

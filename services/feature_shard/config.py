@@ -70,13 +70,22 @@ class FeatureShardConfig(StrictModel):
         description="accept shared-memory targets: clients on this host get their rows written into a "
         "/dev/shm region they name instead of sent over the socket; false: clients use the bytes path",
     )
+    bulk: bool = pydantic.Field(
+        True,
+        description="also serve gathers on the bulk data plane (rows as one TCP stream, received straight into "
+        "the client's array; same TLS and token); false: clients use gRPC for the rows too",
+    )
+    bulk_port: int = pydantic.Field(
+        0, ge=0, le=65535,
+        description="TCP port of the bulk data plane on host; 0 picks a free one (clients learn it from Info)",
+    )
     grace_seconds: float = pydantic.Field(
         5.0, ge=0, le=3600, description="on SIGTERM/SIGINT, time in-flight calls get to finish"
     )
     tune_malloc: bool = pydantic.Field(
         True,
         description="keep large freed buffers in the heap (glibc mallopt) so gathers do not page-fault "
-        "their buffers in again; see services/feature_shard/malloc.py",
+        "their buffers in again; see saintpipe/core/malloc.py",
     )
     tls_cert: Path | None = pydantic.Field(
         None, description="PEM certificate chain of this server: the port speaks TLS only (with tls_key)"

@@ -60,6 +60,7 @@ class ShardProcess:
         wait: bool = True,
         port: int = 0,
         token: str | None = None,
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self.shard = shard
         self._log = tempfile.TemporaryFile(mode="w+")
@@ -69,6 +70,7 @@ class ShardProcess:
         if token is not None:
             env[TOKEN_ENV] = token
         cmd = [
+            *command_prefix,  # e.g. `ip netns exec NS` (saintpipe.core.netns): a server on another network host
             sys.executable,
             "-m",
             "saintpipe",
@@ -206,8 +208,11 @@ class LocalShards:
         extra_args: Sequence[str] = (),
         own_process_group: bool = False,
         token: bool = True,
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         self.processes: list[list[ShardProcess]] = []
+        self._host, self._prefix = host, tuple(command_prefix)
         self._dataset_dir, self._extra_args, self._own_group = dataset_dir, extra_args, own_process_group
         self._token: str | None = None
         self._secrets_dir: str | None = None
@@ -274,7 +279,8 @@ class LocalShards:
         """Start a server of ``shard`` (not waiting for it) from the launcher thread."""
         return _launcher().submit(
             ShardProcess, self._dataset_dir, shard, extra_args=self._extra_args,
-            own_process_group=self._own_group, wait=False, port=port, token=self._token,
+            own_process_group=self._own_group, wait=False, port=port, token=self._token, host=self._host,
+            command_prefix=self._prefix,
         ).result()
 
     def stop(self) -> None:

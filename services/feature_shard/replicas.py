@@ -108,6 +108,8 @@ class Replica:
     has_unary: bool = True  # False once the server answered UNIMPLEMENTED (a version without GatherUnary)
     shm: bool | None = None  # sees this host's shared memory (None: not probed yet)
     has_token: bool = False  # our calls carry a token (for the message when the server refuses them)
+    bulk_port: int | None = None  # the replica's bulk data plane port from its Info (0: none; None: not asked)
+    bulk: object | None = None  # its BulkChannel once used (bulk_client.py)
 
 
 @dataclass(eq=False)

@@ -21,6 +21,7 @@ is wrong with the token (empty, short, a placeholder), never the token itself.
 from __future__ import annotations
 
 import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,6 +133,7 @@ class ServerCredentials:
     credentials: grpc.ServerCredentials | None
     token: str | None
     mutual_tls: bool
+    ssl_context: ssl.SSLContext | None = None  # the same TLS settings for the bulk data plane (bulk_server.py)
 
     def describe(self) -> str:
         """One phrase for the start-up log line, e.g. ``"TLS with client certificates (mTLS), token required"``."""
@@ -171,6 +173,13 @@ class ServerSecurity(_Settings):
             credentials = grpc.ssl_server_credentials(
                 [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
             )
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+            if client_ca is not None:
+                context.load_verify_locations(cadata=client_ca.decode("ascii", "replace"))
+                context.verify_mode = ssl.CERT_REQUIRED
+            return ServerCredentials(credentials, self._token(), client_ca is not None, context)
         return ServerCredentials(credentials, self._token(), self.tls_client_ca is not None)
 
 
@@ -182,6 +191,10 @@ class ChannelSecurity:
     options: tuple[tuple[str, str], ...]  # extra channel options (the TLS name override)
     metadata: tuple[tuple[str, str], ...] | None  # per-call metadata (the token on a plaintext channel)
     has_token: bool
+    # The same settings for the bulk data plane (bulk_client.py): TLS context, expected name, token.
+    ssl_context: ssl.SSLContext | None = None
+    server_name: str | None = None
+    token: str | None = None
 
     def channel(self, address: str, options: list) -> grpc.Channel:
         """A channel to ``address`` with these credentials and ``options`` (plus the name override)."""
@@ -220,7 +233,7 @@ class ClientSecurity(_Settings):
                 if getattr(self, field) is not None:
                     raise ConfigError(f"{self._label(field)} needs {self._label('tls_ca')} (it applies to TLS only)")
             metadata = (("authorization", f"Bearer {token}"),) if token else None
-            return ChannelSecurity(None, (), metadata, token is not None)
+            return ChannelSecurity(None, (), metadata, token is not None, token=token)
         if (self.tls_cert is None) != (self.tls_key is None):
             given, missing = ("tls_cert", "tls_key") if self.tls_cert is not None else ("tls_key", "tls_cert")
             raise ConfigError(f"{self._label(given)} is set but {self._label(missing)} is not: a client certificate "
@@ -233,4 +246,8 @@ class ClientSecurity(_Settings):
         if token:  # gRPC sends call credentials only over TLS; here they are: one header per call, set in C
             credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
         options = (("grpc.ssl_target_name_override", self.tls_server_name),) if self.tls_server_name else ()
-        return ChannelSecurity(credentials, options, None, token is not None)
+        context = ssl.create_default_context(cadata=read_pem(self.tls_ca, self._label("tls_ca")).decode("ascii",
+                                                                                                        "replace"))
+        if self.tls_cert is not None:
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+        return ChannelSecurity(credentials, options, None, token is not None, context, self.tls_server_name, token)

@@ -45,6 +45,7 @@ from saintpipe.services.dataset.layout import shard_file
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.feature_shard import metrics
 from saintpipe.services.feature_shard.auth import TokenInterceptor
+from saintpipe.services.feature_shard.bulk_server import BulkServer
 from saintpipe.services.feature_shard.config import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from saintpipe.services.feature_shard.lograte import FailureLog
 from saintpipe.services.feature_shard.parse import parse_request, short_repr
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 
 _HEALTH: "weakref.WeakKeyDictionary[grpc.Server, health.HealthServicer]" = weakref.WeakKeyDictionary()
 _SERVICERS: "weakref.WeakKeyDictionary[grpc.Server, FeatureShardServicer]" = weakref.WeakKeyDictionary()
+_BULK: "weakref.WeakKeyDictionary[grpc.Server, BulkServer]" = weakref.WeakKeyDictionary()
 _TARGET = "GatherRequest.shared_memory"
 
 
@@ -310,6 +312,7 @@ def create_server(
     shared_memory_dir: Path | str = SHM_DIR,
     log_interval_s: float = 10.0,
     security: ServerSecurity | None = None,
+    bulk_port: int | None = None,
 ) -> tuple[grpc.Server, int]:
     """Start a server for shard ``shard`` of the dataset at ``dataset_dir``.
 
@@ -328,6 +331,9 @@ def create_server(
             (rejected request / unexpected error), with a count of those left out.
         security: TLS certificate and key, client CA (mutual TLS), token; None: plaintext, no token. A
             non-loopback ``host`` without TLS or without a token is logged as a WARNING.
+        bulk_port: also serve gathers on the bulk data plane (:mod:`saintpipe.services.feature_shard.bulk_server`)
+            on this TCP port of ``host`` (0: a free one), with the same security; advertised in
+            ``ShardInfo.bulk_port``. None: no bulk plane (clients use gRPC).
 
     Returns:
         ``(server, bound port)``; the server is started. Stop it with :func:`stop_server`.
@@ -384,19 +390,29 @@ def create_server(
         raise ServiceUnavailable(f"feature shard {shard}: cannot listen on {address}: {exc}") from None
     if bound == 0:
         raise ServiceUnavailable(f"feature shard {shard}: cannot listen on {address} (in use?)")
+    if bulk_port is not None:
+        try:
+            bulk = BulkServer(servicer, host, bulk_port, token=loaded.token, ssl_context=loaded.ssl_context,
+                              max_connections=max(8, 4 * max_workers), log_interval_s=log_interval_s)
+        except BaseException:
+            server.stop(None)
+            raise
+        servicer.info.bulk_port = bulk.port
+        _BULK[server] = bulk
     server.start()
     for name in ("", SERVICE_NAME):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     _HEALTH[server] = health_servicer
     _SERVICERS[server] = servicer
     log.info(
-        "feature shard %d [%d, %d) of %s listening on %s:%d: %s",
+        "feature shard %d [%d, %d) of %s listening on %s:%d%s: %s",
         shard,
         servicer.start,
         servicer.stop,
         dataset_dir,
         host,
         bound,
+        f" (bulk data plane on port {servicer.info.bulk_port})" if servicer.info.bulk_port else "",
         loaded.describe(),
     )
     if not _is_loopback(host) and (loaded.credentials is None or not loaded.token):
@@ -429,6 +445,9 @@ def stop_server(server: grpc.Server, grace: float | None = 5.0) -> None:
     health_servicer = _HEALTH.pop(server, None)
     if health_servicer is not None:
         health_servicer.enter_graceful_shutdown()
+    bulk = _BULK.pop(server, None)
+    if bulk is not None:  # no new bulk gathers; the client fails over or retries, as on a stopped gRPC port
+        bulk.close()
     server.stop(grace).wait()
     servicer = _SERVICERS.pop(server, None)
     if servicer is not None:

@@ -110,6 +110,10 @@ def test_feature_shards_are_a_statefulset_behind_a_headless_service(custom_docs)
     assert svc["spec"]["selector"].items() <= sts["spec"]["template"]["metadata"]["labels"].items()
     shard = container(sts, "feature-shard")
     assert '--shard "${HOSTNAME##*-}"' in shard["command"][-1], "the pod ordinal must select the shard"
+    # The bulk data plane on its declared port (the network policy admits the trainer there: test_deploy_helm_security).
+    assert "--bulk-port 50052" in shard["command"][-1]
+    assert {"name": "bulk", "containerPort": 50052} in shard["ports"]
+    assert {"name": "bulk", "port": 50052, "targetPort": "bulk"} in svc["spec"]["ports"]
     # TLS on (the default): the image's probe, which speaks TLS, on the shard's port.
     assert shard["readinessProbe"]["exec"]["command"][3:7] == ["grpc", "127.0.0.1:50051", "--tls-ca",
                                                               f"{SECRETS_DIR}/tls/ca.crt"]

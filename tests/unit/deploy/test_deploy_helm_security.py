@@ -141,6 +141,8 @@ def test_only_the_pipelines_own_pods_reach_redis_the_shards_the_ray_cluster_and_
         ("feature-shard", "redis", 6379, False), (stranger, "redis", 6379, False),
         (other_release, "redis", 6379, False), (prometheus, "redis", 6379, False),
         ("trainer", "feature-shard", 50051, True), ("samplers", "feature-shard", 50051, False),
+        ("trainer", "feature-shard", 50052, True), (stranger, "feature-shard", 50052, False),
+        (prometheus, "feature-shard", 50052, False),
         (stranger, "feature-shard", 50051, False), (prometheus, "feature-shard", 9100, True),
         (prometheus, "feature-shard", 50051, False),
         ("ray-worker", "ray-head", 6379, True), ("samplers", "ray-head", 6379, True),

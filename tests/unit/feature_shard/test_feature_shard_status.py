@@ -72,6 +72,6 @@ def test_config_precedence_and_errors(tmp_path):
 def test_tune_malloc_applies_on_glibc():
     import platform
 
-    from saintpipe.services.feature_shard.malloc import tune_malloc
+    from saintpipe.core.malloc import tune_malloc
 
     assert tune_malloc() == (platform.libc_ver()[0] == "glibc")
