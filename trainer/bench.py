@@ -40,6 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--warmup", type=integer(0, 1_000_000), default=1,
                         help="rounds run first and discarded (default 1)")
     parser.add_argument("--threads", type=integer(0, 4096), default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device: cpu (default), cuda, cuda:1, ... or auto (cuda when torch sees one)")
     parser.add_argument("--seed", type=seed(), default=0)
     add_json_flag(parser)
     parser.set_defaults(func=_bench)

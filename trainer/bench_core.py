@@ -19,17 +19,20 @@ from saintpipe.trainer.synthetic import random_subgraph
 ORDERS = ("auto", "ax_first", "xw_first")
 
 
-def _step(config: ModelConfig, batch, classes: int, seed: int) -> Callable[[], None]:
+def _step(config: ModelConfig, batch, classes: int, seed: int, device: torch.device) -> Callable[[], None]:
     """One training iteration (forward, backward, Adam step) of a fresh model built with ``seed``."""
     torch.manual_seed(seed)
-    model = build_model(config, batch.x.shape[1], classes, multilabel=True).train()
+    model = build_model(config, batch.x.shape[1], classes, multilabel=True).to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    cuda = device.type == "cuda"
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
         loss = model.loss(model(batch), batch)
         loss.backward()
         opt.step()
+        if cuda:  # kernels run asynchronously: the iteration ends when the GPU is done
+            torch.cuda.synchronize(device)
 
     return step
 
@@ -53,8 +56,11 @@ def _plans(arch: str, n: int, nnz: int, widths: list[int]) -> str:
 
 def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Time both models under every order; returns (rows, params, summary) for the report."""
+    from saintpipe.trainer.worker import pick_device
+
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = pick_device(getattr(args, "device", "cpu"))
     sub = random_subgraph(args.nodes, args.degree, seed=args.seed, mean_weights=True)
     rng = np.random.default_rng(args.seed)
     labels = (rng.random((args.nodes, args.classes)) < 0.1).astype(np.uint8)
@@ -68,10 +74,10 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
     summary: dict[str, Any] = {}
     for arch, features, hidden in settings:
         feats = rng.normal(size=(args.nodes, features)).astype(np.float32)
-        batch = batch_from_subgraph(sub, feats, labels, train, degrees)
+        batch = batch_from_subgraph(sub, feats, labels, train, degrees, device=device)
         nnz = batch.adj_hat.nnz if arch == "gcn" else batch.adj.nnz
         steps = {o: _step(ModelConfig(arch=arch, hidden=hidden, dropout=0.0, order=o), batch, args.classes,
-                          args.seed) for o in ORDERS}
+                          args.seed, device) for o in ORDERS}
         macs = {o: _macs(step) for o, step in steps.items()}
         # The three orders take turns, round by round, after discarded warm-up rounds: measured one after
         # the other, whichever ran first took the machine's noise alone (the scheduled order, first, was
@@ -111,6 +117,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
         "repeats": args.repeats,
         "warmup": args.warmup,
         "threads": torch.get_num_threads(),
+        "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
         "torch": torch.__version__,
     }
     return rows, params, summary

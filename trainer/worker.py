@@ -52,10 +52,25 @@ class TrainerSpec:
 
 
 def pick_device(name: str) -> torch.device:
-    """``auto``: the first CUDA device when torch sees one, else the CPU."""
+    """``auto``: the first CUDA device when torch sees one, else the CPU.
+
+    Raises:
+        ConfigError: not a torch device name, or a CUDA device this torch cannot reach.
+    """
+    from saintpipe.core.errors import ConfigError
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ConfigError(f"device {name!r} is not a torch device (cpu, cuda, cuda:1, ... or auto)") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {name!r}: this torch ({torch.__version__}) sees no CUDA GPU; use cpu or auto")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"device {name!r}: torch sees {torch.cuda.device_count()} CUDA device(s)")
+    return device
 
 
 def trainer_name(job: str, rank: int) -> str:
