@@ -103,7 +103,7 @@ def test_compose_feature_shards_serve_the_prepared_dataset_and_pass_their_health
     try:
         for name in ("feature-shard-0", "feature-shard-1"):
             service = COMPOSE["services"][name]
-            ports = {"50051": str(free_port()), "9100": str(free_port())}
+            ports = {"50051": str(free_port()), "50052": str(free_port()), "9100": str(free_port())}
             argv = localize(as_list(service["command"]), prepared_data, ports)
             env = process_env(service)
             proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
