@@ -106,7 +106,8 @@ def rank_spec(spec: TrainerSpec, rank: int) -> TrainerSpec:
 
 
 def merge_results(results: list[TrainResult]) -> TrainResult:
-    """One summary for the group: rank 0's scores and counters, times and subgraphs summed over ranks.
+    """One summary for the group: rank 0's scores and counters; times, subgraphs and feature figures summed over
+    ranks.
 
     Raises:
         RuntimeError: the trainers ended with different weights (the gradient averaging broke).
@@ -120,6 +121,10 @@ def merge_results(results: list[TrainResult]) -> TrainResult:
         subgraphs=sum(r.subgraphs for r in results),
         times=TimeBreakdown.merged([r.times for r in results]),
         redelivered=sum(r.redelivered for r in results),
+        feature_gathers=sum(r.feature_gathers for r in results),
+        feature_rows=sum(r.feature_rows for r in results),
+        feature_cache_hits=sum(r.feature_cache_hits for r in results),
+        feature_bytes=sum(r.feature_bytes for r in results),
     )
 
 

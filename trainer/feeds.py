@@ -10,6 +10,9 @@ that acknowledges it once the step that used it is done.
   the current step computes.
 
 The trainer takes subgraphs only through the pool's client: it never samples.
+Entries that arrive as node sets (pool wire ``nodes``) are induced again by the
+feed's ``expand`` (:class:`saintpipe.services.dataset.expand.SubgraphExpander`) inside the
+pool's ``get``, on the prefetch thread, so every item holds a whole subgraph.
 
 Every item carries how long its subgraph took to arrive (``sample_wait_s``:
 the pool was empty) and how long its features took (``fetch_s``); the loop
@@ -29,7 +32,7 @@ from typing import Protocol
 import numpy as np
 
 from saintpipe.core.errors import SaintpipeTimeout
-from saintpipe.core.subgraph import Subgraph
+from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,8 @@ class PoolFeed:
         prefetch: fetch the next subgraph and its features on a background
             thread while the current step computes.
         get_timeout: seconds one pool read may block before the thread checks for shutdown.
+        expand: induces entries that came as node sets (``SubgraphExpander`` over the trainer's
+            dataset); None: such an entry raises ConfigError (it stays in the pool).
     """
 
     def __init__(
@@ -75,8 +80,9 @@ class PoolFeed:
         *,
         prefetch: bool = True,
         get_timeout: float = 1.0,
+        expand: Callable[[SubgraphNodes], Subgraph] | None = None,
     ) -> None:
-        self.pool, self.consumer, self.gather = pool, consumer, gather
+        self.pool, self.consumer, self.gather, self.expand = pool, consumer, gather, expand
         self.prefetch, self.get_timeout = prefetch, get_timeout
         self._queue: queue.Queue = queue.Queue(maxsize=1)
         self._stop = threading.Event()
@@ -97,7 +103,7 @@ class PoolFeed:
             )
             if slice_s <= 0:
                 return None
-            entry = self.pool.get(self.consumer, timeout=slice_s)
+            entry = self.pool.get(self.consumer, timeout=slice_s, expand=self.expand)
         if entry is None:
             return None
         got = time.perf_counter()

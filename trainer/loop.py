@@ -29,7 +29,7 @@ from saintpipe.trainer.checkpoint import Checkpointer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph, evaluate
 from saintpipe.trainer.feeds import Feed
-from saintpipe.trainer.metrics import TrainerMetrics
+from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
 from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.timing import TimeBreakdown
 
@@ -48,6 +48,8 @@ class TrainResult:
         redelivered: subgraphs that came back from the pool a second time (another trainer died holding them).
         last_loss: the last step's training loss.
         model_digest: sha256 of the final weights (equal on every data-parallel trainer).
+        feature_gathers, feature_rows, feature_cache_hits, feature_bytes: what the training steps' feature
+            gathers cost (:class:`~saintpipe.trainer.metrics.FeatureTotals`; zero without a feature meter).
     """
 
     test_score: float
@@ -62,12 +64,23 @@ class TrainResult:
     redelivered: int = 0
     last_loss: float = float("nan")
     model_digest: str = ""
+    feature_gathers: int = 0
+    feature_rows: int = 0
+    feature_cache_hits: int = 0
+    feature_bytes: int = 0
+
+    @property
+    def features(self) -> FeatureTotals:
+        """The feature figures as :class:`~saintpipe.trainer.metrics.FeatureTotals` (hit rate, bytes per step)."""
+        return FeatureTotals(self.feature_gathers, self.feature_rows, self.feature_cache_hits, self.feature_bytes)
 
     def summary(self) -> dict:
         """A flat dict for printing or JSON."""
         out = {k: v for k, v in asdict(self).items() if k not in ("times", "history", "model_digest")}
         for name in TimeBreakdown.TRAINER_FIELDS:  # the wall clock keeps its published key, total_s
             out[f"{'total' if name == 'wall' else name}_s"] = round(getattr(self.times, name), 4)
+        out["feature_cache_hit_rate"] = self.features.hit_rate
+        out["feature_bytes_per_step"] = self.features.bytes_per_gather
         return out
 
 
@@ -95,6 +108,8 @@ class TrainLoop:
         decide: broadcasts rank 0's evaluation decision to every rank (None: single trainer).
         is_leader: this rank evaluates, checkpoints and logs (rank 0).
         checkpointer: where checkpoints go, or None.
+        feature_meter: counts the training steps' feature gathers (the feed gathers through it); its totals
+            go into the result.
     """
 
     def __init__(
@@ -109,10 +124,12 @@ class TrainLoop:
         decide: Callable[[list[float]], list[float]] | None = None,
         is_leader: bool = True,
         checkpointer: Checkpointer | None = None,
+        feature_meter: FeatureMeter | None = None,
     ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
         self.metrics, self.sync, self.decide, self.is_leader = metrics, sync, decide, is_leader
         self.checkpointer = checkpointer
+        self.feature_meter = feature_meter
         self.train_mask = graph.train_mask()
         self.num_train = int(self.train_mask.sum())
         self.labels = np.asarray(graph.labels)
@@ -273,6 +290,7 @@ class TrainLoop:
             val, test = scores["val"], scores["test"]
             self.times.evaluation += time.perf_counter() - t0
         self._checkpoint()
+        features = self.feature_meter.totals() if self.feature_meter is not None else FeatureTotals()
         return TrainResult(
             test_score=test,
             val_score=val,
@@ -286,6 +304,10 @@ class TrainLoop:
             redelivered=self.redelivered,
             last_loss=last_loss,
             model_digest=model_digest(self.state.model),
+            feature_gathers=features.gathers,
+            feature_rows=features.rows,
+            feature_cache_hits=features.cache_hits,
+            feature_bytes=features.fetched_bytes,
         )
 
 

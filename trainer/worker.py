@@ -104,6 +104,7 @@ def run_trainer(
         SaintpipeTimeout: no subgraph arrived within ``config.pool_timeout_s``.
         DatasetError: the dataset directory or a checkpoint is unreadable.
     """
+    from saintpipe.services.dataset.expand import SubgraphExpander
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.services.feature_shard.client import FeatureClient
     from saintpipe.services.pool.pool import SubgraphPool
@@ -111,7 +112,7 @@ def run_trainer(
     from saintpipe.trainer.evaluate import EvalGraph
     from saintpipe.trainer.feeds import PoolFeed
     from saintpipe.trainer.loop import TrainLoop
-    from saintpipe.trainer.metrics import TrainerMetrics, serve_metrics
+    from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
     from saintpipe.trainer.step import TrainState
 
     cfg = spec.config
@@ -130,12 +131,13 @@ def run_trainer(
     pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
     group = None
     feed = None
+    meter = FeatureMeter(client, metrics)  # the training steps' gathers, apart from evaluation's
     try:
         graph = EvalGraph(
             indptr=dataset.indptr,
             indices=dataset.indices,
             labels=dataset.labels,
-            gather=client.gather,
+            gather=meter.gather_uncounted,
             feature_dim=dataset.manifest.feature_dim,
             splits=dict(dataset.splits),
         )
@@ -159,11 +161,12 @@ def run_trainer(
             decide=group.decide if group else None,
             is_leader=rank == 0,
             checkpointer=checkpointer,
+            feature_meter=meter,
         )
         if group is not None:
             group.check_same_start(state.steps)
         take_back(pool, name)
-        feed = PoolFeed(pool, name, client.gather, prefetch=cfg.prefetch)
+        feed = PoolFeed(pool, name, meter.gather, prefetch=cfg.prefetch, expand=SubgraphExpander(dataset))
         result = loop.run(feed)
         log.info("%s: done: %s", name, result.summary())
         return result

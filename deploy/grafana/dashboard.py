@@ -132,6 +132,11 @@ DATA_WAIT_SHARE = ("sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) / "
                    "sum(rate(saintpipe_trainer_step_seconds_sum[1m])))")
 
 
+TRAIN_HITS = "rate(saintpipe_trainer_feature_cache_hits_total[1m])"
+TRAIN_ROWS = "rate(saintpipe_trainer_feature_rows_total[1m])"
+TRAIN_BYTES = "rate(saintpipe_trainer_feature_bytes_total[1m])"
+
+
 def quantile(q: str, histogram: str, by: str = "le") -> str:
     return f"histogram_quantile({q}, sum by ({by}) (rate({histogram}_bucket[1m])))"
 
@@ -312,6 +317,24 @@ def trainers() -> list:
             grid(16, 52, 8),
             [query("A", "saintpipe_trainer_val_score", "trainer {{trainer}}")],
             units.PercentUnit, fraction=True),
+        timeseries_panel(
+            25, "Training steps: feature cache hit rate",
+            "Share of the feature rows the training steps requested that the trainer's cache served "
+            "(evaluation's gathers excluded; what `saintpipe run` reports). Dependent minibatches "
+            "(sampler kappa > 1) raise it: docs/sampler.md.",
+            grid(0, 60, 12),
+            [query("A", f"sum({TRAIN_HITS}) / sum({TRAIN_ROWS})", "all trainers"),
+             query("B", f"sum by (trainer) ({TRAIN_HITS}) / sum by (trainer) ({TRAIN_ROWS})",
+                   "trainer {{trainer}}")],
+            units.PercentUnit, fraction=True),
+        timeseries_panel(
+            26, "Training steps: feature bytes fetched per step",
+            "Feature bytes fetched from the shards (gRPC or shared memory) per training step: the cache's "
+            "misses, per trainer.",
+            grid(12, 60, 12),
+            [query("A", f"sum by (trainer) ({TRAIN_BYTES}) / "
+                        "sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))", "trainer {{trainer}}")],
+            units.BytesSI),
     ]
 
 

@@ -19,6 +19,13 @@ Conventions (shared by every component):
 * ``loss_weights`` (float32 [n]) weights each node's loss (loss normalization).
 * ``worker`` and ``sequence`` identify the subgraph within a job; ``seed`` is
   the random seed it was drawn with, so it can be drawn again bit for bit.
+
+:class:`SubgraphNodes` is the compact form the pool may carry instead (pool
+setting ``wire = "nodes"``): the node set and an :class:`Induction`, the few
+facts a trainer needs to induce the CSR and compute every weight again from
+its own copy of the topology (``saintpipe.services.dataset.expand``), bit for bit what
+the sampler would have sent. FastSample's hybrid partitioning (topology
+replicated on every host) is what makes that possible.
 """
 
 from __future__ import annotations
@@ -62,4 +69,54 @@ class Subgraph:
         return same_meta and all(
             np.array_equal(getattr(self, a), getattr(other, a)) and getattr(self, a).dtype == getattr(other, a).dtype
             for a in arrays
+        )
+
+
+# What Induction.train_nodes says when every node trains (no restriction of the loss weights).
+ALL_TRAIN_NODES = "all"
+
+
+@dataclass(frozen=True)
+class Induction:
+    """What a trainer needs besides a node set to rebuild the sampler's subgraph exactly.
+
+    Attributes:
+        graph_nodes, graph_edges: size of the full graph (nodes, CSR entries) the ids index.
+        normalization: key of the GraphSAINT normalization stored with the dataset
+            (``DATASET/norm/<normalization>/``); empty for plain mean aggregation and uniform loss.
+        norm_subgraphs, norm_seed: the settings that normalization was estimated with.
+        train_nodes: digest of the training node ids the loss weights are restricted to
+            (``saintpipe.services.dataset.norm_files.train_digest``), or ``"all"``.
+    """
+
+    graph_nodes: int
+    graph_edges: int
+    normalization: str = ""
+    norm_subgraphs: int = 0
+    norm_seed: int = 0
+    train_nodes: str = ALL_TRAIN_NODES
+
+
+@dataclass(frozen=True)
+class SubgraphNodes:
+    """A subgraph as its node set (int64, strictly ascending global ids) and how to induce it again."""
+
+    node_ids: np.ndarray
+    induction: Induction
+    job_id: str = ""
+    worker: int = 0
+    sequence: int = 0
+    seed: int = 0
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_ids.size)
+
+    def equals(self, other: "SubgraphNodes") -> bool:
+        """Exact equality of the node set, the induction and every identifier."""
+        return (
+            (self.job_id, self.worker, self.sequence, self.seed, self.induction)
+            == (other.job_id, other.worker, other.sequence, other.seed, other.induction)
+            and self.node_ids.dtype == other.node_ids.dtype
+            and np.array_equal(self.node_ids, other.node_ids)
         )

@@ -85,6 +85,7 @@ class LocalPipeline:
         self._t0 = time.monotonic()
         self._sampler_service = None
         self._trainers = None
+        self.feature_cache = ""  # the trainers' cache sizes, for the summary
 
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
@@ -245,6 +246,8 @@ class LocalPipeline:
                            feature_addresses=self.shards.addresses, config=trainer_cfg, pool=cfg.pool,
                            metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
         cache = cfg.feature_cache_rows(dataset.num_nodes)
+        self.feature_cache = (f"{cache.static_rows:,} pinned + {cache.lru_rows:,} LRU rows of "
+                              f"{dataset.num_nodes:,}") if cache.enabled else ""
         trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
         trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
         self._trainers = trainers
@@ -323,11 +326,14 @@ class LocalPipeline:
                 log.debug("sampler stats unavailable: %s", exc)
         if self._trainers is not None:
             summary.trainers = self.config.run.trainers
+            summary.feature_cache = self.feature_cache
             result = self._trainers.result()
             if result is not None:
                 summary.test_score, summary.val_score = result.test_score, result.val_score
                 summary.epochs, summary.steps, summary.subgraphs_trained = result.epochs, result.steps, \
                     result.subgraphs
+                summary.feature_gathers, summary.feature_rows = result.feature_gathers, result.feature_rows
+                summary.feature_cache_hits, summary.feature_bytes = result.feature_cache_hits, result.feature_bytes
                 for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
                     if name != "wall":
                         setattr(t, name, getattr(result.times, name))

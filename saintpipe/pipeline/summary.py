@@ -43,6 +43,9 @@ class RunSummary:
         of the best-validation weights; NaN when the run ended before scoring. stopped_by: why training
         ended (finished, early stopping, max_seconds, SIGINT, ...). times: the trainers' time breakdown with
         the sampler workers' figures, the start-up and the whole command's wall clock.
+        feature_cache: the trainers' feature cache sizes ("" when off). feature_gathers, feature_rows,
+        feature_cache_hits, feature_bytes: the training steps' feature gathers, summed over the trainers
+        (evaluation's excluded): gathers, rows requested, rows the cache served, bytes fetched from the shards.
     """
 
     dataset: str
@@ -62,6 +65,11 @@ class RunSummary:
     restarts: list[str] = field(default_factory=list)
     failure: str = ""
     checkpoint_dir: str = ""
+    feature_cache: str = ""
+    feature_gathers: int = 0
+    feature_rows: int = 0
+    feature_cache_hits: int = 0
+    feature_bytes: int = 0
 
     @property
     def sampler_throughput(self) -> float:
@@ -73,10 +81,22 @@ class RunSummary:
         """Subgraphs per second the trainers trained on."""
         return self.subgraphs_trained / self.training_seconds if self.training_seconds > 0 else math.nan
 
+    @property
+    def feature_cache_hit_rate(self) -> float:
+        """Share of the feature rows the training steps requested that the trainers' cache served."""
+        return self.feature_cache_hits / self.feature_rows if self.feature_rows else math.nan
+
+    @property
+    def feature_bytes_per_step(self) -> float:
+        """Feature bytes fetched from the shards per training step (per subgraph trained on)."""
+        return self.feature_bytes / self.feature_gathers if self.feature_gathers else math.nan
+
     def as_dict(self) -> dict:
         out = asdict(self)
         out["sampler_throughput"] = self.sampler_throughput
         out["training_throughput"] = self.training_throughput
+        out["feature_cache_hit_rate"] = self.feature_cache_hit_rate
+        out["feature_bytes_per_step"] = self.feature_bytes_per_step
         return out
 
     def to_json(self) -> str:
@@ -93,6 +113,26 @@ def _unaccounted(n: int) -> str:
 
 def _score(value: float) -> str:
     return "n/a (not scored)" if math.isnan(value) else f"{value:.4f}"
+
+
+def _bytes(value: float) -> str:
+    if math.isnan(value):
+        return "n/a"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def _features(s: RunSummary) -> list[tuple[str, str]]:
+    """The feature cache's rows: hit rate and bytes per step of the training steps' gathers."""
+    if not s.feature_gathers:
+        return []
+    cache = f"  (cache: {s.feature_cache})" if s.feature_cache else "  (no cache)"
+    rate = "n/a" if math.isnan(s.feature_cache_hit_rate) else f"{100 * s.feature_cache_hit_rate:.1f}%"
+    return [("feature cache hit rate", f"{rate}{cache}"),
+            ("feature bytes per step", f"{_bytes(s.feature_bytes_per_step)}  ({_bytes(s.feature_bytes)} fetched for "
+                                       f"{s.feature_gathers:,} subgraphs)")]
 
 
 def _seconds(value: float, of: float | None = None) -> str:
@@ -116,6 +156,7 @@ def format_summary(s: RunSummary) -> str:
         ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({s.sampler_workers} workers)"),
         ("trainers", f"{s.trainers}"),
     ]
+    rows += _features(s)
     if s.pool is not None:
         a = s.pool
         rows.append(("pool account", f"{a.produced:,} produced = {a.trained:,} trained + {a.waiting:,} waiting + "

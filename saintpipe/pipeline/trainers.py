@@ -9,7 +9,9 @@ prefetching :class:`~saintpipe.trainer.feeds.PoolFeed`, data-parallel through
 :class:`~saintpipe.trainer.distributed.DataParallel`), keeps the loop, and answers
 ``progress()`` while ``run()`` trains (a threaded actor). One difference: the
 feature client has the trainer-side cache (static highest-degree rows plus
-LRU), whose hit rate the dashboard shows.
+LRU), whose hit rate the dashboard shows; the training steps' gathers go through a
+:class:`~saintpipe.trainer.metrics.FeatureMeter`, so the run reports their hit rate
+and bytes fetched per step apart from evaluation's.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class _TrainerActor:
         """
         import torch
 
+        from saintpipe.services.dataset.expand import SubgraphExpander
         from saintpipe.services.dataset.store import open_dataset
         from saintpipe.services.feature_shard.cache import CacheConfig
         from saintpipe.services.feature_shard.client import FeatureClient
@@ -89,7 +92,7 @@ class _TrainerActor:
         from saintpipe.trainer.evaluate import EvalGraph
         from saintpipe.trainer.feeds import PoolFeed
         from saintpipe.trainer.loop import TrainLoop
-        from saintpipe.trainer.metrics import serve_metrics
+        from saintpipe.trainer.metrics import FeatureMeter, serve_metrics
         from saintpipe.trainer.step import TrainState
         from saintpipe.trainer.worker import pick_device, take_back, trainer_name
 
@@ -112,8 +115,10 @@ class _TrainerActor:
                                     retry_deadline_s=cfg.feature_retry_deadline_s,
                                     security=cfg.feature_security())
         self.pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
+        # The training steps' gathers are counted apart from evaluation's (hit rate, bytes per step).
+        meter = FeatureMeter(self.client, self.metrics)
         graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
-                          gather=self.client.gather, feature_dim=dataset.manifest.feature_dim,
+                          gather=meter.gather_uncounted, feature_dim=dataset.manifest.feature_dim,
                           splits=dict(dataset.splits))
         state = TrainState(cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device,
                            seed=cfg.seed)
@@ -124,11 +129,12 @@ class _TrainerActor:
         self.loop = TrainLoop(state, graph, cfg, name=name, metrics=self.metrics,
                               sync=self.group.sync if self.group else None,
                               decide=self.group.decide if self.group else None,
-                              is_leader=self.rank == 0, checkpointer=checkpointer)
+                              is_leader=self.rank == 0, checkpointer=checkpointer, feature_meter=meter)
         if self.group is not None:
             self.group.check_same_start(state.steps)
         take_back(self.pool, name)
-        self.feed = PoolFeed(self.pool, name, self.client.gather, prefetch=cfg.prefetch)
+        self.feed = PoolFeed(self.pool, name, meter.gather, prefetch=cfg.prefetch,
+                             expand=SubgraphExpander(dataset))
         return url
 
     def run(self):

@@ -23,12 +23,12 @@ itself is the kernels' (:mod:`saintpipe.services.sampler.normalization`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
 
 import numpy as np
+from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, train_digest
 from saintpipe.services.dataset.store import Dataset, open_dataset
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
@@ -39,21 +39,12 @@ from saintpipe.core.errors import DatasetError
 
 log = logging.getLogger(__name__)
 
-NORM_DIR = "norm"
-META_NAME = "meta.json"
-_FILES = ("loss_coefficients.npy", "aggregator_coefficients.npy")
+_FILES = FILES
 
 
 def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel) -> Path:
     """Where the normalization of ``config`` lives in a dataset directory."""
     return Path(dataset_dir) / NORM_DIR / config_key(config)
-
-
-def train_digest(train_nodes: np.ndarray | None) -> str:
-    """A short digest of the training node ids (``"all"`` for None), recorded in ``meta.json``."""
-    if train_nodes is None:
-        return "all"
-    return hashlib.sha256(np.ascontiguousarray(train_nodes, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
 def normalization_meta(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int, seed: int,

@@ -10,6 +10,7 @@ from saintpipe.core.config import StrictModel
 
 JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 TRANSPORTS = ("auto", "redis", "shared_memory")
+WIRES = ("auto", "full", "nodes")
 
 
 class PoolConfig(StrictModel):
@@ -44,6 +45,14 @@ class PoolConfig(StrictModel):
         "'shared_memory' (a same-host /dev/shm slot that the Redis entry references; consumers must see "
         "the same /dev/shm), or 'auto' (shared memory when the Redis URL is a loopback one). Consumers "
         "read either kind.",
+    )
+    wire: Literal["auto", "full", "nodes"] = pydantic.Field(
+        default="auto",
+        description="What samplers put in the pool: 'full' (the whole subgraph: CSR and weights, ~1.6 MB for "
+        "a random walk r=3000 on a 262k-node graph), 'nodes' (its node set and how to induce it, ~14 KB; "
+        "trainers induce the CSR and the weights again from their dataset directory, which must hold the "
+        "samplers' normalization, DATASET/norm/), or 'auto' ('nodes' when the bytes go through Redis, i.e. "
+        "transport resolves to 'redis'; 'full' with shared memory). Trainers read either.",
     )
     max_deliveries: int = pydantic.Field(
         default=5,

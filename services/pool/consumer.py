@@ -6,18 +6,20 @@ import threading
 import time
 import weakref
 from collections import deque
+from collections.abc import Callable
 
 import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
-from saintpipe.services.pool.codec import decode_owned
+from saintpipe.services.pool.compact import decode_entry
 from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS
 from saintpipe.services.pool.shared import GROUP, JobKeys, PoolEntry, log
 
-from saintpipe.core.errors import DecodeError, InvalidArgument, SaintpipeError
+from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeError
+from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 # Longest single blocking read; between reads the consumer looks for entries to reclaim.
 _MAX_BLOCK_SLICE = 1.0
@@ -70,7 +72,9 @@ class Consumer:
         self._claim_interval = min(_MAX_BLOCK_SLICE, visibility_timeout / 4)
         self._next_claim = 0.0
 
-    def get(self, consumer: str, timeout: float | None) -> PoolEntry | None:
+    def get(
+        self, consumer: str, timeout: float | None, expand: Callable[[SubgraphNodes], Subgraph] | None = None
+    ) -> PoolEntry | None:
         if not consumer:
             raise InvalidArgument("consumer name must be non-empty")
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
@@ -107,7 +111,8 @@ class Consumer:
                 self._acks.note_stale(len(acks) - acked, len(acks))
             if eid:  # nil (or false, depending on the protocol) when there is none
                 fault = self._unusable(*unusable) if unusable else None
-                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None, fault)
+                entry = self._entry(consumer, eid.decode(), int(deliveries), payload if present else None, fault,
+                                    expand)
                 if entry is not None:
                     return entry
             elif recovered is None:
@@ -194,8 +199,11 @@ class Consumer:
         deliveries: int,
         payload: memoryview | bytes | None,
         fault: str | None = None,
+        expand: Callable[[SubgraphNodes], Subgraph] | None = None,
     ) -> PoolEntry | None:
         """Decode the bytes of a delivered entry; None if it went to the dead-letter stream instead.
+
+        A node set (format_version 2) is handed to ``expand``, whose DecodeError dead-letters it too.
 
         ``fault``: why its bytes could not be fetched (the key it names is not the job's own subgraph
         bytes). None too if it could not be decoded and another consumer took it over meanwhile (that
@@ -219,7 +227,16 @@ class Consumer:
                     )
             if payload is None:
                 raise DecodeError("its bytes are missing from Redis")
-            return PoolEntry(entry_id=eid, subgraph=decode_owned(payload), deliveries=deliveries)
+            subgraph = decode_entry(payload)
+            if isinstance(subgraph, SubgraphNodes):
+                if expand is None:
+                    raise ConfigError(
+                        f"pool job {self.job_id}: entry {eid} is a node set (pool wire 'nodes'); this consumer "
+                        "cannot induce it (get(..., expand=...): the trainer's SubgraphExpander over its dataset). "
+                        "It is left for another consumer"
+                    )
+                subgraph = expand(subgraph)
+            return PoolEntry(entry_id=eid, subgraph=subgraph, deliveries=deliveries)
         except DecodeError as exc:
             # Out of the way, not raised: one bad entry must not end training. Only while this consumer
             # still holds it: another may have taken it over in between.

@@ -139,7 +139,8 @@ def fields(buf: bytes | bytearray | memoryview) -> tuple[tuple, dict]:
         # Unknown fields are skipped, as protobuf readers do.
     version = scalars.get("format_version", 0)
     if version != FORMAT_VERSION:
-        raise DecodeError(f"subgraph format_version: got {version}, this decoder reads {FORMAT_VERSION}")
+        hint = " (version 2 is a node set: compact.decode_entry reads it)" if version == 2 else ""
+        raise DecodeError(f"subgraph format_version: got {version}, this decoder reads {FORMAT_VERSION}{hint}")
     for name in ARRAYS:
         if name not in arrays:
             raise DecodeError(f"subgraph {name}: missing")

@@ -50,7 +50,7 @@ import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.accounting import Accounting
 from saintpipe.services.pool.acks import AckQueue
-from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, PoolConfig
+from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, WIRES, PoolConfig
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
 from saintpipe.services.pool.deadletter import DeadLetters
@@ -60,7 +60,7 @@ from saintpipe.services.pool.shared import GROUP, KEY_PREFIX, DeadLetter, JobKey
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeError
-from saintpipe.core.subgraph import Subgraph
+from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 __all__ = [
     "GROUP",
@@ -71,6 +71,7 @@ __all__ = [
     "PreparedPut",
     "SubgraphPool",
     "resolve_transport",
+    "resolve_wire",
 ]
 
 
@@ -85,6 +86,26 @@ def resolve_transport(transport: str, url: str) -> str:
     if transport == "auto":
         return "shared_memory" if shared_memory.is_local(url) and shared_memory.available() else "redis"
     return transport
+
+
+def resolve_wire(wire: str, transport: str) -> str:
+    """``"full"`` or ``"nodes"``: what a producer whose bytes take ``transport`` (resolved) puts, for ``wire``.
+
+    ``"auto"`` sends node sets where the bytes go through Redis (the cross-host path, where megabytes per
+    subgraph cost the sampling core its encoding and sending, and Redis its CPU), and whole subgraphs into
+    same-host shared memory, which carries them at the speed of the plain sampling loop with no work left
+    for the trainer.
+
+    Raises:
+        InvalidArgument: an unknown wire or transport.
+    """
+    if wire not in WIRES:
+        raise InvalidArgument(f"wire {wire!r}: use one of {', '.join(WIRES)}")
+    if transport not in ("redis", "shared_memory"):
+        raise InvalidArgument(f"transport {transport!r}: resolve it first (redis or shared_memory)")
+    if wire == "auto":
+        return "nodes" if transport == "redis" else "full"
+    return wire
 
 
 class SubgraphPool:
@@ -107,12 +128,15 @@ class SubgraphPool:
         transport: where this object's puts leave the bytes: ``"redis"``,
             ``"shared_memory"`` (same-host slots), or ``"auto"`` (shared memory
             when the URL is a loopback one).
+        wire: what the producers using this object put (:func:`resolve_wire`; ``wire`` holds the
+            answer): ``"full"`` subgraphs, ``"nodes"`` (node sets that trainers induce again), or
+            ``"auto"``. ``put`` takes either form whatever this says; consumers read both.
         max_deliveries: an entry delivered more often than this without an
             acknowledgement is dead-lettered instead of delivered again; 0: no limit.
         dead_letter_limit: about how many records the job's dead-letter stream keeps.
 
     Raises:
-        InvalidArgument: a bad job id, capacity, timeout, transport or limit.
+        InvalidArgument: a bad job id, capacity, timeout, transport, wire or limit.
         ConfigError: ``"shared_memory"`` where ``/dev/shm`` is not usable.
         ServiceUnavailable: Redis unreachable for ``reconnect.give_up_after`` seconds.
         AuthenticationFailed: Redis refused the URL's password.
@@ -128,6 +152,7 @@ class SubgraphPool:
         reconnect: ReconnectPolicy | None = None,
         socket_timeout: float = 10.0,
         transport: str = "redis",
+        wire: str = "auto",
         max_deliveries: int = 5,
         dead_letter_limit: int = 10_000,
     ) -> None:
@@ -150,6 +175,7 @@ class SubgraphPool:
         self.max_deliveries = max_deliveries
         self.reconnect = reconnect or ReconnectPolicy()
         self.transport = resolve_transport(transport, url)
+        self.wire = resolve_wire(wire, self.transport)
         if self.transport == "shared_memory":
             shared_memory.require_available()
         keys = JobKeys(job_id)
@@ -181,17 +207,19 @@ class SubgraphPool:
             ),
             socket_timeout=config.socket_timeout,
             transport=config.transport,
+            wire=config.wire,
             max_deliveries=config.max_deliveries,
             dead_letter_limit=config.dead_letter_limit,
         )
 
     # -- producing ---------------------------------------------------------------------------------------
 
-    def put(self, sg: Subgraph, timeout: float | None = None) -> str:
+    def put(self, sg: Subgraph | SubgraphNodes, timeout: float | None = None) -> str:
         """Encode ``sg`` and append it, waiting while the pool is full.
 
         Args:
-            sg: the subgraph (leave its arrays unchanged until ``put`` returns: they are sent in place).
+            sg: the subgraph (leave its arrays unchanged until ``put`` returns: they are sent in place),
+                or its node set (format_version 2, :mod:`saintpipe.services.pool.compact`).
             timeout: seconds to wait for room; ``None`` waits forever, ``0`` does not wait.
 
         Returns:
@@ -207,7 +235,7 @@ class SubgraphPool:
         """Like ``put`` for a subgraph already encoded with ``encode_subgraph``."""
         return self._producer.put_encoded(data, timeout)
 
-    def put_nowait(self, sg: Subgraph | PreparedPut) -> None:
+    def put_nowait(self, sg: Subgraph | SubgraphNodes | PreparedPut) -> None:
         """Start a put and return without waiting for Redis's answer.
 
         Redis handles the put while the caller draws the next subgraph, instead
@@ -216,7 +244,7 @@ class SubgraphPool:
         ``put_nowait`` must be settled before the next put of this object.
 
         Args:
-            sg: a subgraph, or a put made ready by :meth:`prepare`. With the
+            sg: a subgraph, a node set, or a put made ready by :meth:`prepare`. With the
                 ``redis`` transport the arrays are sent in place: leave them
                 unchanged until :meth:`settle` returns.
 
@@ -278,7 +306,13 @@ class SubgraphPool:
 
     # -- consuming ---------------------------------------------------------------------------------------
 
-    def get(self, consumer: str, timeout: float | None = None) -> PoolEntry | None:
+    def get(
+        self,
+        consumer: str,
+        timeout: float | None = None,
+        *,
+        expand: Callable[[SubgraphNodes], Subgraph] | None = None,
+    ) -> PoolEntry | None:
         """Take one entry for ``consumer``: an abandoned one first, else the oldest undelivered.
 
         Abandoned entries (held past the visibility timeout) are looked for first
@@ -288,6 +322,11 @@ class SubgraphPool:
         Args:
             consumer: this trainer's name, unique among the job's live trainers.
             timeout: seconds to wait for an entry; ``None`` waits forever, ``0`` does not wait.
+            expand: turns an entry of the compact form (a node set, pool wire ``nodes``) into its
+                whole subgraph (the trainer's :class:`saintpipe.services.dataset.expand.SubgraphExpander`).
+                It raises DecodeError for an entry that cannot be trained on (dead-lettered like one
+                that does not decode) and ConfigError where this consumer cannot expand it (left for
+                another consumer, as below).
 
         Returns:
             The entry, or ``None`` when none arrived in time. Acknowledge it with
@@ -298,9 +337,10 @@ class SubgraphPool:
 
         Raises:
             ConfigError: the entry's bytes are in shared memory this process cannot
-                read (another host, another user); it is left for another consumer.
+                read (another host, another user), or it is a node set and ``expand``
+                is None or cannot expand it (another dataset); it is left for another consumer.
         """
-        return self._consumer.get(consumer, timeout)
+        return self._consumer.get(consumer, timeout, expand)
 
     def recover(self, consumer: str) -> int:
         """Take back at once what ``consumer`` holds unacknowledged, for a trainer restarted under that name.
@@ -406,5 +446,5 @@ class SubgraphPool:
     def __repr__(self) -> str:
         return (
             f"SubgraphPool({redact_url(self.url)}, job_id={self.job_id!r}, capacity={self.capacity}, "
-            f"transport={self.transport!r})"
+            f"transport={self.transport!r}, wire={self.wire!r})"
         )

@@ -12,6 +12,7 @@ import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import encode_subgraph_into, encode_subgraph_parts
+from saintpipe.services.pool.compact import encode_nodes
 from saintpipe.services.pool.connection import translate_error
 from saintpipe.services.pool.link import RedisLink, scripts_known
 from saintpipe.services.pool.resp import PendingExchange, pack, raise_first_error
@@ -20,7 +21,7 @@ from saintpipe.services.pool.shared import GROUP, JobKeys
 from saintpipe.services.pool.slots import SLOT_CHECKS_PER_PUT, ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeTimeout
-from saintpipe.core.subgraph import Subgraph
+from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 # A producer facing a full pool polls from this interval, doubling up to the maximum.
 _POLL_MIN, _POLL_MAX = 0.002, 0.05
@@ -92,7 +93,7 @@ class Producer:
         self._put = SCRIPTS["PUT"]
         self._put_reference = SCRIPTS["PUT_REFERENCE"]
 
-    def put(self, sg: Subgraph, timeout: float | None) -> str:
+    def put(self, sg: Subgraph | SubgraphNodes, timeout: float | None) -> str:
         self._require_settled()
         return self._put_now(self._prepare(sg), timeout)
 
@@ -112,7 +113,7 @@ class Producer:
             raise
         return self._room(put, timeout, keep=False)
 
-    def put_nowait(self, sg: Subgraph | PreparedPut) -> None:
+    def put_nowait(self, sg: Subgraph | SubgraphNodes | PreparedPut) -> None:
         self._require_settled()
         put = sg if isinstance(sg, _Put) else self._prepare(sg)
         try:
@@ -174,8 +175,14 @@ class Producer:
         if self._pending is not None:
             raise InvalidArgument(f"pool job {self.job_id}: settle() the previous put_nowait() first")
 
-    def _prepare(self, sg: Subgraph) -> _Put:
+    def _prepare(self, sg: Subgraph | SubgraphNodes) -> _Put:
         """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
+        if isinstance(sg, SubgraphNodes):  # a few KB: one copy into a slot costs nothing to speak of
+            data = encode_nodes(sg)
+            put = None
+            if self.transport == "shared_memory":
+                put = self._in_slot(lambda allocate: _copy_into(data, allocate))
+            return put or self._new_put([data])
         if self.transport == "shared_memory":
             put = self._in_slot(lambda allocate: encode_subgraph_into(sg, allocate))
             if put is not None:

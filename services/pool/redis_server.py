@@ -10,6 +10,12 @@ orderly exits. Linux delivers that signal when the *thread* that started the
 child exits, so start the server (and ``restart`` it) from a thread that lives
 as long as the server should (the main thread, normally).
 
+A private server may also run behind a command prefix and listen on another
+address (``command_prefix``, ``host``): ``saintpipe bench samplers --cross-host
+veth`` starts it inside a network namespace
+(:class:`saintpipe.core.netns.VethHost`), bound to the namespace's end of a
+veth pair, so that every byte to it crosses a real link.
+
 The private server keeps an append-only file in its data directory, so a
 server that was killed (even with SIGKILL) and started again with
 :meth:`RedisServer.restart` has every write it had answered: pool entries,
@@ -36,7 +42,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -99,9 +105,12 @@ class RedisServer:
         data_dir: where the append-only file lives. ``None``: a temporary directory of this
             object's, removed by :meth:`stop`; a given one is created if need be and kept.
         appendfsync: ``"everysec"`` (the default) or ``"always"``: how often Redis fsyncs the AOF.
+        host: the address the private server binds and the URL names (default loopback).
+        command_prefix: argv run before the server's own, e.g. ``VethHost.command([])`` (``ip netns exec NS``),
+            which must ``exec`` the server (``pid`` is then the server's).
 
     Attributes:
-        url: ``redis://:PASSWORD@127.0.0.1:PORT/0`` for a private server, else the given URL.
+        url: ``redis://:PASSWORD@HOST:PORT/0`` for a private server, else the given URL.
         external: True when connected to a server this object did not start.
         data_dir: the private server's data directory (None before ``start`` or without persistence).
     """
@@ -116,6 +125,8 @@ class RedisServer:
         persistent: bool = True,
         data_dir: str | os.PathLike | None = None,
         appendfsync: str = "everysec",
+        host: str = "127.0.0.1",
+        command_prefix: Sequence[str] = (),
     ) -> None:
         if url is None and use_env:
             url = os.environ.get(ENV_URL) or None
@@ -128,6 +139,8 @@ class RedisServer:
             raise InvalidArgument(f"appendfsync {appendfsync!r}: use one of {', '.join(APPENDFSYNC)}")
         self.persistent = persistent
         self.appendfsync = appendfsync
+        self.host = host
+        self._prefix = [str(a) for a in command_prefix]
         self._given_data_dir = Path(data_dir) if data_dir is not None else None
         self.data_dir: Path | None = None
         self._proc: subprocess.Popen | None = None
@@ -171,10 +184,10 @@ class RedisServer:
             except _PortTaken:
                 if self.port is not None or attempt == 4:
                     raise ServiceUnavailable(
-                        f"redis-server could not bind 127.0.0.1:{port}: port in use"
+                        f"redis-server could not bind {self.host}:{port}: port in use"
                     ) from None
         atexit.register(self.stop)
-        log.info("started private redis-server pid %d on 127.0.0.1:%d", self._proc.pid, self.port)
+        log.info("started private redis-server pid %d on %s:%d", self._proc.pid, self.host, self.port)
         return self
 
     def _spawn(self, port: int) -> None:
@@ -185,7 +198,7 @@ class RedisServer:
             "\n".join(
                 [
                     f"port {port}",
-                    "bind 127.0.0.1",
+                    f"bind {self.host}",
                     f"requirepass {self.password}",
                     'save ""',
                     *self._persistence(),
@@ -200,13 +213,13 @@ class RedisServer:
         log_path = self._dir / "redis.log"
         with open(log_path, "ab") as log_file:
             self._proc = spawn(
-                [self._binary, str(conf)],
+                [*self._prefix, self._binary, str(conf)],
                 env=_server_environment(os.environ),
                 stdout=log_file,
                 stderr=subprocess.STDOUT,
             )
         self.port = port
-        self._url = f"redis://:{self.password}@127.0.0.1:{port}/0"
+        self._url = f"redis://:{self.password}@{self.host}:{port}/0"
         try:
             self._wait_ready(log_path)
         except ServiceUnavailable:
@@ -313,7 +326,7 @@ class RedisServer:
             except _PortTaken:
                 if time.monotonic() > deadline:
                     raise ServiceUnavailable(
-                        f"redis-server could not bind 127.0.0.1:{self.port} again"
+                        f"redis-server could not bind {self.host}:{self.port} again"
                     ) from None
                 time.sleep(0.1)
 

@@ -13,6 +13,8 @@ import numpy as np
 import xxhash
 
 FORMAT_VERSION = 1
+# The compact form: the node set and how to induce it (services/pool/compact.py).
+COMPACT_VERSION = 2
 ALIGN = 8  # each array's data starts a multiple of this many bytes from the message start
 
 # Array fields: name -> (field number in Subgraph, the one dtype it travels as).
@@ -39,6 +41,24 @@ def checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, np
         arr = arrays[name]
         h.update(dtype_key + arr.size.to_bytes(8, "little"))
         h.update(arr)
+    return h.intdigest()
+
+
+def checksum_nodes(meta: tuple[str, int, int, int], count: int, first: int, gap_bytes: int,
+                   gaps: bytes | memoryview, induction: tuple[int, int, str, int, int, str]) -> int:
+    """XXH3-64 of a version-2 message: the ids as in :func:`checksum`, the node set, then the induction.
+
+    ``induction`` is (graph_nodes, graph_edges, normalization, norm_subgraphs, norm_seed, train_nodes);
+    strings are hashed as their length and UTF-8 bytes.
+    """
+    job = meta[0].encode("utf-8")
+    h = xxhash.xxh3_64(struct.pack("<IQqqQ", COMPACT_VERSION, len(job), meta[1], meta[2], meta[3]) + job)
+    h.update(struct.pack("<qqIQ", count, first, gap_bytes, len(gaps)))
+    h.update(gaps)
+    graph_nodes, graph_edges, normalization, norm_subgraphs, norm_seed, train_nodes = induction
+    norm, train = normalization.encode("utf-8"), train_nodes.encode("utf-8")
+    h.update(struct.pack("<qqQ", graph_nodes, graph_edges, len(norm)) + norm)
+    h.update(struct.pack("<qQQ", norm_subgraphs, norm_seed, len(train)) + train)
     return h.intdigest()
 
 

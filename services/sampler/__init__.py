@@ -28,6 +28,7 @@ _EXPORTS = {
     "Normalization": "saintpipe.services.sampler.coefficients",
     "estimate_normalization": "saintpipe.services.sampler.normalization",
     "subgraph_seed": "saintpipe.services.sampler.parallel",
+    "chain_key": "saintpipe.services.sampler.parallel",
     "run_pinned": "saintpipe.services.sampler.parallel",
     "measure_throughput": "saintpipe.services.sampler.parallel",
 }

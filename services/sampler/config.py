@@ -30,6 +30,17 @@ ClipMultiple = Annotated[
     Field(ge=1, le=2**20, description="drop random nodes so the node count is a multiple of this (None: no clipping); "
                             "node sets smaller than it are kept whole"),
 ]
+# Cooperative Minibatching's kappa (section 4.2, appendix A.7): the random variates behind a worker's subgraphs
+# change completely over kappa consecutive subgraphs, 1/kappa of them per subgraph (docs/sampler.md).
+MAX_KAPPA = 2**20
+Kappa = Annotated[
+    int,
+    Field(ge=1, le=MAX_KAPPA, description="dependent minibatches: consecutive subgraphs of a worker share most "
+                                          "nodes, renewed over kappa subgraphs (1: independent subgraphs)"),
+]
+# Fields that do not change the law of one subgraph, left out of config_key: pre-sampling draws independent
+# subgraphs whatever kappa is, so the stored normalization is the same.
+_LAW_NEUTRAL = frozenset({"kappa"})
 
 
 class FrontierConfig(StrictModel):
@@ -41,6 +52,7 @@ class FrontierConfig(StrictModel):
     node_budget: int = Field(8000, ge=1, le=MAX_NODES, description="n: the sampler runs n - m pop iterations")
     eta: float = Field(2.0, gt=1.0, le=64.0, description="dashboard enlargement factor (length eta * m * d)")
     clip_multiple: ClipMultiple = 16
+    kappa: Kappa = 1
 
     @pydantic.model_validator(mode="after")
     def _budget_covers_frontier(self) -> "FrontierConfig":
@@ -57,6 +69,7 @@ class RandomWalkConfig(StrictModel):
     roots: int = Field(3000, ge=1, le=MAX_NODES, description="r: walks, each from a uniformly drawn root")
     walk_length: int = Field(2, ge=0, le=10_000, description="h: steps per walk")
     clip_multiple: ClipMultiple = 16
+    kappa: Kappa = 1
 
 
 class EdgeConfig(StrictModel):
@@ -65,6 +78,7 @@ class EdgeConfig(StrictModel):
     kind: Literal["edge"] = "edge"
     edge_budget: int = Field(4000, ge=1, le=MAX_NODES, description="edges drawn (with replacement)")
     clip_multiple: ClipMultiple = 16
+    kappa: Kappa = 1
 
 
 class NodeConfig(StrictModel):
@@ -73,6 +87,7 @@ class NodeConfig(StrictModel):
     kind: Literal["node"] = "node"
     node_budget: int = Field(8000, ge=1, le=MAX_NODES, description="nodes drawn (with replacement)")
     clip_multiple: ClipMultiple = 16
+    kappa: Kappa = 1
 
 
 SamplerConfig = Annotated[
@@ -101,9 +116,13 @@ def parse_sampler_config(data: Mapping[str, Any]) -> SamplerConfigModel:
 def config_key(config: SamplerConfigModel) -> str:
     """A stable name for a sampler configuration: ``<kind>-<16 hex digits of sha256>``.
 
-    Every field takes part (clipping changes which nodes are sampled), keys are
-    serialized sorted, so the key is the same across processes and versions
-    that keep the fields. Stored normalization is keyed by it.
+    Every field that changes the law of one subgraph takes part (clipping
+    changes which nodes are sampled); ``kappa`` does not (one subgraph has the
+    same law whatever kappa is, and pre-sampling draws independent subgraphs),
+    so configs that differ only in kappa share their stored normalization.
+    Keys are serialized sorted, so the key is the same across processes and
+    versions that keep the fields. Stored normalization is keyed by it.
     """
-    payload = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    payload = json.dumps(config.model_dump(mode="json", exclude=set(_LAW_NEUTRAL)), sort_keys=True,
+                         separators=(",", ":"))
     return f"{config.kind}-{hashlib.sha256(payload.encode()).hexdigest()[:16]}"

@@ -50,6 +50,20 @@ def subgraph_seed(job_seed: int, worker: int, sequence: int) -> int:
     return stream_seed(job_seed, worker, sequence)
 
 
+# The spawn key's first word for dependent chains: above any worker index, so no subgraph seed equals a chain key.
+CHAIN_STREAM = 0xD3B7_C4A1
+
+
+def chain_key(job_seed: int, worker: int) -> int:
+    """The key of worker ``worker``'s dependent chain (``kappa > 1``) in the job seeded ``job_seed``.
+
+    One chain per worker: its sequence numbers are the chain's steps, so the
+    subgraphs a worker pushes one after the other share most of their nodes
+    (docs/sampler.md says why per worker and not one chain for the job).
+    """
+    return stream_seed(job_seed, CHAIN_STREAM, worker)
+
+
 def subgraph_seeds(job_seed: int, worker: int, start: int, count: int) -> list[int]:
     """``subgraph_seed`` of sequences ``start .. start + count - 1``, computed back to back.
 

@@ -43,8 +43,10 @@ from saintpipe.services.sampler.config import (
 )
 from saintpipe.services.sampler.graph import prepare_graph, readonly
 from saintpipe.services.sampler.kernels import rng
-from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select
+from saintpipe.services.sampler.kernels.dependent import clip_nodes_dependent
+from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select, edge_select_dependent
 from saintpipe.services.sampler.kernels.frontier import NUM_STATS, frontier_select
+from saintpipe.services.sampler.kernels.frontier_dependent import frontier_select_dependent
 from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
     bitset_words,
@@ -53,8 +55,9 @@ from saintpipe.services.sampler.kernels.induce import (
     release_nodes,
     stage_subgraph,
 )
-from saintpipe.services.sampler.kernels.node import build_node_table, node_select
-from saintpipe.services.sampler.kernels.random_walk import random_walk_select
+from saintpipe.services.sampler.kernels.node import build_node_table, node_select, node_select_dependent
+from saintpipe.services.sampler.kernels.nodeset import finish_node_set
+from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
 from saintpipe.core.subgraph import Subgraph
 
 if TYPE_CHECKING:
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
 _EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
 _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
 MAX_SEED = 2**64 - 1
+MAX_STEP = 2**63 - 1
 
 
 def check_seed(seed: int) -> int:
@@ -74,15 +78,37 @@ def check_seed(seed: int) -> int:
     return int(seed)
 
 
+def check_step(step: int | None) -> int | None:
+    """A chain step must be None or an integer in ``[0, 2**63)``."""
+    if step is None:
+        return None
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
+        raise InvalidArgument(f"step must be an integer, got {type(step).__name__}")
+    if not 0 <= int(step) <= MAX_STEP:
+        raise InvalidArgument(f"step must be in [0, 2**63), got {step}")
+    return int(step)
+
+
 class Sampler:
-    """Base of the four samplers; see the module docstring."""
+    """Base of the four samplers; see the module docstring.
+
+    Dependent minibatches (``config.kappa > 1``, docs/sampler.md): a call with
+    ``step=t`` draws step ``t`` of the chain ``chain`` (given here, one per
+    sampler worker): its node choices come from per-slot variates that change
+    slowly with ``t`` (``kernels/dependent.py``), so nearby steps share most
+    nodes while each subgraph has the law of an independent draw. A call
+    without a step, or with ``kappa == 1``, is an independent draw from
+    ``seed`` alone (the pre-sampling's, and today's subgraphs bit for bit).
+    """
 
     kind: ClassVar[str] = ""
 
     def __init__(self, config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True) -> None:
+                 check_graph: bool = True, chain: int = 0) -> None:
         self.config = config
+        self.kappa = int(config.kappa)
+        self.chain = np.uint64(int(chain) & MAX_SEED)  # uint64: kernels would read a Python int as int64
         self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
         self.num_nodes = self.indptr.size - 1
         self.num_edges = self.indices.size
@@ -110,21 +136,39 @@ class Sampler:
         """Run the node-selection kernel on ``self._state``; returns the size of ``self._sel``'s node set."""
         raise NotImplementedError
 
-    def _select_seeded(self, seed: int) -> int:
-        """Seed the random stream and run the node-selection kernel; the size of the node set."""
-        rng.seed_state(self._state, np.uint64(seed))
-        return self._select()
+    def _select_dependent(self, step: int) -> int:
+        """Run the dependent node-selection kernel for ``step`` of the chain; the size of the node set."""
+        raise NotImplementedError
 
-    def sample_arrays(self, seed: int, *, want_positions: bool = True) -> tuple[Subgraph, np.ndarray]:
+    @property
+    def dependent(self) -> bool:
+        """Whether calls with a ``step`` draw dependent subgraphs (``kappa > 1``)."""
+        return self.kappa > 1
+
+    def _select_seeded(self, seed: int, step: int | None = None) -> tuple[int, int]:
+        """Seed the random stream and run the node-selection kernel: ``(size of the node set, clip multiple
+        left to apply)``.
+
+        With a step (and ``kappa > 1``) the node set comes from the chain's slots
+        and is clipped here, with the chain's node keys; nothing is left to clip.
+        """
+        rng.seed_state(self._state, np.uint64(seed))
+        if step is None or self.kappa == 1:
+            return self._select(), self._clip
+        count = self._select_dependent(step)
+        return clip_nodes_dependent(self.chain, step, self.kappa, self._g2l, self._sel, count, self._clip), 0
+
+    def sample_arrays(self, seed: int, *, want_positions: bool = True,
+                      step: int | None = None) -> tuple[Subgraph, np.ndarray]:
         """Like :meth:`sample`, plus the full-graph CSR position of every subgraph entry (int64 [e]).
 
         With ``want_positions=False`` the positions may come back empty (they
         are computed anyway when normalization needs them).
         """
-        seed = check_seed(seed)
-        count = self._select_seeded(seed)
+        seed, step = check_seed(seed), check_step(step)
+        count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
-            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
+            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, clip, self._state,
             self._alpha, self._train_mask, self._loss_coef, want_positions)
         if status != STATUS_OK:
             _asymmetric(node_ids, bad_row)
@@ -132,7 +176,17 @@ class Sampler:
                             edge_weights_t=weights_t, loss_weights=loss, seed=seed)
         return subgraph, eids
 
-    def sample_into(self, seed: int, place: Callable[[int, int], tuple[np.ndarray, ...]]) -> Subgraph:
+    def sample_nodes(self, seed: int, *, step: int | None = None) -> np.ndarray:
+        """The node set of :meth:`sample` (``sample(seed).node_ids``, int64 ascending), without inducing it.
+
+        For the pool's ``nodes`` wire: the trainer induces the subgraph and computes its weights again.
+        """
+        seed, step = check_seed(seed), check_step(step)
+        count, clip = self._select_seeded(seed, step)
+        return finish_node_set(self._g2l, self._bits, self._sel, count, clip, self._state)
+
+    def sample_into(self, seed: int, place: Callable[[int, int], tuple[np.ndarray, ...]], *,
+                    step: int | None = None) -> Subgraph:
         """Like :meth:`sample`, with the subgraph's arrays written where ``place`` puts them.
 
         Once the node set is chosen and induced (its size known), the kernels
@@ -142,16 +196,16 @@ class Sampler:
         loss_weights float32 [n]. The rest of the kernels write into them, so
         when they are views of an encoded message's buffer
         (:func:`saintpipe.services.pool.codec.frame_subgraph`) no copy of the subgraph
-        follows. The values are those of ``sample(seed)``, bit for bit.
+        follows. The values are those of ``sample(seed, step=step)``, bit for bit.
 
         Raises:
             InvalidArgument: as :meth:`sample`, or arrays from ``place`` that do not fit.
             Whatever ``place`` raises; the sampler is left ready for the next call.
         """
-        seed = check_seed(seed)
-        count = self._select_seeded(seed)
+        seed, step = check_seed(seed), check_step(step)
+        count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
-            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, self._clip, self._state,
+            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, clip, self._state,
             self._alpha.size > 0)
         n, e = node_ids.size, int(sub_indptr[-1])
         try:
@@ -171,18 +225,21 @@ class Sampler:
         return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
                         edge_weights_t=weights_t, loss_weights=loss, seed=seed)
 
-    def sample(self, seed: int, *, job_id: str = "", worker: int = 0, sequence: int = 0) -> Subgraph:
-        """Sample one subgraph; the same seed gives the same subgraph bit for bit.
+    def sample(self, seed: int, *, job_id: str = "", worker: int = 0, sequence: int = 0,
+               step: int | None = None) -> Subgraph:
+        """Sample one subgraph; the same seed (and step) gives the same subgraph bit for bit.
 
         Args:
             seed: the random seed, an integer in ``[0, 2**64)`` (see
                 :func:`saintpipe.services.sampler.parallel.subgraph_seed` for per-worker streams).
             job_id, worker, sequence: copied into the returned subgraph.
+            step: with ``kappa > 1``, the position in the sampler's dependent chain (a worker's
+                sequence number); None: an independent draw.
 
         Raises:
-            InvalidArgument: a bad seed, or a directed graph.
+            InvalidArgument: a bad seed or step, or a directed graph.
         """
-        subgraph, _ = self.sample_arrays(seed, want_positions=False)
+        subgraph, _ = self.sample_arrays(seed, want_positions=False, step=step)
         if job_id or worker or sequence:
             subgraph = dataclasses.replace(subgraph, job_id=job_id, worker=worker, sequence=sequence)
         return subgraph
@@ -236,9 +293,19 @@ class FrontierSampler(Sampler):
         self._tile_stop = np.empty(m, dtype=np.int64)
         self._tile_ia = np.empty(m, dtype=np.int64)
         self._stats = np.zeros(NUM_STATS, dtype=np.int64)
+        if self.dependent:  # the walkers of frontier_select_dependent
+            self._walker_node = np.empty(m, dtype=np.int32)
+            self._walker_state = np.empty(m, dtype=np.uint64)
+            self._heap_time = np.empty(m, dtype=np.float64)
+            self._heap_walker = np.empty(m, dtype=np.int32)
 
     def _selection_bound(self) -> int:
         return self.config.node_budget
+
+    def _select_dependent(self, step: int) -> int:
+        return frontier_select_dependent(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
+                                         self.chain, step, self.kappa, self._g2l, self._sel, self._walker_node,
+                                         self._walker_state, self._heap_time, self._heap_walker, self._stats)
 
     def _select(self) -> int:
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
@@ -279,6 +346,10 @@ class RandomWalkSampler(Sampler):
     def _select(self) -> int:
         return random_walk_select(self.indptr, self.indices, self._state, self._paths, self._g2l, self._sel)
 
+    def _select_dependent(self, step: int) -> int:
+        return random_walk_select_dependent(self.indptr, self.indices, self.chain, step, self.kappa, self._paths,
+                                            self._g2l, self._sel)
+
 
 class EdgeSampler(Sampler):
     kind = "edge"
@@ -296,6 +367,10 @@ class EdgeSampler(Sampler):
         return edge_select(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
                            self._state, self._g2l, self._sel)
 
+    def _select_dependent(self, step: int) -> int:
+        return edge_select_dependent(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
+                                     self.chain, step, self.kappa, self._g2l, self._sel)
+
 
 class NodeSampler(Sampler):
     kind = "node"
@@ -310,6 +385,10 @@ class NodeSampler(Sampler):
     def _select(self) -> int:
         return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._g2l,
                            self._sel)
+
+    def _select_dependent(self, step: int) -> int:
+        return node_select_dependent(self._thresh, self._alias, self.config.node_budget, self.chain, step,
+                                     self.kappa, self._g2l, self._sel)
 
 
 SAMPLERS: dict[str, type[Sampler]] = {
@@ -333,7 +412,7 @@ def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
 
 def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True) -> Sampler:
+                 check_graph: bool = True, chain: int = 0) -> Sampler:
     """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
 
     Args:
@@ -344,6 +423,8 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
             without them weights are plain mean aggregation and uniform loss.
         train_nodes: ids of the training nodes; the others get loss weight 0.
         check_graph: validate the CSR (one O(E) pass); skip only for graphs checked already.
+        chain: the key of this sampler's dependent chain (``kappa > 1``; one per sampler worker, see
+            :func:`saintpipe.services.sampler.parallel.chain_key`); ignored with ``kappa == 1``.
 
     Raises:
         InvalidArgument: an invalid graph, train node id, normalization shape, or a
@@ -354,4 +435,4 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
     except (AttributeError, KeyError):
         raise InvalidArgument(f"unknown sampler config {config!r}; kinds: {', '.join(SAMPLERS)}") from None
     return cls(config, indptr, indices, normalization=normalization, train_nodes=train_nodes,
-               check_graph=check_graph)
+               check_graph=check_graph, chain=chain)

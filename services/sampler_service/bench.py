@@ -9,8 +9,22 @@ In one run, on one graph (default: the Kronecker graph of scale 18, degree
   reach the pool (sampled, stamped, encoded, pushed to a real Redis). The
   pool's transport is ``--transport`` (default auto: the private Redis is a
   loopback one, so the bytes go to shared-memory slots and Redis holds
-  references); unless that is ``redis``, a second 1-worker run with the
-  bytes in Redis shows what the transport is worth.
+  references) and what the workers put is ``--wire`` (default auto: whole
+  subgraphs into shared memory, node sets through Redis);
+* two more 1-worker runs with the bytes in Redis, the path across hosts:
+  whole subgraphs (wire full) and node sets (wire nodes: the worker draws
+  only the node set and sends ~14 KB instead of ~1.6 MB; trainers induce the
+  subgraph again from their copy of the topology), unless one of them is the
+  run above;
+* with ``--cross-host veth``, those two again with Redis in another network
+  namespace, reached over a veth pair (real separate hosts on one machine);
+  where namespaces cannot be made, skipped with the reason printed.
+
+Where node sets move the work: the summary gives the bytes of each form of
+the same subgraphs, the worker's cost to encode a node set, and the
+trainer's cost per subgraph to decode a whole one or to decode a node set
+and expand it (``bench_wire.py``; the expanded subgraph is checked equal to
+the whole one, ``expanded_equal``).
 
 These machines' speed drifts by 10-25 % from one few-second stretch to the
 next (a shared VM's neighbours), so the two sides of each ratio are measured
@@ -23,7 +37,8 @@ CPU to speak of. Each service window is compared with the mean of the plain
 windows on either side of it; the summary gives the median of these ratios
 and the lowest and highest.
 
-Summary ratios: service(1 worker) / plain loop (target >= 0.90) and
+Summary ratios: service(1 worker) / plain loop (target >= 0.90; through
+Redis, the node-set run's, >= 0.85) and
 service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
 time per subgraph, the worker's kernel CPU over its whole CPU in the same
 windows, and the ceiling that the Redis server's CPU time per subgraph puts
@@ -35,7 +50,7 @@ Redis reuses the memory of acknowledged subgraphs, as it does in a running
 job. (Without it the pool only grows, and Redis spends most of its time
 faulting in fresh pages: about 400 page faults, 4-5 ms of kernel time, per
 1.6 MB subgraph on a VM.) The pool's capacity is small (8 entries a worker,
-at most ``--pool-memory-mb``), so that pausing the drain stills the workers
+32 for node sets, at most ``--pool-memory-mb``), so that pausing the drain stills the workers
 within a few subgraphs; a worker that found the pool full during a service
 window would wait, and the pool-wait column would show it.
 
@@ -51,8 +66,10 @@ import argparse
 import logging
 import os
 import statistics
+import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
@@ -84,6 +101,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="pre-sampled subgraphs (default 50)")
     parser.add_argument("--transport", default="auto", choices=["auto", "redis", "shared_memory"],
                         help="the pool's transport (default auto: shared memory, the Redis being local)")
+    parser.add_argument("--wire", default="auto", choices=["auto", "full", "nodes"],
+                        help="what the workers put (default auto: node sets when the bytes go through Redis)")
+    parser.add_argument("--cross-host", default="none", choices=["none", "veth"],
+                        help="veth: also run the Redis runs with Redis in another network namespace, over a veth "
+                             "pair (needs root and iproute2; skipped with the reason otherwise)")
     parser.add_argument("--seed", type=seed(), default=0, help="graph and job seed")
     add_json_flag(parser)
     parser.set_defaults(func=_bench)
@@ -304,6 +326,31 @@ def _versus_plain(plains: list[dict], services: list[dict]) -> dict[str, list[fl
     return {"rate": rate, "cpu": cpu, "same": same}
 
 
+@dataclass(frozen=True)
+class Run:
+    """One service configuration of the benchmark."""
+
+    workers: int
+    transport: str  # resolved: redis or shared_memory
+    wire: str  # resolved: full or nodes
+    veth: bool = False  # Redis in another network namespace, reached over a veth pair
+
+    @property
+    def label(self) -> str:
+        nodes = ", node sets" if self.wire == "nodes" else ""
+        return f"service ({self.transport}{nodes}{' via veth' if self.veth else ''})"
+
+
+def plan_runs(transport: str, wire: str, workers: int) -> list[Run]:
+    """The configurations, in order: the one asked for with 1 worker, whole subgraphs and node sets through
+    Redis (each unless it is the one asked for), then the one asked for with ``workers`` workers."""
+    main = Run(1, transport, wire)
+    runs = [main] + [run for run in (Run(1, "redis", "full"), Run(1, "redis", "nodes")) if run != main]
+    if workers > 1:
+        runs.append(Run(workers, transport, wire))
+    return runs
+
+
 def _bench(args: argparse.Namespace) -> int:
     import ray
 
@@ -312,9 +359,10 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.normalization import load_or_estimate
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.services.pool.codec import encode_subgraph
-    from saintpipe.services.pool.pool import resolve_transport
+    from saintpipe.services.pool.pool import resolve_transport, resolve_wire
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler.parallel import available_cores
+    from saintpipe.services.sampler_service.bench_wire import wire_figures
     from saintpipe.services.sampler_service.cli import sampler_flags
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
     from saintpipe.services.sampler_service.worker import build_sampler
@@ -330,68 +378,131 @@ def _bench(args: argparse.Namespace) -> int:
         config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
                                       norm_subgraphs=args.norm_subgraphs,
                                       pool={"url": redis_server.url, "job_id": "bench-samplers",
-                                            "transport": args.transport})
-        # The in-process estimate, stored with the dataset where the service looks: the service reuses it.
+                                            "transport": args.transport, "wire": args.wire})
+        # The in-process estimate, stored with the dataset where the service looks: the service reuses it
+        # (and trainers, or the expansion measured here, read it to induce node sets).
         norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
         sampler = build_sampler(config.sampler, dataset, norm)
         sg_bytes = len(encode_subgraph(sampler.sample(1)))
-        ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
+        wire = wire_figures(sampler, dataset, norm, args.seed)
+        message_bytes = {"full": wire["bytes_full"], "nodes": wire["bytes_nodes"]}
         transport = resolve_transport(args.transport, redis_server.url)
-        # (label, workers, transport) of each service configuration.
-        runs = [(f"service ({transport})", 1, transport)]
-        if transport != "redis":
-            runs.append(("service (redis)", 1, "redis"))
-        if workers > 1:
-            runs.append((f"service ({transport})", workers, transport))
-        measured = []
+        runs = plan_runs(transport, resolve_wire(args.wire, transport), workers)
+        cross_host = _cross_host_plan(args.cross_host)
+        if cross_host == "veth":
+            runs += [Run(1, "redis", "full", veth=True), Run(1, "redis", "nodes", veth=True)]
+        ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
+        measured: dict[Run, tuple[list[dict], list[dict]]] = {}
+
+        def measure(run: Run, url: str, redis_pid: int | None) -> None:
+            # Small, so that a paused drain stills the workers within a few subgraphs; node sets come several
+            # times faster, and 8 of them would have the workers wait on the drain's pauses between batches.
+            per_worker = 32 if run.wire == "nodes" else 8
+            capacity = max(1, min(per_worker * run.workers,
+                                  int(args.pool_memory_mb * 2**20 / message_bytes[run.wire])))
+            pool = config.pool.model_copy(update={"url": url, "transport": run.transport, "wire": run.wire,
+                                                  "capacity": capacity})
+            measured[run] = interleaved_run(config.model_copy(update={"pool": pool}), run.workers, sampler,
+                                            args.windows, args.seconds, args.seed, redis_pid)
+
         try:
-            for _, count, run_transport in runs:
-                # Small, so that a paused drain stills the workers within a few subgraphs.
-                capacity = max(1, min(8 * count, int(args.pool_memory_mb * 2**20 / sg_bytes)))
-                pool = config.pool.model_copy(update={"transport": run_transport, "capacity": capacity})
-                measured.append(interleaved_run(config.model_copy(update={"pool": pool}), count, sampler,
-                                                args.windows, args.seconds, args.seed, redis_server.pid))
+            for run in runs:
+                if not run.veth:
+                    measure(run, redis_server.url, redis_server.pid)
+            if cross_host == "veth":
+                from saintpipe.core.netns import VethHost
+
+                with VethHost(prefix="spb") as host, RedisServer(
+                        use_env=False, host=host.address, command_prefix=host.command([])) as far:
+                    for run in runs:
+                        if run.veth:
+                            measure(run, far.url, far.pid)
         finally:
             ray.shutdown()
-    rows = []
-    ratios = []
-    for (label, count, _), (plains, services) in zip(runs, measured, strict=True):
-        rows += [{"run": f"plain loop, around {label} x{count}", "workers": 1, **_total(plains)},
-                 {"run": label, "workers": count, **_total(services)}]
-        ratios.append(_versus_plain(plains, services))
+    runs = [run for run in runs if run in measured]
+    report = _report(args, runs, measured, wire, workers)
+    params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
+              "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
+              "transport": transport, "wire": runs[0].wire, "cross_host": cross_host,
+              "seconds": args.seconds, "windows": args.windows,
+              "expanded_equal": wire["expanded_equal"],
+              "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85, node sets in Redis/plain >= 0.85"}
+    report["summary"]["subgraph size (MB encoded)"] = sg_bytes / 2**20
+    emit_report("samplers", report["rows"], params=params, summary=report["summary"], as_json=args.json,
+                columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",
+                         "kernel_cpu_ms", "redis_cpu_ms", "pool_wait_s"])
+    return 0
+
+
+def _cross_host_plan(mode: str) -> str:
+    """``"veth"`` when the cross-host runs can be made, ``"none"``, or ``"skipped: <reason>"`` (printed)."""
+    if mode == "none":
+        return "none"
+    from saintpipe.core.netns import netns_unavailable
+
+    reason = netns_unavailable()
+    if reason is None:
+        return "veth"
+    print(f"cross-host (veth) runs skipped: {reason}", file=sys.stderr, flush=True)
+    return f"skipped: {reason}"
+
+
+def _report(args: argparse.Namespace, runs: list[Run], measured: dict, wire: dict, workers: int) -> dict:
+    """The table rows (a plain-loop row and a service row per run) and the summary."""
+    rows, ratios, service_rows = [], {}, {}
+    for run in runs:
+        plains, services = measured[run]
+        label = run.label
+        rows += [{"run": f"plain loop, around {label} x{run.workers}", "workers": 1, **_total(plains)},
+                 {"run": label, "workers": run.workers, **_total(services)}]
+        service_rows[run] = rows[-1]
+        ratios[run] = _versus_plain(plains, services)
 
     def median(values: list[float]) -> float:
         return float(statistics.median(values))
 
-    one, many = rows[1], rows[-1]
+    main = runs[0]
+    one = service_rows[main]
+    many_run = Run(workers, main.transport, main.wire)
+    many = service_rows.get(many_run, one)
     summary = {
-        f"service(1) / plain loop, subgraphs/s (median of {args.windows} windows)": median(ratios[0]["rate"]),
-        "service(1) / plain loop, subgraphs/s, lowest window": min(ratios[0]["rate"]),
-        "service(1) / plain loop, subgraphs/s, highest window": max(ratios[0]["rate"]),
-        "service(1) / plain loop, by CPU per subgraph (median)": median(ratios[0]["cpu"]),
+        f"service(1) / plain loop, subgraphs/s (median of {args.windows} windows)": median(ratios[main]["rate"]),
+        "service(1) / plain loop, subgraphs/s, lowest window": min(ratios[main]["rate"]),
+        "service(1) / plain loop, subgraphs/s, highest window": max(ratios[main]["rate"]),
+        "service(1) / plain loop, by CPU per subgraph (median)": median(ratios[main]["cpu"]),
         # Both sides from the same window of the same worker: immune to the machine's speed drifting.
         "service(1): kernel CPU / worker CPU, same windows": one["kernel_cpu_ms"] / one["cpu_ms"],
     }
-    if workers > 1:
+    if many_run in service_rows:
         # Per core, each configuration against its own plain loops (the machine's speed drifts in between).
         summary[f"scaling service({workers}) / service(1), subgraphs/s"] = (
             many["subgraphs_per_s"] / one["subgraphs_per_s"])
         summary["scaling / workers (median window, each against its plain loops)"] = (
-            median(ratios[-1]["rate"]) / median(ratios[0]["rate"]) / workers)
+            median(ratios[many_run]["rate"]) / median(ratios[main]["rate"]) / workers)
         summary[f"CPU per subgraph, 1 worker / {workers} workers"] = one["cpu_ms"] / many["cpu_ms"]
     # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
     summary["one Redis thread's ceiling, subgraphs/s"] = 1000 / max(many["redis_cpu_ms"], 1e-9)
-    summary["subgraph size (MB encoded)"] = sg_bytes / 2**20
-    if transport != "redis":
-        summary["service(1) with the bytes in Redis / plain loop, subgraphs/s (median)"] = median(ratios[1]["rate"])
-        summary["service(1) with the bytes in Redis / plain loop, by CPU (median)"] = median(ratios[1]["cpu"])
-        summary["service(1) with the bytes in Redis: kernel CPU / worker CPU"] = (
-            rows[3]["kernel_cpu_ms"] / rows[3]["cpu_ms"])
-    params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
-              "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
-              "transport": transport, "seconds": args.seconds, "windows": args.windows,
-              "targets": "service(1)/plain >= 0.90, scaling/workers >= 0.85"}
-    emit_report("samplers", rows, params=params, summary=summary, as_json=args.json,
-                columns=["run", "workers", "subgraphs", "seconds", "subgraphs_per_s", "sample_ms", "cpu_ms",
-                         "kernel_cpu_ms", "redis_cpu_ms", "pool_wait_s"])
-    return 0
+    # Through Redis, whole subgraphs (wire full: the key's meaning before node sets existed) and node sets.
+    for prefix, veth in (("", False), ("veth: ", True)):
+        for what, wire_kind in (("the bytes in Redis", "full"), ("node sets in Redis (wire nodes)", "nodes")):
+            run = Run(1, "redis", wire_kind, veth=veth)
+            if run not in ratios:
+                continue
+            name = f"{prefix}service(1) with {what}"
+            summary[f"{name} / plain loop, subgraphs/s (median)"] = median(ratios[run]["rate"])
+            summary[f"{name} / plain loop, subgraphs/s, lowest and highest window"] = [
+                min(ratios[run]["rate"]), max(ratios[run]["rate"])]
+            summary[f"{name} / plain loop, by CPU (median)"] = median(ratios[run]["cpu"])
+            summary[f"{name}: kernel CPU / worker CPU"] = (
+                service_rows[run]["kernel_cpu_ms"] / service_rows[run]["cpu_ms"])
+            summary[f"{name}: Redis CPU, ms per subgraph"] = service_rows[run]["redis_cpu_ms"]
+    # Where the work went: fewer bytes and less sampling, more work on the trainer.
+    summary["bytes per subgraph, whole (wire full)"] = wire["bytes_full"]
+    summary["bytes per subgraph, node set (wire nodes)"] = wire["bytes_nodes"]
+    summary["node set / whole, bytes"] = wire["bytes_nodes"] / wire["bytes_full"]
+    summary["worker: encode a node set, ms per subgraph"] = wire["nodes_encode_ms"]
+    summary["trainer: decode a whole subgraph, ms per subgraph (median round)"] = wire["decode_full_ms"]
+    summary["trainer: decode and expand a node set, ms per subgraph (median round)"] = wire["expand_nodes_ms"]
+    summary["trainer: decode and expand a node set, ms per subgraph, lowest and highest round"] = (
+        wire["expand_nodes_ms_range"])
+    return {"rows": rows, "summary": summary}

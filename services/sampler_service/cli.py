@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--metrics-host", help="address of the metrics endpoint (default 127.0.0.1)")
     parser.add_argument("--pool-capacity", type=integer(1, 1_000_000),
                         help="subgraphs the pool holds before workers wait")
+    parser.add_argument("--pool-wire", choices=["auto", "full", "nodes"],
+                        help="what workers put in the pool: whole subgraphs (full), node sets that trainers induce "
+                             "again from their dataset (nodes: ~100x fewer bytes), or auto (nodes when the bytes go "
+                             "through Redis; default)")
     parser.add_argument("--norm-subgraphs", type=integer(0, 10_000_000),
                         help="subgraphs pre-sampled for the normalization estimate (default: each training node "
                              "drawn about 100 times; 0: no normalization, plain mean aggregation)")
@@ -77,7 +81,7 @@ def _serve(args: argparse.Namespace) -> int:
     from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
     from saintpipe.services.sampler_service.service import SamplerService
 
-    pool = {"url": args.redis_url, "job_id": args.job, "capacity": args.pool_capacity}
+    pool = {"url": args.redis_url, "job_id": args.job, "capacity": args.pool_capacity, "wire": args.pool_wire}
     flags = {
         "data": args.data, "workers": args.workers, "seed": args.seed, "ray_address": args.ray_address,
         "metrics_port": args.metrics_port, "metrics_host": args.metrics_host,

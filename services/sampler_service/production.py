@@ -13,6 +13,11 @@ waiting is overlapped with the next draw in one of two ways:
   push of subgraph k runs on a helper thread and overlaps the drawing of
   subgraph k+1 (a hand-off of depth one: at most one subgraph waits for the
   pusher).
+* node sets (pool wire ``nodes``, given an ``induction``): the worker draws
+  only the node set (no induction, no weights: the trainer does those,
+  :mod:`saintpipe.services.dataset.expand`) and puts a message of a few KB, pipelined
+  on the drawing thread as with shared memory: encoding it takes ~20 us and
+  its send is one small write, not worth a hand-off to another thread.
 
 Either way, when the pool is full the push waits and drawing stops too:
 nothing is ever dropped to make room.
@@ -34,6 +39,7 @@ from dataclasses import replace
 from typing import Any
 
 from saintpipe.core.errors import SaintpipeTimeout
+from saintpipe.core.subgraph import Induction, SubgraphNodes
 from saintpipe.services.pool.codec import DIRECT_AVAILABLE, MessageFramer, seal_subgraph
 from saintpipe.services.sampler.parallel import subgraph_seeds
 from saintpipe.services.sampler_service.counters import WorkerCounters
@@ -62,20 +68,25 @@ class Producer:
             ``subgraph_seed(job_seed, worker, s)``.
         push_poll_s: how long one push waits on a full pool before looking at the stop event again.
         inline: push on the drawing thread, pipelined with ``put_nowait``/``settle`` (default: when the
-            pool's transport is shared memory).
+            pool's transport is shared memory, or node sets are sent).
+        induction: send node sets (``sampler.sample_nodes``) with this induction instead of whole
+            subgraphs (pool wire ``nodes``); None: whole subgraphs.
     """
 
     def __init__(self, sampler: Any, pool: Any, cursor: Any, *, job_id: str, worker: int, job_seed: int,
-                 push_poll_s: float, inline: bool | None = None) -> None:
+                 push_poll_s: float, inline: bool | None = None, induction: Induction | None = None) -> None:
         self._sampler, self._pool, self._cursor = sampler, pool, cursor
         self._job_id, self._worker, self._job_seed = job_id, worker, job_seed
         self._push_poll_s = push_poll_s
+        self._induction = induction
         shared = getattr(pool, "transport", "redis") == "shared_memory"
-        self._inline = shared if inline is None else inline
-        # Kernels writing into the pool's slot: shared memory, a sampler and a pool that can.
-        self._direct = (self._inline and shared and DIRECT_AVAILABLE and callable(getattr(sampler, "sample_into", None))
-                        and callable(getattr(pool, "prepare", None)))
+        self._inline = (shared or induction is not None) if inline is None else inline
+        # Kernels writing into the pool's slot: shared memory, whole subgraphs, a sampler and a pool that can.
+        self._direct = (self._inline and shared and induction is None and DIRECT_AVAILABLE
+                        and callable(getattr(sampler, "sample_into", None)) and callable(getattr(pool, "prepare", None)))
         self._framer = MessageFramer(job_id, worker) if self._direct else None
+        # kappa > 1: the worker's sequence numbers are the steps of its sampler's dependent chain (docs/sampler.md).
+        self._dependent = bool(getattr(sampler, "dependent", False))
         self._lock = threading.Lock()
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
@@ -84,6 +95,11 @@ class Producer:
         self._seeds: list[int] = []
         self._sealed = 0
         self._seeds_from = 0
+
+    @property
+    def sends_nodes(self) -> bool:
+        """Whether this producer puts node sets (pool wire ``nodes``) rather than whole subgraphs."""
+        return self._induction is not None
 
     def snapshot(self) -> WorkerCounters:
         """The counts so far, a wait on a full pool in progress included (so counters never dip)."""
@@ -203,7 +219,7 @@ class Producer:
                 return framed[0].arrays
 
             t0, c0 = time.perf_counter(), time.thread_time()
-            subgraph = self._sampler.sample_into(seed, place)
+            subgraph = self._sampler.sample_into(seed, place, **self._chain_step(sequence))
             took = (time.perf_counter() - t0 - placing[0], time.thread_time() - c0 - placing[1])
             drawn.append((subgraph, took))  # views of the slot: only the sizes are read later
             # Checked at the producer now and then: the kernels are tested to produce valid subgraphs, and
@@ -220,6 +236,10 @@ class Producer:
         message = self._pool.prepare(write_into, or_else)
         return message, *drawn[-1]
 
+    def _chain_step(self, sequence: int) -> dict[str, int]:
+        """The sampler's ``step`` argument for ``sequence`` (none for a sampler without dependent minibatches)."""
+        return {"step": sequence} if self._dependent else {}
+
     def _seed(self, sequence: int) -> int:
         at = sequence - self._seeds_from
         if not 0 <= at < len(self._seeds):
@@ -233,8 +253,14 @@ class Producer:
         return self._draw_seeded(sequence, self._seed(sequence))
 
     def _draw_seeded(self, sequence: int, seed: int) -> tuple[Any, tuple[float, float]]:
+        """The subgraph (or, with an induction, its node set) of ``sequence``, stamped, and what drawing took."""
         t0, c0 = time.perf_counter(), time.thread_time()
-        subgraph = self._sampler.sample(seed)
+        if self._induction is not None:
+            node_ids = self._sampler.sample_nodes(seed, **self._chain_step(sequence))
+            took = (time.perf_counter() - t0, time.thread_time() - c0)
+            return SubgraphNodes(node_ids, self._induction, job_id=self._job_id, worker=self._worker,
+                                 sequence=sequence, seed=seed), took
+        subgraph = self._sampler.sample(seed, **self._chain_step(sequence))
         took = (time.perf_counter() - t0, time.thread_time() - c0)
         return replace(subgraph, job_id=self._job_id, worker=self._worker, sequence=sequence, seed=seed), took
 
@@ -245,7 +271,9 @@ class Producer:
         waited = self._push(subgraph, stop, sent)
         with self._lock:  # one step: a wait in progress becomes a finished one
             if waited is not None:
-                self._counters.observe(subgraph.num_nodes, subgraph.num_edges, took[0], waited, took[1])
+                # A node set's edges are unknown until a trainer induces it: counted as none.
+                self._counters.observe(subgraph.num_nodes, getattr(subgraph, "num_edges", 0), took[0], waited,
+                                       took[1])
             elif self._waiting_since is not None:  # stopped while waiting: the wait still happened
                 self._counters.pool_wait_seconds += time.perf_counter() - self._waiting_since
             self._waiting_since = None

@@ -20,7 +20,7 @@ from pathlib import Path
 import ray
 
 from saintpipe.core.credentials import check_ray_token, redis_url_with_password
-from saintpipe.core.errors import InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
+from saintpipe.core.errors import ConfigError, InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
 from saintpipe.services.pool.connection import redact_url
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.services.sampler_service.counters import WorkerCounters
@@ -90,6 +90,7 @@ class SamplerService:
         self._pool = None
         self._spec: WorkerSpec | None = None
         self._norm_ref = None
+        self._wire: str | None = None  # overrides the pool config's wire for every worker ("full"), or None
 
     # --- life cycle ----------------------------------------------------------
     def start(self, workers: int | None = None) -> None:
@@ -123,9 +124,10 @@ class SamplerService:
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
+            self._wire = self._wire_fallback(dataset, norm)
             with self._lock:
                 for slot in self._slots.values():
-                    slot.run_ref = slot.worker.run_async(self._norm_ref)
+                    slot.run_ref = slot.worker.run_async(self._norm_ref, self._wire)
             if self.config.metrics_port is not None:
                 self._metrics = MetricsServer(self._snapshot, self.config.metrics_host, self.config.metrics_port)
                 log.info("sampler metrics on %s", self._metrics.url)
@@ -185,7 +187,7 @@ class SamplerService:
                 slot = self._removed.pop(index, None) or WorkerSlot(index)  # counts are kept per index
                 slot.worker = self._new_worker(index)
                 slot.consecutive_failures, slot.restarting = 0, False
-                slot.run_ref = slot.worker.run_async(self._norm_ref)
+                slot.run_ref = slot.worker.run_async(self._norm_ref, self._wire)
                 self._slots[index] = slot
                 added.append(index)
             total = len(self._slots)
@@ -265,6 +267,30 @@ class SamplerService:
         self.redis_url = redis_url_with_password(self.redis_url)
         self._pool = SubgraphPool.from_config(self.config.pool, url=self.redis_url)
 
+    def _wire_fallback(self, dataset, norm) -> str | None:
+        """``"full"`` when node sets could not be induced by trainers (the normalization is not stored with
+        the dataset, which they read it from) and the pool's wire is ``auto``; else None (the config's wire).
+
+        Raises:
+            ConfigError: the wire is ``nodes`` and the normalization could not be stored.
+        """
+        from saintpipe.services.dataset.normalization import load_stored, norm_dir
+
+        if self.config.pool.wire == "full" or norm is None:
+            return None
+        if self.config.pool.wire == "auto" and self._pool is not None and self._pool.wire != "nodes":
+            return None  # whole subgraphs anyway (shared memory)
+        if load_stored(dataset, self.config.sampler, norm.num_subgraphs, norm.seed) is not None:
+            return None
+        where = norm_dir(dataset.path, self.config.sampler)
+        if self.config.pool.wire == "nodes":
+            raise ConfigError(f"pool wire 'nodes': the normalization could not be stored in {where} (a read-only "
+                              "dataset directory?), where trainers read it to induce node sets; make it writable "
+                              "or set pool wire to 'full'")
+        log.warning("the normalization could not be stored in %s, where trainers would read it to induce node "
+                    "sets: the workers send whole subgraphs (pool wire 'full')", where)
+        return "full"
+
     def _warn_if_oversubscribed(self, n: int) -> None:
         cpus = ray.cluster_resources().get("CPU", 0)
         if n * self.config.num_cpus_per_worker > cpus:
@@ -312,7 +338,7 @@ class SamplerService:
         with self._lock:
             for slot in self._slots.values():
                 if slot.run_ref is None and slot.retry_at <= now and not self._stopping.is_set():
-                    slot.run_ref = slot.worker.run_async(self._norm_ref)
+                    slot.run_ref = slot.worker.run_async(self._norm_ref, self._wire)
 
     def _record_failure(self, slot: WorkerSlot, ref) -> None:
         kind = "exception"

@@ -52,13 +52,32 @@ class WorkerInfo:
     next_sequence: int
 
 
-def build_sampler(config, dataset, normalization=None):
-    """The configured sampler over the dataset's memory-mapped topology (no copy of the graph)."""
+def build_sampler(config, dataset, normalization=None, chain: int = 0):
+    """The configured sampler over the dataset's memory-mapped topology (no copy of the graph).
+
+    ``chain``: the worker's dependent chain (``kappa > 1``, :func:`~saintpipe.services.sampler.parallel.chain_key`).
+    """
     from saintpipe.services.sampler.sampler import make_sampler
 
     # The dataset store validated the CSR when it wrote it; an O(E) re-check per worker start buys nothing.
     return make_sampler(config, dataset.indptr, dataset.indices, normalization=normalization,
-                        train_nodes=dataset.splits["train"], check_graph=False)
+                        train_nodes=dataset.splits["train"], check_graph=False, chain=chain)
+
+
+def induction_for(dataset, normalization=None):
+    """What a trainer needs to induce this worker's node sets again (pool wire ``nodes``): the graph's size,
+    the normalization's key and settings, the training split's digest (``build_sampler`` restricts the loss
+    weights to it)."""
+    from saintpipe.core.subgraph import Induction
+    from saintpipe.services.dataset.norm_files import train_digest
+
+    return Induction(
+        graph_nodes=int(dataset.num_nodes), graph_edges=int(dataset.num_edges),
+        normalization=normalization.config_key if normalization is not None else "",
+        norm_subgraphs=int(normalization.num_subgraphs) if normalization is not None else 0,
+        norm_seed=int(normalization.seed) if normalization is not None else 0,
+        train_nodes=train_digest(dataset.splits["train"]),
+    )
 
 
 class _SamplerWorkerActor:
@@ -122,19 +141,28 @@ class _SamplerWorkerActor:
 
         return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
 
-    def run(self, normalization=None) -> int:
-        """Produce until :meth:`stop`; return the number of subgraphs pushed by this call."""
+    def run(self, normalization=None, wire: str | None = None) -> int:
+        """Produce until :meth:`stop`; return the number of subgraphs pushed by this call.
+
+        ``wire`` overrides the pool's (``"full"`` when the supervisor found the normalization unstored, so
+        that trainers could not induce node sets).
+        """
         from saintpipe.services.sampler_service.production import Producer
 
         # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
         self._connect()
         if self._producer is None:  # once per incarnation (the sampler's tables are built here)
-            sampler = build_sampler(self._config, self._dataset, normalization)
+            from saintpipe.services.sampler.parallel import chain_key
+
+            sampler = build_sampler(self._config, self._dataset, normalization,
+                                    chain=chain_key(self._spec.job_seed, self._index))
+            nodes = (wire or self._pool.wire) == "nodes"
             self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
                                       worker=self._index, job_seed=self._spec.job_seed,
-                                      push_poll_s=self._spec.push_poll_s)
-        log.info("sampler worker %d (pid %d) producing on core %d from sequence %d", self._index, os.getpid(),
-                 self._core, self._cursor.peek())
+                                      push_poll_s=self._spec.push_poll_s,
+                                      induction=induction_for(self._dataset, normalization) if nodes else None)
+        log.info("sampler worker %d (pid %d) producing on core %d from sequence %d (%s)", self._index, os.getpid(),
+                 self._core, self._cursor.peek(), "node sets" if self._producer.sends_nodes else "whole subgraphs")
         return self._producer.run(self._stop)
 
     def stop(self) -> None:
@@ -196,14 +224,15 @@ class SamplerWorker:
         """Like :meth:`counters`, as a reference."""
         return self._actor.counters.remote()
 
-    def run_async(self, normalization: "ray.ObjectRef | None" = None) -> ray.ObjectRef:
+    def run_async(self, normalization: "ray.ObjectRef | None" = None, wire: str | None = None) -> ray.ObjectRef:
         """Start producing; the reference resolves when the worker stops (or fails if it dies).
 
         Args:
             normalization: an object-store reference to the job's ``Normalization``
                 (shared zero-copy by the workers of a node), or None for plain weights.
+            wire: overrides the pool config's ``wire`` (None: the config's, resolved by the worker's pool).
         """
-        return self._actor.run.remote(normalization)
+        return self._actor.run.remote(normalization, wire)
 
     def presample_async(self, start: int, stop: int, norm_seed: int) -> ray.ObjectRef:
         """Pre-sample [start, stop); resolves to (node_counts, edge_counts)."""

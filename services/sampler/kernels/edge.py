@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from saintpipe.services.sampler.kernels.alias import build_alias, draw_alias
+from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
 from saintpipe.services.sampler.kernels.select import take
 
 
@@ -50,6 +51,18 @@ def edge_select(indices, edge_rows, thresh, alias, budget, state, g2l, sel):
     count = 0
     for _ in range(budget):
         k = draw_alias(state, thresh, alias)
+        count = take(edge_rows[k], g2l, sel, count)
+        count = take(indices[k], g2l, sel, count)
+    return count
+
+
+@njit(cache=True)
+def edge_select_dependent(indices, edge_rows, thresh, alias, budget, chain, step, kappa, g2l, sel):
+    """:func:`edge_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
+    c, t, kap = np.uint64(chain), np.uint64(step), np.uint64(kappa)
+    count = 0
+    for j in range(budget):
+        k, _ = alias_draw(slot_seed(c, np.uint64(j), t, kap), thresh, alias)
         count = take(edge_rows[k], g2l, sel, count)
         count = take(indices[k], g2l, sel, count)
     return count

@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 
 from saintpipe.services.sampler.kernels.alias import build_alias, draw_alias
+from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
 from saintpipe.services.sampler.kernels.select import take
 
 
@@ -32,4 +33,15 @@ def node_select(thresh, alias, budget, state, g2l, sel):
     count = 0
     for _ in range(budget):
         count = take(draw_alias(state, thresh, alias), g2l, sel, count)
+    return count
+
+
+@njit(cache=True)
+def node_select_dependent(thresh, alias, budget, chain, step, kappa, g2l, sel):
+    """:func:`node_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
+    c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)
+    count = 0
+    for j in range(budget):
+        v, _ = alias_draw(slot_seed(c, np.uint64(j), t, k), thresh, alias)
+        count = take(v, g2l, sel, count)
     return count

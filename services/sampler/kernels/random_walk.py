@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from saintpipe.services.sampler.kernels import dependent
 from saintpipe.services.sampler.kernels.rng import bounded_local, load, store
 from saintpipe.services.sampler.kernels.select import ABSENT, SELECTED, take
 
@@ -60,6 +61,12 @@ def random_walk_select(indptr, indices, state, paths, g2l, sel):
     ``sel`` is filled by :func:`~saintpipe.services.sampler.kernels.select.take`.
     """
     random_walks(indptr, indices, state, paths)
+    return union_paths(paths, g2l, sel)
+
+
+@njit(cache=True, inline="always")
+def union_paths(paths, g2l, sel):
+    """Add every node of ``paths`` to the sampled set; returns the set size (see :func:`random_walk_select`)."""
     count = 0
     spare = sel.size - 1
     for i in range(paths.shape[0]):
@@ -75,3 +82,40 @@ def random_walk_select(indptr, indices, state, paths, g2l, sel):
             else:
                 count = take(v, g2l, sel, count)
     return count
+
+
+@njit(cache=True)
+def random_walks_dependent(indptr, indices, chain, step, kappa, paths):
+    """:func:`random_walks` with dependent variates (``kernels.dependent``): walk ``i`` is slot ``i``.
+
+    A walk's root and every step come from its slot's stream, so a walk whose
+    slot did not switch is the same walk as at the previous step of the chain.
+    """
+    num_nodes = indptr.size - 1
+    length = paths.shape[1]
+    c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)
+    for i in range(paths.shape[0]):
+        x = dependent.slot_seed(c, np.uint64(i), t, k)
+        root, x = dependent.bounded(x, num_nodes)
+        u = np.uint64(root)
+        paths[i, 0] = u
+        j = 1
+        while j < length:
+            start = np.uint64(indptr[u])
+            stop = np.uint64(indptr[u + _ONE])
+            if stop == start:
+                break
+            b, x = dependent.bounded(x, stop - start)
+            u = np.uint64(indices[start + np.uint64(b)])
+            paths[i, j] = u
+            j += 1
+        while j < length:
+            paths[i, j] = -1
+            j += 1
+
+
+@njit(cache=True)
+def random_walk_select_dependent(indptr, indices, chain, step, kappa, paths, g2l, sel):
+    """:func:`random_walk_select` with dependent variates."""
+    random_walks_dependent(indptr, indices, chain, step, kappa, paths)
+    return union_paths(paths, g2l, sel)

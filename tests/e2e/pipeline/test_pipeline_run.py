@@ -11,6 +11,7 @@ third runs to the end and prints the summary.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import signal
@@ -50,9 +51,9 @@ def dataset(tmp_path_factory):
     return small_dataset(tmp_path_factory.mktemp("pipeline") / "small")
 
 
-def start(tmp_path, dataset, config: str) -> PipelineProcess:
+def start(tmp_path, dataset, config: str, *extra: str) -> PipelineProcess:
     cfg = write_config(tmp_path / "run.toml", config)
-    return PipelineProcess(saintpipe_command(), ["run", "--data", str(dataset), "--config", str(cfg)], tmp_path,
+    return PipelineProcess(saintpipe_command(), ["run", "--data", str(dataset), "--config", str(cfg), *extra], tmp_path,
                            env={"SAINTPIPE_HOME": str(tmp_path / "home")})
 
 
@@ -155,7 +156,7 @@ def test_with_restarts_off_a_killed_feature_shard_stops_the_run_with_a_clear_mes
 
 
 def test_a_short_run_trains_to_the_end_and_prints_the_summary(tmp_path, dataset):
-    run = start(tmp_path, dataset, SHORT)
+    run = start(tmp_path, dataset, SHORT, "--json")
     try:
         run.wait_for_line(r"^training started", STARTUP_S)
         run.sample_tree(ports=True)
@@ -170,6 +171,13 @@ def test_a_short_run_trains_to_the_end_and_prints_the_summary(tmp_path, dataset)
             assert re.search(rf"^\s*{re.escape(line)}\s+\S", out, re.M), f"{line!r} missing\n{out}"
         trained = int(re.search(r"^subgraphs trained on\s+([\d,]+)", out, re.M).group(1).replace(",", ""))
         assert trained > 0
+        # The training steps' feature gathers through the trainer's cache (on by default).
+        assert re.search(r"^feature cache hit rate\s+\d+\.\d%  \(cache: [\d,]+ pinned \+ [\d,]+ LRU rows",
+                         out, re.M), out
+        assert re.search(r"^feature bytes per step\s+[\d.]+ [kMG]?B", out, re.M), out
+        data = json.loads(out.strip().splitlines()[-1])
+        assert 0 < data["feature_cache_hit_rate"] < 1 and data["feature_bytes_per_step"] > 0
+        assert data["feature_rows"] > data["feature_cache_hits"] > 0 and data["subgraphs_trained"] == trained
         assert "epoch 4/4" in run.stderr  # one progress bar per epoch
         assert_nothing_left(run)
     finally:

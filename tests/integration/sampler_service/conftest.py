@@ -69,12 +69,13 @@ def make_service(ray_local, svc_dataset, redis_server_session, request):
 
     started = []
 
-    def make(workers: int = 2, capacity: int = 16, transport: str = "auto", **overrides) -> SamplerService:
+    def make(workers: int = 2, capacity: int = 16, transport: str = "auto", wire: str = "auto",
+             **overrides) -> SamplerService:
         job = f"{request.node.name[:60]}-{len(started)}".replace("[", "-").replace("]", "")
         fields = dict(data=svc_dataset, workers=workers, seed=11, metrics_port=0, norm_subgraphs=8,
                       sampler={"kind": "random_walk", "roots": 40, "walk_length": 2},
                       pool={"url": redis_server_session.url, "job_id": job, "capacity": capacity,
-                            "transport": transport},
+                            "transport": transport, "wire": wire},
                       health_interval_s=0.2, push_poll_s=0.2)
         fields.update(overrides)
         service = SamplerService(SamplerServiceConfig(**fields))

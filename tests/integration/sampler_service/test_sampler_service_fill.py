@@ -31,7 +31,8 @@ def _assert_induced(sg, adjacency: sp.csr_matrix) -> None:
 def test_workers_fill_the_pool_with_valid_distinct_redrawable_subgraphs(make_service, svc_dataset, wait,
                                                                        drain_pool, scrape_metrics, transport,
                                                                        redis_server_session):
-    service = make_service(workers=2, capacity=16, transport=transport)
+    # Whole subgraphs either way (wire auto would send node sets through Redis: test_sampler_service_nodes.py).
+    service = make_service(workers=2, capacity=16, transport=transport, wire="full")
     pool = SubgraphPool(service.redis_url, service.config.job, capacity=16)
     wait(lambda: pool.stats().depth == 16, 60, "the pool to fill up to its capacity")
     assert pool.stats().produced == 16  # producers wait at capacity: nothing beyond it was added

@@ -42,6 +42,15 @@ def test_trainer_learns_cora_from_pool_and_feature_shards(
     assert (
         REGISTRY.get_sample_value("saintpipe_trainer_step_seconds_count", {"trainer": name}) == result.steps
     )
+    # The training steps' gathers, metered apart from evaluation's (this client has no cache: all misses).
+    assert result.feature_gathers >= result.subgraphs and result.feature_cache_hits == 0
+    assert result.feature_bytes == result.feature_rows * 1433 * 4  # cora: 1433 float32 features per row
+    # The client counts every row it was asked for: evaluation's whole-graph gather (2708 rows) is the difference.
+    client_rows = REGISTRY.get_sample_value("saintpipe_feature_cache_misses_total", {"trainer": name})
+    assert client_rows - result.feature_rows >= 2708
+    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_rows_total", {"trainer": name}) == result.feature_rows
+    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_bytes_total", {"trainer": name}) == \
+        result.feature_bytes
 
 
 def test_restarted_trainer_resumes_from_its_checkpoint(

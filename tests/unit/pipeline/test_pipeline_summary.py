@@ -70,3 +70,18 @@ def test_bars_can_be_switched_off():
     bars.update(TrainerProgress(epoch=1, epoch_fraction=0.5))
     bars.close()
     assert out.getvalue() == ""
+
+
+def test_the_feature_cache_hit_rate_and_bytes_per_step_are_printed_and_in_the_json():
+    s = summary(feature_cache="3,000 pinned + 6,000 LRU rows of 30,000", feature_gathers=110, feature_rows=250_000,
+                feature_cache_hits=200_000, feature_bytes=12_800_000)
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in format_summary(s).splitlines()[1:]
+                 if "  " in line)
+    assert lines["feature cache hit rate"] == "80.0%  (cache: 3,000 pinned + 6,000 LRU rows of 30,000)"
+    assert lines["feature bytes per step"] == "116.4 kB  (12.8 MB fetched for 110 subgraphs)"
+    data = json.loads(s.to_json())
+    assert data["feature_cache_hit_rate"] == 0.8 and data["feature_bytes_per_step"] == 12_800_000 / 110
+    assert data["feature_rows"] == 250_000 and data["feature_bytes"] == 12_800_000
+    # No training gather (an interrupted start): no feature lines, NaN in the JSON.
+    assert "feature cache" not in format_summary(summary())
+    assert math.isnan(json.loads(summary().to_json())["feature_cache_hit_rate"])

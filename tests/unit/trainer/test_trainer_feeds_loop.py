@@ -38,7 +38,7 @@ class FakePool:
         self.next_id = 0
         self.acked: list[str] = []
 
-    def get(self, consumer: str, timeout: float | None = None):
+    def get(self, consumer: str, timeout: float | None = None, *, expand=None):
         if self.next_id == self.fail_at:
             raise ServiceUnavailable("redis went away")
         if self.next_id >= self.count:

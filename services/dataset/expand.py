@@ -1,0 +1,163 @@
+"""Node sets from the pool back into whole subgraphs, over a dataset's topology (a trainer's copy).
+
+With the pool's ``wire = "nodes"`` a sampler sends a subgraph as its node set
+and an :class:`~saintpipe.core.subgraph.Induction` (a few KB instead of
+megabytes); the trainer then does the induction FastSample fuses into
+sampling: the CSR from the dataset's topology (which every trainer opens for
+evaluation anyway), the aggregator weights and their transpose (Algorithm 6),
+and the loss weights, from the normalization the samplers stored with the
+dataset (``DATASET/norm/<key>/``). The result is bit for bit the subgraph the
+sampler would have sent whole, so nothing downstream changes. It lives with
+the dataset store because that is all it reads (the topology, the training
+split, the stored normalization), for trainers and for the benchmark that
+measures it (``saintpipe bench samplers``) alike.
+
+A :class:`SubgraphExpander` is what a trainer passes to the pool's ``get``
+(through :class:`~saintpipe.trainer.feeds.PoolFeed`): it runs on the prefetch
+thread, overlapping the step in progress. It tells two failures apart:
+
+* :class:`~saintpipe.core.errors.DecodeError`: the entry itself is unusable
+  (the pool dead-letters it, with the reason);
+* :class:`~saintpipe.core.errors.ConfigError`: the entry is fine but this
+  trainer cannot induce it: another graph, another training split, or a
+  normalization its dataset directory does not hold. The pool leaves the
+  entry for another consumer and the error ends this trainer, naming the path
+  to fix (or use ``wire = "full"``).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from saintpipe.core.errors import ConfigError, DatasetError, DecodeError
+from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
+from saintpipe.services.dataset.norm_files import NORM_DIR, read_stored, train_digest
+from saintpipe.services.dataset.induce import EXPAND_OK, expand_node_set
+
+_EMPTY_F32 = np.empty(0, dtype=np.float32)
+_EMPTY_U8 = np.empty(0, dtype=np.uint8)
+for _empty in (_EMPTY_F32, _EMPTY_U8):
+    _empty.flags.writeable = False
+
+
+class SubgraphExpander:
+    """Induces node sets on one dataset's topology; call it with a :class:`SubgraphNodes`.
+
+    Thread-safe (one expansion at a time: they share scratch arrays of the graph's size).
+
+    Args:
+        dataset: the trainer's opened dataset (:func:`saintpipe.services.dataset.store.open_dataset`):
+            its path, topology and ``train`` split.
+
+    Raises (on call):
+        DecodeError: node ids outside this graph.
+        ConfigError: an entry this trainer's dataset cannot induce (see the module docstring).
+        DatasetError: the stored normalization is unreadable, or the graph is not symmetric.
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        self.path = Path(dataset.path)
+        self._indptr = _readonly(dataset.indptr, np.int64)
+        self._indices = _readonly(dataset.indices, np.int32)
+        self.num_nodes = int(self._indptr.size - 1)
+        self.num_edges = int(self._indices.size)
+        self._train = dataset.splits.get("train")
+        self._train_digest: str | None = None
+        self._train_mask: np.ndarray | None = None
+        # Scratch of the graph's size (4.1 bytes a node), made on the first node set: a trainer fed whole
+        # subgraphs never pays for it.
+        self._g2l: np.ndarray | None = None
+        self._bits: np.ndarray | None = None
+        self._norms: dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, nodes: SubgraphNodes) -> Subgraph:
+        """The whole subgraph of ``nodes``: equal, array for array, to what its sampler would have sent."""
+        ind = nodes.induction
+        if (ind.graph_nodes, ind.graph_edges) != (self.num_nodes, self.num_edges):
+            raise ConfigError(
+                f"pool entry of worker {nodes.worker} sequence {nodes.sequence}: sampled from a graph of "
+                f"{ind.graph_nodes} nodes and {ind.graph_edges} edges, but this trainer's dataset {self.path} has "
+                f"{self.num_nodes} and {self.num_edges}: point the trainers at the samplers' dataset"
+            )
+        ids = nodes.node_ids
+        if ids.size and not (0 <= ids[0] and ids[-1] < self.num_nodes):  # the decoder checked; cheap to be sure
+            raise DecodeError(f"subgraph nodes: ids outside [0, {self.num_nodes})")
+        mask = self._mask(ind.train_nodes)
+        alpha, loss_coef = self._normalization(ind)
+        with self._lock:
+            if self._g2l is None:
+                self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
+                self._bits = np.zeros((self.num_nodes + 63) // 64, dtype=np.uint64)
+            bad_row, indptr, indices, weights, weights_t, loss = expand_node_set(
+                self._indptr, self._indices, ids, self._g2l, self._bits, alpha, mask, loss_coef)
+        if bad_row != EXPAND_OK:
+            raise DatasetError(f"{self.path}: the graph is not symmetric: node {int(ids[bad_row])} has an edge "
+                               "whose reverse is missing")
+        return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
+                        edge_weights_t=weights_t, loss_weights=loss, job_id=nodes.job_id, worker=nodes.worker,
+                        sequence=nodes.sequence, seed=nodes.seed)
+
+    def _mask(self, wanted: str) -> np.ndarray:
+        """The training-node mask the sampler restricted loss weights to (empty: every node trains)."""
+        if wanted == ALL_TRAIN_NODES:
+            return _EMPTY_U8
+        if self._train_digest is None:
+            self._train_digest = train_digest(self._train) if self._train is not None else ALL_TRAIN_NODES
+        if wanted != self._train_digest:
+            raise ConfigError(
+                f"pool entry: its loss weights are over training nodes with digest {wanted}, but the train split "
+                f"of this trainer's dataset {self.path} has digest {self._train_digest}: point the trainers at the "
+                "samplers' dataset"
+            )
+        if self._train_mask is None:
+            mask = np.zeros(self.num_nodes, dtype=np.uint8)
+            mask[np.asarray(self._train)] = 1
+            mask.flags.writeable = False
+            self._train_mask = mask
+        return self._train_mask
+
+    def _normalization(self, ind: Induction) -> tuple[np.ndarray, np.ndarray]:
+        """(alpha, loss coefficients) of the entry's normalization, read once per key (empty arrays: none)."""
+        if not ind.normalization:
+            return _EMPTY_F32, _EMPTY_F32
+        key = (ind.normalization, int(ind.norm_subgraphs), int(ind.norm_seed), ind.train_nodes)
+        cached = self._norms.get(key)
+        if cached is not None:
+            return cached
+        directory = self.path / NORM_DIR / ind.normalization  # the key was checked to be one path component
+        if not directory.is_dir():
+            raise ConfigError(
+                f"pool entry: its weights use the normalization {ind.normalization}, which this trainer's dataset "
+                f"does not hold ({directory} is missing): trainers need the samplers' dataset directory with its "
+                "norm/ folder, or pool wire 'full'"
+            )
+        loss, alpha, meta = read_stored(directory)
+        wanted = {"config_key": ind.normalization, "num_subgraphs": int(ind.norm_subgraphs),
+                  "seed": int(ind.norm_seed), "num_nodes": self.num_nodes, "num_edges": self.num_edges}
+        if ind.train_nodes != ALL_TRAIN_NODES:
+            wanted["train_nodes"] = ind.train_nodes
+        differ = sorted(k for k, v in wanted.items() if meta.get(k) != v)
+        if differ:
+            raise ConfigError(
+                f"pool entry: the normalization in {directory} was made with other settings than the samplers' "
+                f"({', '.join(f'{k} {meta.get(k)!r} != {wanted[k]!r}' for k in differ)}): it was re-estimated "
+                "since; restart the samplers, or use pool wire 'full'"
+            )
+        if alpha.shape != (self.num_edges,) or loss.shape != (self.num_nodes,):
+            raise DatasetError(f"{directory}: coefficient shapes {alpha.shape} and {loss.shape} do not fit the graph "
+                               f"({self.num_edges} edges, {self.num_nodes} nodes)")
+        cached = (_readonly(alpha, np.float32), _readonly(loss, np.float32))
+        self._norms[key] = cached
+        return cached
+
+
+def _readonly(array: np.ndarray, dtype: type) -> np.ndarray:
+    """A C-contiguous read-only view as ``dtype``, converted as the sampler converts it (copies only when it must)."""
+    out = np.ascontiguousarray(array, dtype=dtype).view(np.ndarray)
+    out.flags.writeable = False
+    return out
