@@ -62,13 +62,13 @@ def _half_bits_to_float_bits(h: np.uint16) -> np.uint32:
     return np.uint32(sign + (((h & 0x7FFF) + 0x1C000) << 13))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _to_half_bits(src: np.ndarray, out: np.ndarray) -> None:
     for i in range(src.size):
         out[i] = _float_bits_to_half_bits(src[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     dim = src.shape[1]
     for i in range(rows.shape[0]):
@@ -77,7 +77,7 @@ def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> Non
             out[i, j] = _float_bits_to_half_bits(src[r, j])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _scatter_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     dim = src.shape[1]
     for i in range(src.shape[0]):
@@ -86,7 +86,7 @@ def _scatter_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> No
             out[r, j] = _half_bits_to_float_bits(src[i, j])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_rows: np.ndarray) -> None:
     dim = src.shape[1]
     for i in range(src_rows.shape[0]):
