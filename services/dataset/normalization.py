@@ -28,7 +28,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, train_digest
+from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, read_stored, train_digest
 from saintpipe.services.dataset.store import Dataset, open_dataset
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
@@ -38,8 +38,6 @@ from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
 
 log = logging.getLogger(__name__)
-
-_FILES = FILES
 
 
 def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel) -> Path:
@@ -66,20 +64,8 @@ def load_normalization(directory: Path) -> tuple[Normalization, dict]:
     Raises:
         DatasetError: naming the file that is missing or unreadable.
     """
-    meta_path = directory / META_NAME
-    try:
-        meta = json.loads(meta_path.read_text())
-    except FileNotFoundError:
-        raise DatasetError(f"{meta_path}: not found") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DatasetError(f"{meta_path}: unreadable: {exc}") from None
-    arrays = []
-    for name in _FILES:
-        try:
-            arrays.append(np.load(directory / name, mmap_mode="r", allow_pickle=False))
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"{directory / name}: unreadable: {exc}") from None
-    norm = Normalization(loss_coefficients=arrays[0], aggregator_coefficients=arrays[1],
+    loss, aggregator, meta = read_stored(directory)
+    norm = Normalization(loss_coefficients=loss, aggregator_coefficients=aggregator,
                          num_subgraphs=int(meta["num_subgraphs"]), config_key=meta["config_key"],
                          seed=int(meta["seed"]))
     return norm, meta
@@ -88,8 +74,8 @@ def load_normalization(directory: Path) -> tuple[Normalization, dict]:
 def save_normalization(directory: Path, norm: Normalization, meta: dict) -> None:
     """Write ``norm`` and ``meta`` to ``directory`` atomically: a temporary sibling renamed into place."""
     with replacing_dir(directory) as tmp:
-        np.save(tmp / _FILES[0], norm.loss_coefficients, allow_pickle=False)
-        np.save(tmp / _FILES[1], norm.aggregator_coefficients, allow_pickle=False)
+        np.save(tmp / FILES[0], norm.loss_coefficients, allow_pickle=False)
+        np.save(tmp / FILES[1], norm.aggregator_coefficients, allow_pickle=False)
         (tmp / META_NAME).write_text(json.dumps(meta, indent=2, sort_keys=True))
 
 

@@ -163,11 +163,15 @@ class BulkServer:
         try:
             flags, token_len = bw.parse_request_head(head)
             token = _read_exact(stream, token_len) if token_len else b""
-            if self._token_required and not hmac.compare_digest(hashlib.sha256(token or b"").digest(),
-                                                                self._expected):
+            if token is None:
+                return False  # the client closed mid-request
+            if self._token_required and not hmac.compare_digest(hashlib.sha256(token).digest(), self._expected):
                 self._refuse(stream, peer, bw.UNAUTHENTICATED, DENIED)
                 return False
-            count = bw.parse_count(_read_exact(stream, 8) or b"\0" * 8, servicer.max_message_bytes // 8)
+            raw_count = _read_exact(stream, 8)
+            if raw_count is None:
+                return False
+            count = bw.parse_count(raw_count, servicer.max_message_bytes // 8)
             ids = np.empty(count, dtype="<i8")
             if count and not _read_into(stream, memoryview(ids).cast("B")):
                 return False
