@@ -11,6 +11,11 @@ After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the
 loop scores the validation split, keeps the best weights, checkpoints, and
 stops after ``patience`` validations without improvement. The final test score
 is that of the best weights.
+
+Every step's loss and the epoch it belonged to, and every validation's
+(epoch, score), are recorded and travel back in the :class:`TrainResult`
+(and in checkpoints, so a resumed run still has them all): the run summary
+reads its loss-spike ratio and validation history from them.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 import torch
@@ -29,6 +34,7 @@ from saintpipe.trainer.checkpoint import Checkpointer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph, evaluate
 from saintpipe.trainer.feeds import Feed
+from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
 from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.timing import TimeBreakdown
@@ -50,6 +56,11 @@ class TrainResult:
         model_digest: sha256 of the final weights (equal on every data-parallel trainer).
         feature_gathers, feature_rows, feature_cache_hits, feature_bytes: what the training steps' feature
             gathers cost (:class:`~saintpipe.trainer.metrics.FeatureTotals`; zero without a feature meter).
+        step_losses: every optimizer step's training loss, in order (this trainer's: with data-parallel
+            trainers, each rank's loss on its own subgraph). step_epochs: the 0-based epoch each step belonged to.
+        val_history: (epoch, validation score) of every validation, in order; the epoch is fractional for a
+            validation in mid-epoch (``eval_every_steps``). best_val_epoch: the epoch of the validation whose
+            weights were kept (NaN: never validated).
     """
 
     test_score: float
@@ -68,6 +79,15 @@ class TrainResult:
     feature_rows: int = 0
     feature_cache_hits: int = 0
     feature_bytes: int = 0
+    step_losses: list[float] = field(default_factory=list)
+    step_epochs: list[int] = field(default_factory=list)
+    val_history: list[tuple[float, float]] = field(default_factory=list)
+    best_val_epoch: float = float("nan")
+
+    @property
+    def loss_spike_ratio(self) -> float:
+        """Largest step loss / median step loss after the first epoch (:mod:`saintpipe.trainer.losses`)."""
+        return loss_spike_ratio(self.step_losses, self.step_epochs)
 
     @property
     def features(self) -> FeatureTotals:
@@ -75,8 +95,10 @@ class TrainResult:
         return FeatureTotals(self.feature_gathers, self.feature_rows, self.feature_cache_hits, self.feature_bytes)
 
     def summary(self) -> dict:
-        """A flat dict for printing or JSON."""
-        out = {k: v for k, v in asdict(self).items() if k not in ("times", "history", "model_digest")}
+        """A flat dict for printing or JSON (the per-step and per-validation lists left out)."""
+        lists = ("times", "history", "model_digest", "step_losses", "step_epochs", "val_history")
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in lists}
+        out["loss_spike_ratio"] = self.loss_spike_ratio
         for name in TimeBreakdown.TRAINER_FIELDS:  # the wall clock keeps its published key, total_s
             out[f"{'total' if name == 'wall' else name}_s"] = round(getattr(self.times, name), 4)
         out["feature_cache_hit_rate"] = self.features.hit_rate
@@ -139,6 +161,8 @@ class TrainLoop:
         self.times = TimeBreakdown()
         self.resumed_from = -1
         self.redelivered = 0
+        self.step_losses = StepLosses()
+        self.val_history: list[tuple[float, float]] = []  # (epoch, score), in step with self.stopper.history
         if checkpointer is not None:
             saved = checkpointer.load(map_location=state.device)
             if saved is not None:
@@ -151,6 +175,12 @@ class TrainLoop:
         self.stopper.load_state_dict(saved["early_stopping"])
         self.progress = LoopProgress(**saved["progress"])
         self.resumed_from = self.state.steps
+        if "records" in saved:  # checkpoints written before the records existed resume without them
+            losses = saved["records"]["step_losses"]
+            self.step_losses.load_state_dict({k: v.cpu().numpy() for k, v in losses.items()})
+            self.val_history = [(float(e), float(v)) for e, v in saved["records"]["val_history"]]
+        else:  # their validations' epochs are unknown; the list stays in step with the stopper's history
+            self.val_history = [(float("nan"), float(v)) for _, v in self.stopper.history]
         log.info(
             "%s: resumed from step %d (epoch %d, best val %.4f)",
             self.name,
@@ -167,6 +197,9 @@ class TrainLoop:
                 "train_state": self.state.state_dict(),
                 "early_stopping": self.stopper.state_dict(),
                 "progress": asdict(self.progress),
+                # tensors: compact, and what a weights_only load accepts
+                "records": {"step_losses": {k: torch.from_numpy(v) for k, v in self.step_losses.state_dict().items()},
+                            "val_history": [list(h) for h in self.val_history]},
                 "config": self.config.model_dump(mode="json"),
             },
             step=self.state.steps,
@@ -223,6 +256,7 @@ class TrainLoop:
         t.compute += compute
         self.progress.subgraphs += 1
         self.redelivered += int(item.deliveries > 1)
+        self.step_losses.append(loss, self.progress.epoch)  # before _advance: the epoch this step belongs to
         if self.metrics is not None:
             self.metrics.observe_step(compute, data_wait, item.fetch_s, loss)
 
@@ -236,12 +270,12 @@ class TrainLoop:
             p.epoch += 1
             epoch_ended = True
             evaluate_now |= p.epoch % cfg.eval_every == 0 or p.epoch >= cfg.epochs
-        if evaluate_now:
-            self._validate()  # checkpoints too
+        if evaluate_now:  # an epoch-end validation is that epoch's, not a sliver past it
+            self._validate(float(p.epoch) if epoch_ended else round(p.epoch + p.epoch_fraction, 4))  # checkpoints
         elif epoch_ended or (cfg.checkpoint_every_steps and self.state.steps % cfg.checkpoint_every_steps == 0):
             self._checkpoint()
 
-    def _validate(self) -> None:
+    def _validate(self, epoch: float) -> None:
         decision = [0.0, 0.0]
         if self.is_leader:
             t0 = time.perf_counter()
@@ -260,6 +294,7 @@ class TrainLoop:
             )
         if self.decide is not None:
             decision = self.decide(decision)
+        self.val_history.append((epoch, decision[1]))  # rank 0's score, broadcast: the same on every rank
         if self.metrics is not None:
             self.metrics.val_score(decision[1])
         if decision[0]:
@@ -282,7 +317,9 @@ class TrainLoop:
         if self.is_leader:
             t0 = time.perf_counter()
             if self.stopper.best_state is None:  # never validated (tiny budgets): score the weights we have
-                self.stopper.update(self._scores(("val",))["val"], self.state.steps, self.state.model)
+                val = self._scores(("val",))["val"]
+                self.stopper.update(val, self.state.steps, self.state.model)
+                self.val_history.append((round(self.progress.epoch + self.progress.epoch_fraction, 4), val))
             current = {k: v.detach().clone() for k, v in self.state.model.state_dict().items()}
             self.state.model.load_state_dict(self.stopper.best_state)
             scores = self._scores(("val", "test"))
@@ -308,7 +345,19 @@ class TrainLoop:
             feature_rows=features.rows,
             feature_cache_hits=features.cache_hits,
             feature_bytes=features.fetched_bytes,
+            step_losses=self.step_losses.losses.tolist(),
+            step_epochs=self.step_losses.epochs.tolist(),
+            val_history=list(self.val_history),
+            best_val_epoch=self._best_val_epoch(),
         )
+
+    def _best_val_epoch(self) -> float:
+        """The epoch of the validation whose weights were kept (the stopper's best step), NaN if none."""
+        # val_history and the stopper's history are appended together (and checkpointed together).
+        for (step, _), (epoch, _) in zip(self.stopper.history, self.val_history, strict=False):
+            if step == self.stopper.best_step:
+                return epoch
+        return float("nan")
 
 
 def model_digest(model: torch.nn.Module) -> str:

@@ -86,6 +86,7 @@ class LocalPipeline:
         self._sampler_service = None
         self._trainers = None
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
+        self.normalization = ""  # how the samplers' coefficients were made, for the summary
 
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
@@ -232,6 +233,8 @@ class LocalPipeline:
         service.start()
         self.supervisor.watch("sampler service", lambda: service.failure)
         self._sampler_service = service
+        self.normalization = _describe_normalization(cfg.normalization_method(), service.normalization_reused,
+                                                     cfg.sampler.kind)
         if service.metrics_url:
             self.endpoints.metrics["samplers"] = service.metrics_url
 
@@ -327,6 +330,7 @@ class LocalPipeline:
         if self._trainers is not None:
             summary.trainers = self.config.run.trainers
             summary.feature_cache = self.feature_cache
+            summary.normalization = self.normalization
             result = self._trainers.result()
             if result is not None:
                 summary.test_score, summary.val_score = result.test_score, result.val_score
@@ -334,6 +338,9 @@ class LocalPipeline:
                     result.subgraphs
                 summary.feature_gathers, summary.feature_rows = result.feature_gathers, result.feature_rows
                 summary.feature_cache_hits, summary.feature_bytes = result.feature_cache_hits, result.feature_bytes
+                summary.step_losses, summary.step_epochs = result.step_losses, result.step_epochs  # trainer 0's
+                summary.val_history = [[epoch, score] for epoch, score in result.val_history]
+                summary.best_val_epoch = result.best_val_epoch
                 for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
                     if name != "wall":
                         setattr(t, name, getattr(result.times, name))
@@ -390,3 +397,12 @@ def run_pipeline(config: PipelineConfig, out: TextIO | None = None) -> RunSummar
     """Run the local pipeline with ``config``; see :class:`LocalPipeline`."""
     return LocalPipeline(config, out=out).run()
 
+
+def _describe_normalization(method: str, reused: bool | None, kind: str) -> str:
+    """One line for the summary: which estimator made the samplers' coefficients."""
+    what = {"exact": f"exact (closed-form probabilities of the {kind} sampler)",
+            "online": f"online (the {kind} sampler's prior, refined by each worker from what it produces)",
+            "smoothed": "smoothed (pre-sampled counts shrunk toward the prior)",
+            "reference": "reference (pre-sampled counts with GraphSAINT's floors)",
+            "none": "none (plain mean aggregation)"}.get(method, method)
+    return what + (", reused from the dataset" if reused else "")

@@ -6,6 +6,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
+from saintpipe.trainer.losses import LossSpike, loss_spike
 from saintpipe.trainer.timing import TimeBreakdown
 
 
@@ -43,9 +44,16 @@ class RunSummary:
         of the best-validation weights; NaN when the run ended before scoring. stopped_by: why training
         ended (finished, early stopping, max_seconds, SIGINT, ...). times: the trainers' time breakdown with
         the sampler workers' figures, the start-up and the whole command's wall clock.
+        normalization: how the samplers made GraphSAINT's coefficients (estimator, reused or not).
         feature_cache: the trainers' feature cache sizes ("" when off). feature_gathers, feature_rows,
         feature_cache_hits, feature_bytes: the training steps' feature gathers, summed over the trainers
         (evaluation's excluded): gathers, rows requested, rows the cache served, bytes fetched from the shards.
+        step_losses: every optimizer step's training loss, in order; with several data-parallel trainers, trainer
+        0's (each rank steps once per optimizer step, on its own subgraph, so it has exactly ``steps`` entries).
+        step_epochs: the 0-based epoch each of those steps belonged to. val_history: ``[epoch, score]`` of every
+        validation (epoch fractional for one in mid-epoch). best_val_epoch: the epoch of the validation whose
+        weights were kept (``val_score`` is theirs, scored again at the end). Empty/NaN when training never
+        reported back (interrupted before its end).
     """
 
     dataset: str
@@ -66,10 +74,25 @@ class RunSummary:
     failure: str = ""
     checkpoint_dir: str = ""
     feature_cache: str = ""
+    normalization: str = ""
     feature_gathers: int = 0
     feature_rows: int = 0
     feature_cache_hits: int = 0
     feature_bytes: int = 0
+    best_val_epoch: float = math.nan
+    step_losses: list[float] = field(default_factory=list)
+    step_epochs: list[int] = field(default_factory=list)
+    val_history: list[list[float]] = field(default_factory=list)
+
+    @property
+    def loss_spike(self) -> LossSpike:
+        """The largest and median step loss after the first epoch, and their ratio."""
+        return loss_spike(self.step_losses, self.step_epochs, after_epoch=1)
+
+    @property
+    def loss_spike_ratio(self) -> float:
+        """Largest step loss / median step loss after the first epoch (NaN: no step after it)."""
+        return self.loss_spike.ratio
 
     @property
     def sampler_throughput(self) -> float:
@@ -97,6 +120,7 @@ class RunSummary:
         out["training_throughput"] = self.training_throughput
         out["feature_cache_hit_rate"] = self.feature_cache_hit_rate
         out["feature_bytes_per_step"] = self.feature_bytes_per_step
+        out["loss_spike_ratio"] = self.loss_spike_ratio
         return out
 
     def to_json(self) -> str:
@@ -135,6 +159,21 @@ def _features(s: RunSummary) -> list[tuple[str, str]]:
                                        f"{s.feature_gathers:,} subgraphs)")]
 
 
+def _loss_spike(s: RunSummary) -> str:
+    """The loss-spike line: the ratio, what it is made of, or why there is none."""
+    spike = s.loss_spike
+    if spike.steps == 0:
+        return "n/a (no step after epoch 1)"
+    if spike.non_finite:
+        return f"inf ({spike.non_finite:,} step loss(es) after epoch 1 not finite: training diverged)"
+    return (f"{spike.ratio:.1f}  (largest step loss {spike.largest:.4g} / median {spike.median:.4g}, "
+            f"{spike.steps:,} steps after epoch 1)")
+
+
+def _best_epoch(s: RunSummary) -> str:
+    return "" if math.isnan(s.best_val_epoch) or math.isnan(s.val_score) else f"  (epoch {s.best_val_epoch:g})"
+
+
 def _seconds(value: float, of: float | None = None) -> str:
     share = f"  ({100 * value / of:4.1f}%)" if of else ""
     return f"{value:9.1f} s{share}"
@@ -147,10 +186,12 @@ def format_summary(s: RunSummary) -> str:
     rows: list[tuple[str, str]] = [
         ("dataset", s.dataset),
         (f"test {s.metric}", _score(s.test_score)),
-        (f"best validation {s.metric}", _score(s.val_score)),
+        (f"best validation {s.metric}", _score(s.val_score) + _best_epoch(s)),
         ("stopped by", s.stopped_by),
+        *([("normalization", s.normalization)] if s.normalization else []),
         ("epochs", f"{s.epochs}"),
         ("optimizer steps", f"{s.steps:,}"),
+        ("loss spike ratio", _loss_spike(s)),
         ("subgraphs trained on", f"{s.subgraphs_trained:,}  ({s.training_throughput:.1f}/s)"),
         ("subgraphs sampled", f"{s.subgraphs_sampled:,}"),
         ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({s.sampler_workers} workers)"),

@@ -24,6 +24,12 @@ AGGREGATOR_FILE = "aggregator_coefficients.npy"  # float32 [E], alpha at full-gr
 FILES = (LOSS_FILE, AGGREGATOR_FILE)
 
 
+def store_key(config_key: str, method: str = "reference") -> str:
+    """The folder name of a stored normalization: the sampler config's key, plus the estimator unless it is
+    GraphSAINT's reference (whose folders keep the plain key, as stored before the other estimators existed)."""
+    return config_key if method == "reference" else f"{config_key}.{method}"
+
+
 def train_digest(train_nodes: np.ndarray | None) -> str:
     """A short digest of the training node ids (``"all"`` for None), recorded in ``meta.json``."""
     if train_nodes is None:

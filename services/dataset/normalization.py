@@ -28,7 +28,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, read_stored, train_digest
+from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, read_stored, store_key, train_digest
 from saintpipe.services.dataset.store import Dataset, open_dataset
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
@@ -40,20 +40,23 @@ from saintpipe.core.errors import DatasetError
 log = logging.getLogger(__name__)
 
 
-def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel) -> Path:
-    """Where the normalization of ``config`` lives in a dataset directory."""
-    return Path(dataset_dir) / NORM_DIR / config_key(config)
+def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel, method: str = "reference") -> Path:
+    """Where the normalization of ``config`` made by ``method`` lives in a dataset directory."""
+    return Path(dataset_dir) / NORM_DIR / store_key(config_key(config), method)
 
 
 def normalization_meta(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int, seed: int,
-                       train_nodes: np.ndarray | None = None) -> dict:
+                       train_nodes: np.ndarray | None = None, method: str = "reference") -> dict:
     """The settings a stored normalization must have been made with to be reused.
 
-    ``train_nodes`` default: the dataset's ``train`` split.
+    ``train_nodes`` default: the dataset's ``train`` split. ``config_key`` is the
+    folder's name (:func:`~saintpipe.services.dataset.norm_files.store_key`), which
+    trainers inducing node sets check.
     """
     if train_nodes is None:
         train_nodes = dataset.splits["train"]
-    return {"config_key": config_key(config), "num_subgraphs": int(num_subgraphs), "seed": int(seed),
+    return {"config_key": store_key(config_key(config), method), "method": method,
+            "num_subgraphs": int(num_subgraphs), "seed": int(seed),
             "num_nodes": int(dataset.num_nodes), "num_edges": int(dataset.num_edges),
             "train_nodes": train_digest(train_nodes)}
 
@@ -65,9 +68,11 @@ def load_normalization(directory: Path) -> tuple[Normalization, dict]:
         DatasetError: naming the file that is missing or unreadable.
     """
     loss, aggregator, meta = read_stored(directory)
+    method = str(meta.get("method", "reference"))
+    key = str(meta["config_key"])
     norm = Normalization(loss_coefficients=loss, aggregator_coefficients=aggregator,
-                         num_subgraphs=int(meta["num_subgraphs"]), config_key=meta["config_key"],
-                         seed=int(meta["seed"]))
+                         num_subgraphs=int(meta["num_subgraphs"]), config_key=key.removesuffix(f".{method}"),
+                         seed=int(meta["seed"]), method=method, strength=float(meta.get("strength", 0.0)))
     return norm, meta
 
 
@@ -80,9 +85,9 @@ def save_normalization(directory: Path, norm: Normalization, meta: dict) -> None
 
 
 def load_stored(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int, seed: int,
-                train_nodes: np.ndarray | None = None) -> Normalization | None:
+                train_nodes: np.ndarray | None = None, method: str = "reference") -> Normalization | None:
     """The stored normalization made with exactly these settings, or None (absent, other settings, unreadable)."""
-    directory = norm_dir(dataset.path, config)
+    directory = norm_dir(dataset.path, config, method)
     if not (directory / META_NAME).is_file():
         return None
     try:
@@ -90,7 +95,9 @@ def load_stored(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int
     except DatasetError as exc:
         log.warning("ignoring unreadable normalization: %s", exc)
         return None
-    wanted = normalization_meta(dataset, config, num_subgraphs, seed, train_nodes)
+    wanted = normalization_meta(dataset, config, num_subgraphs, seed, train_nodes, method)
+    if method == "reference":
+        wanted.pop("method")  # folders stored before the other estimators existed have no method
     if all(meta.get(k) == v for k, v in wanted.items()):
         return norm
     log.info("stored normalization %s was made with other settings", directory)
@@ -100,9 +107,9 @@ def load_stored(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int
 def store_normalization(dataset: Dataset, config: SamplerConfigModel, norm: Normalization,
                         train_nodes: np.ndarray | None = None) -> bool:
     """Store ``norm`` (made for ``config``) with the dataset; False (logged) where the directory is read-only."""
-    directory = norm_dir(dataset.path, config)
-    meta = {**normalization_meta(dataset, config, norm.num_subgraphs, norm.seed, train_nodes),
-            "config": config.model_dump(mode="json")}
+    directory = norm_dir(dataset.path, config, norm.method)
+    meta = {**normalization_meta(dataset, config, norm.num_subgraphs, norm.seed, train_nodes, norm.method),
+            "config": config.model_dump(mode="json"), "strength": float(norm.strength)}
     try:
         save_normalization(directory, norm, meta)
     except OSError as exc:

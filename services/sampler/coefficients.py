@@ -25,6 +25,11 @@ class Normalization:
     num_subgraphs: int = 0
     config_key: str = ""
     seed: int = 0
+    # How the coefficients were made: "exact" (closed form), "prior", "smoothed" (pre-sampled counts shrunk
+    # toward the prior), "online" (the prior, refined by each sampler from what it produces, see
+    # saintpipe.services.sampler.online) or "reference" (pre-sampled counts with GraphSAINT's floors).
+    method: str = "reference"
+    strength: float = 0.0  # smoothed and online: the prior's weight in pseudo-subgraphs
 
     def check_graph(self, num_nodes: int, num_edges: int) -> None:
         """Raise InvalidArgument unless the arrays fit a graph of this size."""

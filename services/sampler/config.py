@@ -96,6 +96,8 @@ SamplerConfig = Annotated[
 SamplerConfigModel = FrontierConfig | RandomWalkConfig | EdgeConfig | NodeConfig
 _ADAPTER: pydantic.TypeAdapter = pydantic.TypeAdapter(SamplerConfig)
 KINDS: tuple[str, ...] = ("frontier", "random_walk", "edge", "node")
+# The samplers whose inclusion probabilities have a closed form (services/sampler/inclusion.py).
+EXACT_KINDS: tuple[str, ...] = ("node", "edge")
 
 
 def parse_sampler_config(data: Mapping[str, Any]) -> SamplerConfigModel:

@@ -1,6 +1,18 @@
-"""GraphSAINT normalization: aggregator coefficients alpha and loss coefficients, by pre-sampling.
+"""GraphSAINT normalization: aggregator coefficients alpha and loss coefficients.
 
-Before training, ``num_subgraphs`` subgraphs are drawn with the job's sampler
+Four estimators (:data:`NORMALIZATION_METHODS`, :func:`build_normalization`;
+docs/trainer.md, "Normalization"):
+
+* ``exact``: the node and edge samplers' inclusion probabilities in closed
+  form (:mod:`saintpipe.services.sampler.inclusion`); nothing is drawn.
+* ``prior``: the same closed forms, for the random walk and frontier samplers
+  an approximation (any sampler).
+* ``smoothed``: counts of pre-sampled subgraphs shrunk toward the prior
+  (:func:`smoothed_coefficients`, Beta-posterior means): no floors, no
+  outliers, the prior itself with no counts, the counts' estimate as they grow.
+* ``reference``: GraphSAINT's own estimate, below.
+
+The reference: before training, ``num_subgraphs`` subgraphs are drawn with the job's sampler
 configuration (in parallel, one pinned process per core) and every node and
 every edge (full-graph CSR position) counts how many of them contain it:
 ``C(v)`` and ``C(u, v)``. Then, as in GraphSAINT's reference implementation:
@@ -34,12 +46,15 @@ import numpy as np
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
+from saintpipe.services.sampler.inclusion import inclusion_probabilities, is_exact
 from saintpipe.services.sampler.parallel import WorkerContext, run_pinned, stream_seed
 from saintpipe.services.sampler.sampler import Sampler, make_sampler, train_mask
+from saintpipe.services.sampler.smoothed import DEFAULT_STRENGTH, smoothed_coefficients
 
-__all__ = ["ALPHA_MIN", "ALPHA_UNSEEN", "PRESAMPLE_STREAM", "UNSEEN_COUNT", "Normalization",
+__all__ = ["ALPHA_MIN", "ALPHA_UNSEEN", "DEFAULT_STRENGTH", "NORMALIZATION_METHODS", "PRESAMPLE_STREAM",
+           "UNSEEN_COUNT", "Normalization", "build_normalization", "closed_form_coefficients",
            "coefficients_from_counts", "count_presamples", "count_samples", "estimate_normalization",
-           "presample_count", "subgraph_node_bound"]
+           "presample_count", "smoothed_coefficients", "subgraph_node_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +64,7 @@ ALPHA_MIN = 1e-4
 ALPHA_UNSEEN = 10.0
 UNSEEN_COUNT = 0.1
 _REPORT_EVERY = 16
+NORMALIZATION_METHODS = ("exact", "prior", "smoothed", "reference")
 
 
 def count_presamples(sampler: Sampler, start: int, stop: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -176,3 +192,53 @@ def presample_count(config: SamplerConfigModel, num_train: int, coverage: float 
     """
     per_subgraph = max(1, min(num_train, subgraph_node_bound(config)))
     return max(minimum, min(maximum, math.ceil(coverage * num_train / per_subgraph)))
+
+
+def closed_form_coefficients(indptr: np.ndarray, indices: np.ndarray, config: SamplerConfigModel,
+                             train_nodes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The prior's ``(loss float32 [N], alpha float32 [E])``: exact for the node and edge samplers.
+
+    :func:`smoothed_coefficients` with no counts on
+    :func:`~saintpipe.services.sampler.inclusion.inclusion_probabilities`.
+    """
+    prior_p, prior_alpha = inclusion_probabilities(config, indptr, indices)
+    # alpha is already final: written over in place, it saves a second [E] array.
+    return smoothed_coefficients(indptr, None, None, 0, prior_p, prior_alpha, train_nodes,
+                                 alpha_out=prior_alpha)
+
+
+def build_normalization(indptr: np.ndarray, indices: np.ndarray, config: SamplerConfigModel, *, method: str,
+                        train_nodes: np.ndarray | None = None, num_subgraphs: int = 0, seed: int = 0,
+                        processes: int | None = None, strength: float = DEFAULT_STRENGTH) -> Normalization:
+    """The normalization of one graph and sampler configuration by one of :data:`NORMALIZATION_METHODS`.
+
+    Args:
+        method: ``exact`` (closed form; node and edge samplers only), ``prior`` (the closed forms or
+            their approximation, any sampler), ``smoothed`` (``num_subgraphs`` pre-sampled, shrunk toward
+            the prior; 0: the prior) or ``reference`` (GraphSAINT's floors, :func:`estimate_normalization`).
+        num_subgraphs, seed, processes: the pre-sampling (smoothed and reference).
+        strength: the prior's weight in subgraphs (smoothed).
+
+    Raises:
+        InvalidArgument: an unknown method, ``exact`` for a sampler without a closed form, bad counts or graph.
+    """
+    key = config_key(config)
+    if method == "reference":
+        return estimate_normalization(indptr, indices, config, num_subgraphs=num_subgraphs,
+                                      train_nodes=train_nodes, seed=seed, processes=processes)
+    if method not in NORMALIZATION_METHODS:
+        raise InvalidArgument(f"unknown normalization method {method!r}; "
+                              f"methods: {', '.join(NORMALIZATION_METHODS)}")
+    if method == "exact" and not is_exact(config):
+        raise InvalidArgument(f"no closed form for {config.kind}; use smoothed or online")
+    if method in ("exact", "prior") or num_subgraphs == 0:
+        loss, alpha = closed_form_coefficients(indptr, indices, config, train_nodes)
+        return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, config_key=key, method=method,
+                             strength=strength if method == "smoothed" else 0.0)
+    node_counts, edge_counts = count_samples(indptr, indices, config, num_subgraphs=num_subgraphs, seed=seed,
+                                             processes=processes)
+    prior_p, prior_alpha = inclusion_probabilities(config, indptr, indices)
+    loss, alpha = smoothed_coefficients(indptr, node_counts, edge_counts, num_subgraphs, prior_p, prior_alpha,
+                                        train_nodes, strength, alpha_out=prior_alpha)
+    return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
+                         config_key=key, seed=seed, method=method, strength=strength)

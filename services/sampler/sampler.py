@@ -58,6 +58,7 @@ from saintpipe.services.sampler.kernels.induce import (
 from saintpipe.services.sampler.kernels.node import build_node_table, node_select, node_select_dependent
 from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
+from saintpipe.services.sampler.online import OnlineNormalization
 from saintpipe.core.subgraph import Subgraph
 
 if TYPE_CHECKING:
@@ -113,14 +114,24 @@ class Sampler:
         self.num_nodes = self.indptr.size - 1
         self.num_edges = self.indices.size
         self.normalization = normalization
-        self._alpha, self._loss_coef = _EMPTY_F32, _EMPTY_F32
-        if normalization is not None:
-            normalization.check_graph(self.num_nodes, self.num_edges)
-            self._alpha = readonly(normalization.aggregator_coefficients, np.float32)
-            self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
         self._train_mask = _EMPTY_U8
         if train_nodes is not None:
             self._train_mask = readonly(train_mask(train_nodes, self.num_nodes), np.uint8)
+        self._alpha, self._loss_coef = _EMPTY_F32, _EMPTY_F32
+        # Online normalization: this sampler counts what it produces and refines its own coefficients.
+        self.online: OnlineNormalization | None = None
+        if normalization is not None:
+            normalization.check_graph(self.num_nodes, self.num_edges)
+            if normalization.method == "online":
+                self.online = OnlineNormalization(self.indptr, normalization.loss_coefficients,
+                                                  normalization.aggregator_coefficients, self._train_mask,
+                                                  normalization.strength)
+                # Read-only views of the live arrays, which observe() refreshes in place.
+                self._alpha = readonly(self.online.alpha, np.float32)
+                self._loss_coef = readonly(self.online.loss, np.float32)
+            else:
+                self._alpha = readonly(normalization.aggregator_coefficients, np.float32)
+                self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
         self._clip = int(config.clip_multiple or 0)
         self._state = rng.new_state()
         # The global-to-local map, -1 between calls; kernels reset what they touch.
@@ -172,6 +183,8 @@ class Sampler:
             self._alpha, self._train_mask, self._loss_coef, want_positions)
         if status != STATUS_OK:
             _asymmetric(node_ids, bad_row)
+        if self.online is not None:  # after the weights: a subgraph never weighs itself
+            self.online.observe(node_ids, eids)
         subgraph = Subgraph(node_ids=node_ids, indptr=sub_indptr, indices=sub_indices, edge_weights=weights,
                             edge_weights_t=weights_t, loss_weights=loss, seed=seed)
         return subgraph, eids
@@ -222,6 +235,8 @@ class Sampler:
                                             weights_t, loss)
         if status != STATUS_OK:
             _asymmetric(node_ids, bad_row)
+        if self.online is not None:
+            self.online.observe(node_ids, tmp_eid[:e])
         return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
                         edge_weights_t=weights_t, loss_weights=loss, seed=seed)
 

@@ -35,11 +35,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--norm-subgraphs", type=integer(0, 10_000_000),
                         help="subgraphs pre-sampled for the normalization estimate (default: each training node "
                              "drawn about 100 times; 0: no normalization, plain mean aggregation)")
+    parser.add_argument("--normalization", choices=["auto", "exact", "online", "smoothed", "reference", "none"],
+                        help="how GraphSAINT's coefficients are made (default auto: exact for node and edge "
+                             "samplers, online for random_walk and frontier; docs/trainer.md)")
     parser.add_argument("--sampler-config", type=Path,
                         help="file with the sampler configuration (its 'sampler' section, or the whole file)")
     parser.add_argument("--sampler", dest="sampler_kind", help="sampler kind: frontier, random_walk, edge or node")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                        help="a sampler parameter, e.g. --param num_roots=3000 (repeatable)")
+                        help="a sampler parameter, e.g. --param roots=3000 (repeatable)")
     parser.set_defaults(func=_serve)
 
 
@@ -85,7 +88,7 @@ def _serve(args: argparse.Namespace) -> int:
     flags = {
         "data": args.data, "workers": args.workers, "seed": args.seed, "ray_address": args.ray_address,
         "metrics_port": args.metrics_port, "metrics_host": args.metrics_host,
-        "norm_subgraphs": args.norm_subgraphs, "sampler": sampler_flags(args),
+        "norm_subgraphs": args.norm_subgraphs, "normalization": args.normalization, "sampler": sampler_flags(args),
         "pool": {k: v for k, v in pool.items() if v is not None} or None,
     }
     config = load_config(SamplerServiceConfig, args.config, flags, section=SECTION)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
 
 from saintpipe.core.config import StrictModel
 from saintpipe.services.pool.config import PoolConfig
-from saintpipe.services.sampler.config import RandomWalkConfig, SamplerConfig
+from saintpipe.services.sampler.config import EXACT_KINDS, RandomWalkConfig, SamplerConfig
 
 SECTION = "samplers"
 
@@ -39,6 +41,16 @@ class SamplerServiceConfig(StrictModel):
                                  description="when norm_subgraphs is none: pre-sample enough subgraphs that each "
                                              "training node is drawn this many times on average")
     norm_seed: int = Field(0, ge=0, lt=2**63, description="seed of the pre-sampling")
+    normalization: Literal["auto", "exact", "online", "smoothed", "reference", "none"] = Field(
+        "auto", description="GraphSAINT's coefficients (docs/trainer.md): exact = closed-form probabilities "
+                            "(node and edge samplers, no pre-sampling); online = start at once on the prior, "
+                            "refined from the subgraphs produced; smoothed = pre-sampled counts shrunk toward "
+                            "the prior; reference = pre-sampled counts with GraphSAINT's floors (its reference "
+                            "code, bit for bit); none = plain mean aggregation; auto = exact where it exists, "
+                            "else online")
+    norm_strength: float | None = Field(
+        None, gt=0, le=1e9, description="smoothed and online: the prior's weight in pseudo-subgraphs; none: the "
+                                        "estimator's default")
     num_cpus_per_worker: float = Field(1.0, gt=0, le=1024, description="Ray CPUs reserved per worker (one core each)")
     max_restarts: int = Field(3, ge=0, le=1_000_000, description="Ray restarts of one worker actor before the "
                                                                  "supervisor replaces it with a new actor")
@@ -47,6 +59,22 @@ class SamplerServiceConfig(StrictModel):
                                            "which the service gives up and reports the error")
     health_interval_s: float = Field(0.5, gt=0, le=60, description="how often the supervisor polls the workers")
     stop_timeout_s: float = Field(10.0, gt=0, le=3600, description="how long stop() waits for a worker's last push")
+
+    @model_validator(mode="after")
+    def _closed_form_exists(self) -> "SamplerServiceConfig":
+        if self.normalization == "exact" and self.sampler.kind not in EXACT_KINDS:
+            raise ValueError(f"normalization: 'exact' needs closed-form probabilities, which the {self.sampler.kind} "
+                             f"sampler has not (only {' and '.join(EXACT_KINDS)}); use online, smoothed or reference")
+        return self
+
+    def normalization_method(self) -> str:
+        """The estimator this service uses: ``normalization`` with ``auto`` resolved (``none`` when
+        ``norm_subgraphs`` is 0, as before the estimators existed)."""
+        if self.norm_subgraphs == 0 or self.normalization == "none":
+            return "none"
+        if self.normalization == "auto":
+            return "exact" if self.sampler.kind in EXACT_KINDS else "online"
+        return self.normalization
 
     @property
     def job(self) -> str:

@@ -1,15 +1,27 @@
-"""GraphSAINT's normalization, estimated by the sampler workers in parallel before training.
+"""GraphSAINT's normalization for the sampler service: computed, estimated by the workers, or stored.
 
-The coefficients need ``C(v)`` and ``C(u, v)``: how many of ``num_subgraphs``
-pre-sampled subgraphs contain each node and each edge. Each worker draws a
-contiguous share of the pre-sampling subgraphs and returns its counts; the
-supervisor sums them, turns them into coefficients and stores them once per
-dataset and sampler configuration, in the dataset's format
-(:mod:`saintpipe.services.dataset.normalization`: ``DATASET/norm/<config_key>/``). Subgraph
-``i`` uses the same seed as the kernels' serial estimate
-(:func:`~saintpipe.services.sampler.normalization.count_presamples`), so the stored
-coefficients are the same whatever the number of workers, and a later
-``load_or_estimate`` with the same settings reuses them.
+How the coefficients are made depends on the estimator (``[samplers]
+normalization``, docs/trainer.md):
+
+* ``exact`` (node and edge samplers): closed-form inclusion probabilities, a
+  pass over the graph in the supervisor; nothing is drawn.
+* ``online``: the prior (closed forms or their approximations); every worker
+  then refines its own copy from the subgraphs it produces
+  (:mod:`saintpipe.services.sampler.online`). Training starts at once.
+* ``smoothed`` and ``reference``: counts of pre-sampled subgraphs, ``C(v)`` and
+  ``C(u, v)``. Each worker draws a contiguous share of them and returns its
+  counts; the supervisor sums them and turns them into coefficients, shrunk
+  toward the prior (smoothed) or with GraphSAINT's floors (reference).
+  Subgraph ``i`` uses the same seed as the kernels' serial estimate
+  (:func:`~saintpipe.services.sampler.normalization.count_presamples`), so the
+  coefficients are the same whatever the number of workers.
+
+What takes time to make (exact, smoothed, reference) is stored once per
+dataset, sampler configuration and estimator in the dataset's format
+(:mod:`saintpipe.services.dataset.normalization`: ``DATASET/norm/<key>/``),
+where trainers that induce node sets read it, and a later job with the same
+settings reuses it. Online coefficients change while the job runs and are not
+stored.
 """
 
 from __future__ import annotations
@@ -25,7 +37,6 @@ from saintpipe.core.errors import SaintpipeError, WorkerFailed
 from saintpipe.services.dataset.normalization import load_stored, norm_dir, store_normalization
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
-from saintpipe.services.sampler.normalization import coefficients_from_counts
 from saintpipe.services.sampler_service.seeds import split_range
 
 if TYPE_CHECKING:
@@ -36,18 +47,65 @@ log = logging.getLogger(__name__)
 
 
 def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers: Sequence["SamplerWorker"],
-                         num_subgraphs: int, seed: int) -> tuple[Normalization | None, bool]:
-    """The normalization for this dataset and sampler config: stored, or estimated by ``workers`` and stored.
+                         num_subgraphs: int, seed: int, *, method: str = "reference",
+                         strength: float | None = None) -> tuple[Normalization | None, bool]:
+    """The normalization for this dataset, sampler config and estimator: stored, or made (and stored).
+
+    Args:
+        method: ``exact``, ``online``, ``smoothed``, ``reference`` or ``none`` (see the module docstring).
+        num_subgraphs, seed: the pre-sampling's (smoothed and reference).
+        strength: the prior's weight (smoothed and online); None: the estimator's default.
 
     Returns:
-        ``(normalization, reused)``; ``(None, False)`` when ``num_subgraphs`` is 0 (no normalization).
+        ``(normalization, reused)``; ``(None, False)`` for ``none`` or ``num_subgraphs`` 0 with a pre-sampling
+        estimator.
     """
-    if num_subgraphs == 0:
+    from saintpipe.services.sampler.normalization import (
+        DEFAULT_STRENGTH,
+        closed_form_coefficients,
+        coefficients_from_counts,
+        smoothed_coefficients,
+    )
+    from saintpipe.services.sampler.inclusion import inclusion_probabilities
+
+    strength = DEFAULT_STRENGTH if strength is None else float(strength)
+    presampled = method in ("smoothed", "reference")
+    if method == "none" or (presampled and num_subgraphs == 0):
         return None, False
-    stored = load_stored(dataset, config, num_subgraphs, seed)
-    if stored is not None:
-        log.info("reusing the normalization stored in %s", norm_dir(dataset.path, config))
+    if not presampled:
+        num_subgraphs, seed = 0, 0
+    train = dataset.splits["train"]
+    key = config_key(config)
+    if method == "online":
+        loss, alpha = closed_form_coefficients(dataset.indptr, dataset.indices, config, train)
+        log.info("online normalization: training starts on the prior of the %s sampler", config.kind)
+        return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, config_key=key,
+                             method="online", strength=strength), False
+    stored = load_stored(dataset, config, num_subgraphs, seed, method=method)
+    if stored is not None and (method != "smoothed" or stored.strength == strength):
+        log.info("reusing the normalization stored in %s", norm_dir(dataset.path, config, method))
         return stored, True
+    if method == "exact":
+        loss, alpha = closed_form_coefficients(dataset.indptr, dataset.indices, config, train)
+    else:
+        node_counts, edge_counts = _presample_counts(dataset, config, workers, num_subgraphs, seed)
+        if method == "reference":
+            loss, alpha = coefficients_from_counts(np.asarray(dataset.indptr), node_counts, edge_counts,
+                                                   num_subgraphs, train)
+        else:
+            prior_p, prior_alpha = inclusion_probabilities(config, dataset.indptr, dataset.indices)
+            loss, alpha = smoothed_coefficients(dataset.indptr, node_counts, edge_counts, num_subgraphs, prior_p,
+                                                prior_alpha, train_nodes=train, strength=strength)
+    norm = Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
+                         config_key=key, seed=seed, method=method,
+                         strength=strength if method == "smoothed" else 0.0)
+    store_normalization(dataset, config, norm)
+    return norm, False
+
+
+def _presample_counts(dataset: "Dataset", config: SamplerConfigModel, workers: Sequence["SamplerWorker"],
+                      num_subgraphs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(C(v), C(u, v))`` of ``num_subgraphs`` pre-sampled subgraphs, drawn by the workers in shares."""
     shares = [(w, a, b) for w, (a, b) in zip(workers, split_range(num_subgraphs, len(workers))) if b > a]
     refs = {w.presample_async(a, b, seed): b - a for w, a, b in shares}
     node_counts = np.zeros(dataset.num_nodes, dtype=np.int64)
@@ -65,9 +123,4 @@ def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers
             node_counts += nodes
             edge_counts += edges
             bar.update(refs[done[0]])
-    loss, alpha = coefficients_from_counts(np.asarray(dataset.indptr), node_counts, edge_counts, num_subgraphs,
-                                           dataset.splits["train"])
-    norm = Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
-                         config_key=config_key(config), seed=seed)
-    store_normalization(dataset, config, norm)
-    return norm, False
+    return node_counts, edge_counts

@@ -120,7 +120,8 @@ class SamplerService:
             norm, self.normalization_reused = ensure_normalization(
                 dataset, self.config.sampler, [s.worker for s in self._slots.values()],
                 self.config.presamples(int(dataset.splits["train"].size)),
-                self.config.norm_seed)
+                self.config.norm_seed, method=self.config.normalization_method(),
+                strength=self.config.norm_strength)
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
@@ -280,9 +281,17 @@ class SamplerService:
             return None
         if self.config.pool.wire == "auto" and self._pool is not None and self._pool.wire != "nodes":
             return None  # whole subgraphs anyway (shared memory)
-        if load_stored(dataset, self.config.sampler, norm.num_subgraphs, norm.seed) is not None:
+        if norm.method == "online":
+            # Each worker's coefficients move as it counts; a trainer could not compute the same weights.
+            if self.config.pool.wire == "nodes":
+                raise ConfigError("pool wire 'nodes' needs stored coefficients, and the online normalization's "
+                                  "change as the workers count: set [samplers] normalization to exact, smoothed "
+                                  "or reference, or pool wire to 'full'")
+            log.info("online normalization: the workers send whole subgraphs (pool wire 'full')")
+            return "full"
+        if load_stored(dataset, self.config.sampler, norm.num_subgraphs, norm.seed, method=norm.method) is not None:
             return None
-        where = norm_dir(dataset.path, self.config.sampler)
+        where = norm_dir(dataset.path, self.config.sampler, norm.method)
         if self.config.pool.wire == "nodes":
             raise ConfigError(f"pool wire 'nodes': the normalization could not be stored in {where} (a read-only "
                               "dataset directory?), where trainers read it to induce node sets; make it writable "

@@ -69,11 +69,11 @@ def induction_for(dataset, normalization=None):
     the normalization's key and settings, the training split's digest (``build_sampler`` restricts the loss
     weights to it)."""
     from saintpipe.core.subgraph import Induction
-    from saintpipe.services.dataset.norm_files import train_digest
+    from saintpipe.services.dataset.norm_files import store_key, train_digest
 
     return Induction(
         graph_nodes=int(dataset.num_nodes), graph_edges=int(dataset.num_edges),
-        normalization=normalization.config_key if normalization is not None else "",
+        normalization=store_key(normalization.config_key, normalization.method) if normalization is not None else "",
         norm_subgraphs=int(normalization.num_subgraphs) if normalization is not None else 0,
         norm_seed=int(normalization.seed) if normalization is not None else 0,
         train_nodes=train_digest(dataset.splits["train"]),

@@ -74,6 +74,7 @@ def test_a_component_past_its_budget_ends_the_run_with_one_line_and_resume_goes_
     assert re.search(r"^trainers resumed from step [1-9]\d* .* of the checkpoint in ", resumed.stdout, re.M), \
         resumed.output()
     assert again["checkpoint_dir"] == checkpoint
+    assert len(again["step_losses"]) == again["steps"]  # the checkpoint carried the steps before the resume
 
 
 def test_two_runs_at_once_both_finish(fault_run, undisturbed):

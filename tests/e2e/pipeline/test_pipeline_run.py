@@ -15,6 +15,7 @@ import json
 import math
 import re
 import signal
+import statistics
 import time
 
 import pytest
@@ -178,6 +179,16 @@ def test_a_short_run_trains_to_the_end_and_prints_the_summary(tmp_path, dataset)
         data = json.loads(out.strip().splitlines()[-1])
         assert 0 < data["feature_cache_hit_rate"] < 1 and data["feature_bytes_per_step"] > 0
         assert data["feature_rows"] > data["feature_cache_hits"] > 0 and data["subgraphs_trained"] == trained
+        # Every step's loss, and the loss-spike ratio read from them (recomputed here from the JSON alone).
+        losses, epochs = data["step_losses"], data["step_epochs"]
+        assert len(losses) == len(epochs) == data["steps"] > 0 and all(math.isfinite(v) for v in losses)
+        assert epochs == sorted(epochs) and epochs[0] == 0 and epochs[-1] == 3  # epochs 0..3 of 4
+        after = [v for v, e in zip(losses, epochs, strict=True) if e >= 1]
+        assert data["loss_spike_ratio"] == pytest.approx(max(after) / statistics.median(after))
+        ratio = float(re.search(r"^loss spike ratio\s+([0-9.]+)  \(largest step loss", out, re.M).group(1))
+        assert ratio == pytest.approx(data["loss_spike_ratio"], abs=0.05)
+        assert [epoch for epoch, _ in data["val_history"]] == [1.0, 2.0, 3.0, 4.0]  # one validation per epoch
+        assert data["best_val_epoch"] in (1.0, 2.0, 3.0, 4.0)
         assert "epoch 4/4" in run.stderr  # one progress bar per epoch
         assert_nothing_left(run)
     finally:

@@ -72,7 +72,9 @@ def make_service(ray_local, svc_dataset, redis_server_session, request):
     def make(workers: int = 2, capacity: int = 16, transport: str = "auto", wire: str = "auto",
              **overrides) -> SamplerService:
         job = f"{request.node.name[:60]}-{len(started)}".replace("[", "-").replace("]", "")
+        # The pre-sampling estimator by default: most tests here check its parallel counts and their storage.
         fields = dict(data=svc_dataset, workers=workers, seed=11, metrics_port=0, norm_subgraphs=8,
+                      normalization="reference",
                       sampler={"kind": "random_walk", "roots": 40, "walk_length": 2},
                       pool={"url": redis_server_session.url, "job_id": job, "capacity": capacity,
                             "transport": transport, "wire": wire},

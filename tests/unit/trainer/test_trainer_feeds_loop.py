@@ -163,6 +163,13 @@ def test_an_epoch_is_train_nodes_over_labelled_nodes_per_subgraph():
     assert result.epochs == 3 and result.steps == 12 and feed.acked == 12
     assert [step for step, _ in result.history] == [4, 8, 12]
     assert 0.0 <= result.test_score <= 1.0
+    # Every step's loss, with the epoch it belonged to; every validation with its epoch.
+    assert len(result.step_losses) == 12 and all(np.isfinite(result.step_losses))
+    assert result.step_epochs == [0] * 4 + [1] * 4 + [2] * 4
+    assert [epoch for epoch, _ in result.val_history] == [1.0, 2.0, 3.0]
+    assert [score for _, score in result.val_history] == [score for _, score in result.history]
+    summary = result.summary()
+    assert "step_losses" not in summary and summary["loss_spike_ratio"] == result.loss_spike_ratio >= 1.0
 
 
 def test_early_stopping_after_patience_validations_without_improvement(monkeypatch):
@@ -175,6 +182,8 @@ def test_early_stopping_after_patience_validations_without_improvement(monkeypat
     graph = small_graph()
     result = make_loop(graph, epochs=50, patience=3).run(ListFeed(graph))
     assert result.stopped_early and result.epochs == 5  # best 0.7 at epoch 2, then three worse
+    assert result.val_history == [(1.0, 0.5), (2.0, 0.7), (3.0, 0.6), (4.0, 0.65), (5.0, 0.69)]
+    assert result.best_val_epoch == 2.0
     assert (result.val_score, result.test_score) == (0.9, 0.8)  # the final scoring of the best weights
 
 
@@ -191,6 +200,10 @@ def test_checkpoint_resume_continues_the_same_epoch_count(tmp_path):
     )
     r2 = second.run(ListFeed(graph))
     assert r1.steps == 6 and r2.resumed_from_step == 6 and r2.steps == 12 and r2.epochs == 3
+    # The resumed run still reports every step's loss: the checkpoint carried the first six.
+    assert len(r2.step_losses) == 12 and r2.step_losses[:6] == r1.step_losses
+    assert r2.step_epochs == [0] * 4 + [1] * 4 + [2] * 4
+    assert [epoch for epoch, _ in r2.val_history] == [1.0, 2.0, 3.0]
 
 
 def test_early_stopping_state_round_trips():
