@@ -22,7 +22,7 @@ class Normalization:
 
     loss_coefficients: np.ndarray  # float32 [N]
     aggregator_coefficients: np.ndarray  # float32 [E], alpha at full-graph CSR positions
-    num_subgraphs: int = 0
+    num_subgraphs: int = 0  # pre-sampled subgraphs; online: how many each sampler counts (0: no end)
     config_key: str = ""
     seed: int = 0
     # How the coefficients were made: "exact" (closed form), "prior", "smoothed" (pre-sampled counts shrunk

@@ -21,8 +21,12 @@ dead-lettered), so the counts are those of the subgraphs the trainers use.
 Recomputing costs one pass over the nodes and edges, so it happens after 1,
 2, 4, ... subgraphs and then every ``max_interval`` subgraphs: O(log) passes
 while the counts move fast, a bounded share of the sampling time after that.
-Each sampler (one per worker process) keeps its own counts and coefficients;
-with ``W`` workers each estimate uses ``1/W`` of the subgraphs.
+Counting itself costs a random increment per node and edge of the subgraph
+(about a fifth of a random-walk subgraph's sampling time on the demo), so it
+stops once ``max_subgraphs`` were counted, the number the blocking pre-pass
+would have drawn: the coefficients are final from then on and sampling runs
+at full speed. Each sampler (one per worker process) keeps its own counts and
+coefficients; with ``W`` workers each estimate uses ``1/W`` of the subgraphs.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ class OnlineNormalization:
         train_mask: uint8 [N], 1 on training nodes (empty: every node trains).
         strength: the prior's weight in pseudo-subgraphs (see ``smoothed_coefficients``).
         max_interval: the most subgraphs between two recomputations.
+        max_subgraphs: count this many subgraphs, then keep the coefficients (0: count for ever).
 
     ``loss`` and ``alpha`` are the live coefficients: the sampler reads them
     (through read-only views) for every subgraph; :meth:`observe` counts a
@@ -72,14 +77,17 @@ class OnlineNormalization:
     """
 
     def __init__(self, indptr: np.ndarray, prior_loss: np.ndarray, prior_alpha: np.ndarray, train_mask: np.ndarray,
-                 strength: float, max_interval: int = DEFAULT_MAX_INTERVAL) -> None:
+                 strength: float, max_interval: int = DEFAULT_MAX_INTERVAL, max_subgraphs: int = 0) -> None:
         num_nodes = indptr.size - 1
         if prior_loss.shape != (num_nodes,) or prior_alpha.shape != (int(indptr[-1]),):
             raise InvalidArgument(f"online normalization: prior shapes {prior_loss.shape} and {prior_alpha.shape} "
                                   f"do not fit a graph of {num_nodes} nodes and {int(indptr[-1])} edges")
         if max_interval < 1:
             raise InvalidArgument(f"online normalization: max_interval must be >= 1, got {max_interval}")
+        if max_subgraphs < 0:
+            raise InvalidArgument(f"online normalization: max_subgraphs must be >= 0, got {max_subgraphs}")
         self.indptr = indptr
+        self.max_subgraphs = int(max_subgraphs)
         self.strength = float(strength)
         self.max_interval = int(max_interval)
         if train_mask.size:
@@ -102,14 +110,24 @@ class OnlineNormalization:
 
     def observe(self, node_ids: np.ndarray, eids: np.ndarray) -> bool:
         """Count one produced subgraph (its node ids and its entries' CSR positions); True when the
-        coefficients were recomputed after it."""
+        coefficients were recomputed after it. Nothing is counted once :attr:`converged`."""
+        if self.converged:
+            return False
         count_subgraph(self.node_counts, self.edge_counts, node_ids, eids)
         self.subgraphs += 1
+        if self.subgraphs == self.max_subgraphs:
+            self.refresh()  # the final coefficients
+            return True
         if self.subgraphs < self._next_refresh:
             return False
         self.refresh()
         self._next_refresh = self.subgraphs + min(self.subgraphs, self.max_interval)
         return True
+
+    @property
+    def converged(self) -> bool:
+        """Whether ``max_subgraphs`` were counted (the coefficients no longer change)."""
+        return 0 < self.max_subgraphs <= self.subgraphs
 
     def refresh(self) -> None:
         """Recompute ``loss`` and ``alpha`` in place from the counts so far."""

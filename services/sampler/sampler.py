@@ -125,7 +125,8 @@ class Sampler:
             if normalization.method == "online":
                 self.online = OnlineNormalization(self.indptr, normalization.loss_coefficients,
                                                   normalization.aggregator_coefficients, self._train_mask,
-                                                  normalization.strength)
+                                                  normalization.strength,
+                                                  max_subgraphs=normalization.num_subgraphs)
                 # Read-only views of the live arrays, which observe() refreshes in place.
                 self._alpha = readonly(self.online.alpha, np.float32)
                 self._loss_coef = readonly(self.online.loss, np.float32)

@@ -53,7 +53,8 @@ def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers
 
     Args:
         method: ``exact``, ``online``, ``smoothed``, ``reference`` or ``none`` (see the module docstring).
-        num_subgraphs, seed: the pre-sampling's (smoothed and reference).
+        num_subgraphs, seed: the pre-sampling's (smoothed and reference); online: the subgraphs each worker
+            counts before its coefficients stay as they are.
         strength: the prior's weight (smoothed and online); None: the estimator's default.
 
     Returns:
@@ -72,15 +73,17 @@ def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers
     presampled = method in ("smoothed", "reference")
     if method == "none" or (presampled and num_subgraphs == 0):
         return None, False
-    if not presampled:
-        num_subgraphs, seed = 0, 0
     train = dataset.splits["train"]
     key = config_key(config)
     if method == "online":
+        # Each worker counts as many subgraphs as the pre-pass would draw, then keeps its coefficients.
         loss, alpha = closed_form_coefficients(dataset.indptr, dataset.indices, config, train)
-        log.info("online normalization: training starts on the prior of the %s sampler", config.kind)
-        return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, config_key=key,
-                             method="online", strength=strength), False
+        log.info("online normalization: training starts on the prior of the %s sampler; each worker refines it "
+                 "from its first %d subgraphs", config.kind, num_subgraphs)
+        return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
+                             config_key=key, method="online", strength=strength), False
+    if not presampled:
+        num_subgraphs, seed = 0, 0
     stored = load_stored(dataset, config, num_subgraphs, seed, method=method)
     if stored is not None and (method != "smoothed" or stored.strength == strength):
         log.info("reusing the normalization stored in %s", norm_dir(dataset.path, config, method))

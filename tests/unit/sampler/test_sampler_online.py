@@ -75,6 +75,18 @@ def test_refreshes_double_then_keep_a_fixed_interval():
     assert online.node_counts[1] == 40 and online.edge_counts[0] == 40
 
 
+def test_counting_stops_after_max_subgraphs_with_a_last_refresh():
+    loss, alpha = closed_form_coefficients(INDPTR, INDICES, RandomWalkConfig(roots=3), TRAIN)
+    online = OnlineNormalization(INDPTR, loss, alpha, np.zeros(0, np.uint8), STRENGTH, max_subgraphs=6)
+    nodes, eids = np.array([1, 2], np.int64), np.array([0, 1], np.int64)
+    refreshed = [i + 1 for i in range(10) if online.observe(nodes, eids)]
+    assert refreshed == [1, 2, 4, 6] and online.converged
+    assert online.subgraphs == 6 and online.node_counts[1] == 6  # nothing counted after the sixth
+    final = online.alpha.copy()
+    online.observe(nodes, eids)
+    np.testing.assert_array_equal(online.alpha, final)
+
+
 def test_a_prior_that_does_not_fit_the_graph_is_refused():
     with pytest.raises(InvalidArgument, match="prior shapes"):
         OnlineNormalization(INDPTR, np.zeros(3, np.float32), np.zeros(INDICES.size, np.float32),
