@@ -60,7 +60,7 @@ class TrainResult:
             trainers, each rank's loss on its own subgraph). step_epochs: the 0-based epoch each step belonged to.
         val_history: (epoch, validation score) of every validation, in order; the epoch is fractional for a
             validation in mid-epoch (``eval_every_steps``). best_val_epoch: the epoch of the validation whose
-            weights were kept (NaN: never validated).
+            weights were kept (NaN: never validated). device: the torch device it trained on.
     """
 
     test_score: float
@@ -83,6 +83,7 @@ class TrainResult:
     step_epochs: list[int] = field(default_factory=list)
     val_history: list[tuple[float, float]] = field(default_factory=list)
     best_val_epoch: float = float("nan")
+    device: str = ""
 
     @property
     def loss_spike_ratio(self) -> float:
@@ -345,6 +346,7 @@ class TrainLoop:
             feature_rows=features.rows,
             feature_cache_hits=features.cache_hits,
             feature_bytes=features.fetched_bytes,
+            device=str(self.state.device),
             step_losses=self.step_losses.losses.tolist(),
             step_epochs=self.step_losses.epochs.tolist(),
             val_history=list(self.val_history),

@@ -341,6 +341,7 @@ class LocalPipeline:
                 summary.step_losses, summary.step_epochs = result.step_losses, result.step_epochs  # trainer 0's
                 summary.val_history = [[epoch, score] for epoch, score in result.val_history]
                 summary.best_val_epoch = result.best_val_epoch
+                summary.trainer_device = result.device
                 for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
                     if name != "wall":
                         setattr(t, name, getattr(result.times, name))

@@ -45,6 +45,7 @@ class RunSummary:
         ended (finished, early stopping, max_seconds, SIGINT, ...). times: the trainers' time breakdown with
         the sampler workers' figures, the start-up and the whole command's wall clock.
         normalization: how the samplers made GraphSAINT's coefficients (estimator, reused or not).
+        trainer_device: the torch device the trainers ran on (trainer 0's; "" before it reported).
         feature_cache: the trainers' feature cache sizes ("" when off). feature_gathers, feature_rows,
         feature_cache_hits, feature_bytes: the training steps' feature gathers, summed over the trainers
         (evaluation's excluded): gathers, rows requested, rows the cache served, bytes fetched from the shards.
@@ -75,6 +76,7 @@ class RunSummary:
     checkpoint_dir: str = ""
     feature_cache: str = ""
     normalization: str = ""
+    trainer_device: str = ""
     feature_gathers: int = 0
     feature_rows: int = 0
     feature_cache_hits: int = 0
@@ -179,6 +181,10 @@ def _seconds(value: float, of: float | None = None) -> str:
     return f"{value:9.1f} s{share}"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def format_summary(s: RunSummary) -> str:
     """The end-of-run table: results, work done, and the time breakdown."""
     t = s.times
@@ -194,8 +200,8 @@ def format_summary(s: RunSummary) -> str:
         ("loss spike ratio", _loss_spike(s)),
         ("subgraphs trained on", f"{s.subgraphs_trained:,}  ({s.training_throughput:.1f}/s)"),
         ("subgraphs sampled", f"{s.subgraphs_sampled:,}"),
-        ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({s.sampler_workers} workers)"),
-        ("trainers", f"{s.trainers}"),
+        ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({_count(s.sampler_workers, 'worker')})"),
+        ("trainers", f"{s.trainers}" + (f"  (on {s.trainer_device})" if s.trainer_device else "")),
     ]
     rows += _features(s)
     if s.pool is not None:

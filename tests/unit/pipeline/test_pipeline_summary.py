@@ -25,7 +25,17 @@ def test_the_table_has_scores_work_and_where_the_time_went():
     lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in text.splitlines()[1:] if "  " in line)
     assert lines["test accuracy"] == "0.9811"
     assert lines["subgraphs trained on"] == "109  (10.9/s)"
-    assert lines["sampler throughput"] == "14.1 subgraphs/s  (1 workers)"
+    assert lines["sampler throughput"] == "14.1 subgraphs/s  (1 worker)"
+    assert "normalization" not in lines and lines["trainers"] == "1"
+
+
+def test_the_table_names_the_estimator_and_the_trainers_device():
+    text = format_summary(summary(sampler_workers=2, trainers=2, trainer_device="cuda:0",
+                                  normalization="online (the random_walk sampler's prior, refined ...)"))
+    lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in text.splitlines()[1:] if "  " in line)
+    assert lines["sampler throughput"].endswith("(2 workers)")
+    assert lines["trainers"] == "2  (on cuda:0)"
+    assert lines["normalization"].startswith("online (")
     assert lines["compute (trainers)"] == "6.0 s  (60.0%)"  # of the trainers' 10 s
     assert lines["waiting for data (trainers)"] == "2.0 s  (20.0%)"
     assert lines["sampling (sampler workers)"] == "1.5 s"
