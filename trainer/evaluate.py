@@ -178,11 +178,27 @@ def _block(graph: EvalGraph, nodes: np.ndarray, scratch: np.ndarray, device) -> 
     return SparseOperand.from_csr(sub_indptr, sub_indices, w, w_t, device=device)
 
 
+def _neighbourhood(
+    graph: EvalGraph, out_nodes: np.ndarray, reach: int, scratch: np.ndarray, h_prev: np.ndarray | None, device
+) -> tuple[GraphBatch, torch.Tensor]:
+    """The batch of ``out_nodes``' ``reach``-hop neighbourhood (inputs: features, or ``h_prev``'s rows), and
+    the positions of ``out_nodes`` in it."""
+    nodes = k_hop_nodes(np.asarray(graph.indptr), np.asarray(graph.indices), out_nodes, reach, scratch)
+    x = graph.gather(nodes) if h_prev is None else h_prev[nodes]
+    batch = GraphBatch(
+        adj=_block(graph, nodes, scratch, device),
+        x=as_tensor(x, np.float32).to(device),
+        labels=torch.zeros(0),
+        loss_weights=torch.zeros(0),
+        degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device),
+    )
+    return batch, torch.from_numpy(np.searchsorted(nodes, out_nodes)).to(device)
+
+
 def _predict_layerwise(
     model: GNN, graph: EvalGraph, batch_nodes: int, device, progress: bool
 ) -> torch.Tensor:
     n = graph.num_nodes
-    indptr, indices = np.asarray(graph.indptr), np.asarray(graph.indices)
     scratch = np.full(n, -1, dtype=np.int32)
     h_prev: np.ndarray | None = None
     for layer in model.layers:
@@ -191,20 +207,18 @@ def _predict_layerwise(
         starts = range(0, n, batch_nodes)
         for start in tqdm(starts, desc=f"eval {layer.name}", disable=not progress, leave=False):
             out_nodes = np.arange(start, min(n, start + batch_nodes), dtype=np.int64)
-            nodes = k_hop_nodes(indptr, indices, out_nodes, reach, scratch)
-            x = graph.gather(nodes) if h_prev is None else h_prev[nodes]
-            batch = GraphBatch(
-                adj=_block(graph, nodes, scratch, device),
-                x=as_tensor(x, np.float32).to(device),
-                labels=torch.zeros(0),
-                loss_weights=torch.zeros(0),
-                degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device),
-            )
-            rows = torch.from_numpy(np.searchsorted(nodes, out_nodes)).to(device)
+            batch, rows = _neighbourhood(graph, out_nodes, reach, scratch, h_prev, device)
             h = model.act(layer(batch.x, batch, model.scheduler))[rows]
             h_next[start : start + out_nodes.size] = h.cpu().numpy()
         h_prev = h_next
         log.debug("layer-wise evaluation: %s done", layer.name)
+    if model.config.classifier == "graph":  # the classifier propagates too: one more hop
+        logits = []
+        for start in range(0, n, batch_nodes):
+            out_nodes = np.arange(start, min(n, start + batch_nodes), dtype=np.int64)
+            batch, rows = _neighbourhood(graph, out_nodes, 1, scratch, h_prev, device)
+            logits.append(model.classify(batch.x, batch)[rows].cpu())
+        return torch.cat(logits)
     logits = [
         model.classify(torch.from_numpy(h_prev[s : s + batch_nodes]).to(device)).cpu()
         for s in range(0, n, batch_nodes)

@@ -14,7 +14,7 @@ from torch import nn
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer, SAGELayer, _glorot
-from saintpipe.trainer.ops import dense
+from saintpipe.trainer.ops import dense, spmm
 from saintpipe.trainer.schedule import Scheduler
 
 _ACTIVATIONS = {
@@ -66,16 +66,24 @@ class GNN(nn.Module):
             h = self.act(layer(self.dropout(h), batch, self.scheduler))
         return h
 
-    def classify(self, h: torch.Tensor) -> torch.Tensor:
-        """Eq. 2 without σ: the classifier's logits from the last layer's output."""
+    def classify(self, h: torch.Tensor, batch: GraphBatch | None = None) -> torch.Tensor:
+        """Eq. 2 without σ: the classifier's logits from the last layer's output.
+
+        With ``classifier: graph`` the product is propagated over ``batch``'s Â (the graph of ``h``'s rows):
+        Â·(H·W), the cheap order, as the classes are fewer than the hidden width.
+        """
         logits = dense(self.dropout(h), self.classifier)
+        if self.config.classifier == "graph":
+            if batch is None:
+                raise ValueError("a graph classifier needs the batch of its input rows")
+            logits = spmm(batch.adj_hat, logits)
         if self.classifier_bias is not None:
             logits = logits + self.classifier_bias
         return self.classifier_act(logits)
 
     def forward(self, batch: GraphBatch) -> torch.Tensor:
         """Logits [n, C] for every node of ``batch``."""
-        return self.classify(self.embed(batch))
+        return self.classify(self.embed(batch), batch)
 
     def loss(self, logits: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
         """Σ_v λ_v·L_v / Σ_v λ_v with λ the batch's loss weights (zero for unlabelled nodes)."""

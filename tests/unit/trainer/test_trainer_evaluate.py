@@ -37,6 +37,18 @@ def test_layerwise_batches_equal_full_graph_pass(arch, extra):
     assert model.training  # predict restores the mode it found
 
 
+@pytest.mark.parametrize("arch", ["gcn", "sage"])
+def test_layerwise_batches_equal_full_graph_pass_with_a_graph_classifier(arch):
+    g = graph()
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, hidden=[12], classifier="graph"), g.feature_dim, g.num_classes, False)
+    full = predict(model, g)
+    torch.testing.assert_close(predict(model, g, max_full_bytes=1, batch_nodes=37), full, rtol=1e-4, atol=1e-5)
+    dense = build_model(ModelConfig(arch=arch, hidden=[12]), g.feature_dim, g.num_classes, False)
+    dense.load_state_dict(model.state_dict())  # the same weights: only the output layer's propagation differs
+    assert not torch.allclose(predict(dense, g), full)
+
+
 def test_k_hop_nodes_and_induce_match_a_bfs():
     g = graph(n=120)
     scratch = np.full(g.num_nodes, -1, dtype=np.int32)
