@@ -61,6 +61,7 @@ from saintpipe.services.sampler.config import (
     SamplerConfigModel,
 )
 from saintpipe.services.sampler.graph import prepare_graph
+from saintpipe.services.sampler.kernels.edge import position_weight
 
 __all__ = ["ALPHA_FLOOR", "EXACT_KINDS", "inclusion_probabilities", "is_exact", "pair_probability",
            "walk_visits"]
@@ -177,8 +178,7 @@ def _edge_per_draw(indptr, indices):
         inv_v = 1.0 / (stop - start) if stop > start else 0.0
         for k in range(start, stop):
             u = indices[k]
-            deg_u = indptr[u + 1] - indptr[u]
-            w = inv_v + (1.0 / deg_u if deg_u > 0 else 0.0)  # as kernels/edge.py's alias table
+            w = position_weight(indptr, inv_v, u)  # the edge sampler's alias table's weight
             total += w
             q[v] += w
             if u != v:

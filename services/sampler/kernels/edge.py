@@ -17,6 +17,14 @@ from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
 from saintpipe.services.sampler.kernels.select import take
 
 
+@njit(cache=True, nogil=True, inline="always")
+def position_weight(indptr, inv_v, u):
+    """The unnormalized probability of a CSR position (row v, column u): ``1/deg(v) + 1/deg(u)``."""
+    deg_u = indptr[u + 1] - indptr[u]
+    # deg_u >= 1 on a symmetric graph; guard directed inputs anyway.
+    return inv_v + (1.0 / deg_u if deg_u > 0 else 0.0)
+
+
 @njit(cache=True)
 def edge_weights_and_rows(indptr, indices, weights, rows):
     """``weights[k] = 1/deg(row) + 1/deg(col)`` and ``rows[k] = row`` for every CSR position ``k``."""
@@ -26,10 +34,7 @@ def edge_weights_and_rows(indptr, indices, weights, rows):
         stop = indptr[v + 1]
         inv_v = 1.0 / (stop - start) if stop > start else 0.0
         for k in range(start, stop):
-            u = indices[k]
-            deg_u = indptr[u + 1] - indptr[u]
-            # deg_u >= 1 on a symmetric graph; guard directed inputs anyway.
-            weights[k] = inv_v + (1.0 / deg_u if deg_u > 0 else 0.0)
+            weights[k] = position_weight(indptr, inv_v, indices[k])
             rows[k] = v
 
 
