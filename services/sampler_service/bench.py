@@ -375,8 +375,10 @@ def _bench(args: argparse.Namespace) -> int:
     data = _dataset(args)
     dataset = open_dataset(data)
     with RedisServer(use_env=False) as redis_server:
+        # A stored estimator (the pre-sampled reference): node sets need coefficients trainers can read, and the
+        # plain loop and the service must weight alike; online coefficients would differ per worker.
         config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
-                                      norm_subgraphs=args.norm_subgraphs,
+                                      norm_subgraphs=args.norm_subgraphs, normalization="reference",
                                       pool={"url": redis_server.url, "job_id": "bench-samplers",
                                             "transport": args.transport, "wire": args.wire})
         # The in-process estimate, stored with the dataset where the service looks: the service reuses it
