@@ -9,6 +9,7 @@ Layout of a dataset directory::
     split/train.npy, split/val.npy, split/test.npy      int64 node ids
     features/shard-00000.npy ...                         float32/float16 rows [start, stop)
     (extra files, e.g. node_ids.npy for imported edge lists)
+    train_graph/             the training graph, when shipped or built (TRAIN_GRAPH_FILES)
     norm/<config_key>/       stored normalization coefficients (:mod:`saintpipe.services.dataset.normalization`)
 
 Shared by the writer and reader (:mod:`~saintpipe.services.dataset.store`), the
@@ -26,6 +27,15 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 
 SPLITS = ("train", "val", "test")
+
+# The training graph (GraphSAINT's inductive protocol): the graph induced by the training nodes, with its own
+# CSR over local ids 0..n-1. nodes.npy maps local id i to global id nodes[i] (sorted ascending).
+TRAIN_GRAPH_DIR = "train_graph"
+TRAIN_GRAPH_FILES = {
+    "indptr": f"{TRAIN_GRAPH_DIR}/indptr.npy",    # int64 [n+1]
+    "indices": f"{TRAIN_GRAPH_DIR}/indices.npy",  # int32 [e], local ids, sorted neighbour lists, symmetric
+    "nodes": f"{TRAIN_GRAPH_DIR}/nodes.npy",      # int64 [n], global ids, sorted ascending
+}
 
 
 def shard_ranges(num_nodes: int, num_shards: int) -> list[tuple[int, int]]:

@@ -33,6 +33,10 @@ class Manifest(pydantic.BaseModel):
     shards: list[tuple[int, int]] = pydantic.Field(description="[start, stop) node range of each feature shard file")
     files: dict[str, str] = pydantic.Field(description="relative path -> sha256 hex digest")
     source: str = ""
+    sample_graph: Literal["full", "train"] = pydantic.Field(
+        "full", description="the graph samplers draw from unless [samplers] graph says otherwise: the whole graph "
+        "(transductive) or the graph induced by the training nodes (inductive, GraphSAINT's protocol); "
+        "'train' datasets ship the training graph under train_graph/ (layout.TRAIN_GRAPH_FILES)")
 
     @property
     def num_shards(self) -> int:

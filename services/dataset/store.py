@@ -134,6 +134,7 @@ def write_dataset(
     source: str = "",
     overwrite: bool = False,
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
+    sample_graph: str = "full",
 ) -> Manifest:
     """Validate the arrays and write them as a dataset directory, atomically.
 
@@ -201,6 +202,7 @@ def write_dataset(
             shards=ranges,
             files=files,
             source=source,
+            sample_graph=sample_graph,
         )
         write_manifest(tmp, manifest)
     log.info("wrote dataset %s to %s (%d nodes, %d edges)", name, out, num_nodes, indices.size)
