@@ -165,11 +165,11 @@ def _loss_spike(s: RunSummary) -> str:
     """The loss-spike line: the ratio, what it is made of, or why there is none."""
     spike = s.loss_spike
     if spike.steps == 0:
-        return "n/a (no step after epoch 1)"
+        return "n/a (no step after the warm-up: epoch 1 and the first 5 % of steps)"
     if spike.non_finite:
-        return f"inf ({spike.non_finite:,} step loss(es) after epoch 1 not finite: training diverged)"
+        return f"inf ({spike.non_finite:,} step loss(es) after the warm-up not finite: training diverged)"
     return (f"{spike.ratio:.1f}  (largest step loss {spike.largest:.4g} / median {spike.median:.4g}, "
-            f"{spike.steps:,} steps after epoch 1)")
+            f"{spike.steps:,} steps after the warm-up)")
 
 
 def _best_epoch(s: RunSummary) -> str:

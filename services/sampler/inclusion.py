@@ -14,7 +14,8 @@ draw"). :func:`pair_probability` evaluates it in a form that does not cancel
 for small probabilities (see there); the samplers differ only in ``a``, ``b``,
 ``ab`` and ``D``:
 
-* node (exact): ``q_v = deg(v) / sum(deg)`` (uniform on an edgeless graph),
+* node (exact): ``q_v = (1 - beta) deg(v) / sum(deg) + beta / N`` with beta
+  the ``uniform_mix`` (uniform on an edgeless graph; ``kernels.node``),
   ``ab = 0`` (one draw is one node), ``D = node_budget``.
 * edge (exact): one draw is the CSR position ``k`` with probability
   ``q_k = w_k / sum(w)``, ``w_k = 1/deg(row) + 1/deg(col)``, and brings in its
@@ -62,6 +63,7 @@ from saintpipe.services.sampler.config import (
 )
 from saintpipe.services.sampler.graph import prepare_graph
 from saintpipe.services.sampler.kernels.edge import position_weight
+from saintpipe.services.sampler.kernels.node import node_draw_probabilities
 
 __all__ = ["ALPHA_FLOOR", "EXACT_KINDS", "inclusion_probabilities", "is_exact", "pair_probability",
            "walk_visits"]
@@ -278,9 +280,7 @@ def inclusion_probabilities(config: SamplerConfigModel, indptr: np.ndarray, indi
     pair_node = np.empty(0, dtype=np.float64)
     pair_const = pair_inv_deg = 0.0
     if isinstance(config, NodeConfig):
-        deg = np.diff(indptr).astype(np.float64)
-        total = deg.sum()
-        per_draw = deg / total if total > 0 else np.full(num_nodes, 1.0 / num_nodes)
+        per_draw = node_draw_probabilities(indptr, config.uniform_mix)
         draws = config.node_budget
     elif isinstance(config, EdgeConfig):
         if indices.size == 0:

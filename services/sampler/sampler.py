@@ -393,7 +393,7 @@ class NodeSampler(Sampler):
 
     def __init__(self, config: NodeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
         super().__init__(config, indptr, indices, **kwargs)
-        self._thresh, self._alias = build_node_table(self.indptr)
+        self._thresh, self._alias = build_node_table(self.indptr, config.uniform_mix)
 
     def _selection_bound(self) -> int:
         return self.config.node_budget

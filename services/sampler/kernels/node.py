@@ -4,6 +4,16 @@ GraphSAINT's node sampler draws ``v`` with probability proportional to
 ``||A[:, v]||^2``; on the unweighted adjacency that is ``deg(v)``, which is
 what its reference implementation uses. Isolated nodes are never drawn; on a
 graph with no edge at all every node gets the same weight.
+
+``uniform_mix`` (beta) draws from the defensive mixture ``(1 - beta) * deg(v) /
+sum(deg) + beta / N`` instead (Hesterberg's defensive importance sampling):
+the degree-proportional law gives the nodes of a small component a tiny
+per-draw probability (a degree-1 pair on Cora is in a 1,500-draw subgraph with
+probability 0.13), and the normalization that keeps the estimator unbiased
+weighs them by its inverse, so the rare subgraph holding one is a loss spike.
+The mixture bounds every node's probability from below by
+``1 - (1 - beta / N)^budget``; the closed-form inclusion probabilities
+(``inclusion.py``) use the same law, so the normalization stays exact.
 """
 
 from __future__ import annotations
@@ -16,11 +26,23 @@ from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
 from saintpipe.services.sampler.kernels.select import take
 
 
-def build_node_table(indptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The alias table over nodes with weights ``deg(v)`` (uniform on an edgeless graph)."""
-    weights = np.diff(indptr).astype(np.float64)
-    if weights.sum() <= 0:
-        weights[:] = 1.0
+def node_draw_probabilities(indptr: np.ndarray, uniform_mix: float = 0.0) -> np.ndarray:
+    """float64 [N]: the probability that one draw is ``v``, ``(1 - beta) deg(v) / sum(deg) + beta / N``.
+
+    Uniform on a graph without edges. The node sampler's alias table and its
+    closed-form inclusion probabilities both read this one law.
+    """
+    deg = np.diff(indptr).astype(np.float64)
+    num_nodes = deg.size
+    total = deg.sum()
+    if total <= 0:
+        return np.full(num_nodes, 1.0 / num_nodes)
+    return (1.0 - uniform_mix) * (deg / total) + uniform_mix / num_nodes
+
+
+def build_node_table(indptr: np.ndarray, uniform_mix: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The alias table of :func:`node_draw_probabilities`."""
+    weights = node_draw_probabilities(indptr, uniform_mix)
     thresh = np.empty(weights.size, dtype=np.uint32)
     alias = np.empty(weights.size, dtype=np.int32)
     build_alias(weights, thresh, alias)

@@ -103,7 +103,7 @@ def test_the_loss_spike_ratio_is_printed_on_one_line_and_the_json_has_every_step
                 val_history=[[1.0, 0.9], [2.0, 0.98]])
     lines = dict(re.split(r"\s{2,}", line.strip(), maxsplit=1) for line in format_summary(s).splitlines()[1:]
                  if "  " in line)
-    assert lines["loss spike ratio"] == "3.8  (largest step loss 3.8 / median 1, 5 steps after epoch 1)"
+    assert lines["loss spike ratio"] == "3.8  (largest step loss 3.8 / median 1, 5 steps after the warm-up)"
     assert lines["best validation accuracy"] == "0.9800  (epoch 2)"
     data = json.loads(s.to_json())
     assert data["loss_spike_ratio"] == 3.8 and data["step_losses"] == losses
@@ -113,12 +113,12 @@ def test_the_loss_spike_ratio_is_printed_on_one_line_and_the_json_has_every_step
 
 def test_without_steps_after_the_first_epoch_the_ratio_is_nan_and_says_why():
     s = summary(step_losses=[2.0, 1.0], step_epochs=[0, 0])
-    assert "loss spike ratio" in format_summary(s) and "n/a (no step after epoch 1)" in format_summary(s)
+    assert "loss spike ratio" in format_summary(s) and "n/a (no step after the warm-up" in format_summary(s)
     assert math.isnan(json.loads(s.to_json())["loss_spike_ratio"])
     assert "(epoch" not in format_summary(s)  # no best epoch known: none printed
 
 
 def test_a_diverged_step_makes_the_ratio_infinite_and_the_line_says_so():
     s = summary(step_losses=[2.0, 1.0, float("nan")], step_epochs=[0, 1, 1])
-    assert "inf (1 step loss(es) after epoch 1 not finite: training diverged)" in format_summary(s)
+    assert "inf (1 step loss(es) after the warm-up not finite: training diverged)" in format_summary(s)
     assert json.loads(s.to_json())["loss_spike_ratio"] == math.inf

@@ -36,7 +36,8 @@ SELF_LOOP = int(np.flatnonzero((ROWS == 7) & (INDICES == 7))[0])
 TRAIN = np.arange(0, 60, 2)
 K = 20_000  # Monte-Carlo subgraphs
 Z = 5.0  # standard deviations: ~500 comparisons per test, P(|N(0,1)| > 5) = 6e-7 each
-NODE = NodeConfig(node_budget=20, clip_multiple=None)
+NODE = NodeConfig(node_budget=20, clip_multiple=None, uniform_mix=0.0)
+NODE_MIX = NodeConfig(node_budget=20, clip_multiple=None, uniform_mix=0.5)
 EDGE = EdgeConfig(edge_budget=10, clip_multiple=None)
 
 
@@ -54,12 +55,12 @@ def _textbook_pair(a, b, ab, draws):
 @pytest.fixture(scope="module")
 def counts():
     """``{kind: (C(v) / K, C(u, v) / K)}`` of K subgraphs of each sampler."""
-    configs = (NODE, EDGE, RandomWalkConfig(roots=5, walk_length=2, clip_multiple=None),
+    configs = (NODE, NODE_MIX, EDGE, RandomWalkConfig(roots=5, walk_length=2, clip_multiple=None),
                FrontierConfig(frontier_size=5, node_budget=20, clip_multiple=None))
     out = {}
     for config in configs:
         nodes, edges = count_samples(INDPTR, INDICES, config, num_subgraphs=K, seed=1, processes=1)
-        out[config.kind] = nodes / K, edges / K
+        out[config.kind + ("_mix" if getattr(config, "uniform_mix", 0) else "")] = nodes / K, edges / K
     return out
 
 
@@ -77,6 +78,19 @@ def test_node_sampler_matches_monte_carlo(counts):
     assert np.allclose(_pairs(p, alpha)[off], expected[off], rtol=1e-6)
     assert _max_z(freq, p) < Z and _max_z(freq_pair, _pairs(p, alpha)) < Z
     assert _max_z(freq, np.minimum(1.0, NODE.node_budget * q)) > Z, "p = budget * q must be rejected"
+
+
+def test_node_sampler_uniform_mix_matches_monte_carlo(counts):
+    """The defensive mixture draws isolated nodes too, and its closed form still matches what is drawn."""
+    freq, freq_pair = counts["node_mix"]
+    p, alpha = inclusion_probabilities(NODE_MIX, INDPTR, INDICES)
+    q = 0.5 * DEG / DEG.sum() + 0.5 / DEG.size
+    assert np.allclose(p, 1 - (1 - q) ** NODE_MIX.node_budget, rtol=1e-12, atol=0)
+    assert freq[45] > 0 and freq[59] > 0, "isolated nodes must be drawn under the mixture"
+    assert _max_z(freq, p) < Z and _max_z(freq_pair, _pairs(p, alpha)) < Z
+    plain, _ = inclusion_probabilities(NODE, INDPTR, INDICES)
+    assert p.min() > plain[DEG > 0].min(), "the mixture must raise the smallest inclusion probability"
+    assert _max_z(freq, plain) > Z, "the degree-only law must be rejected for the mixture's draws"
 
 
 def test_edge_sampler_matches_monte_carlo(counts):

@@ -30,7 +30,7 @@ SMALL = [
     {"kind": "frontier", "frontier_size": 20, "node_budget": 120},
     {"kind": "random_walk", "roots": 40, "walk_length": 3},
     {"kind": "edge", "edge_budget": 60},
-    {"kind": "node", "node_budget": 90},
+    {"kind": "node", "node_budget": 90, "uniform_mix": 0.0},
 ]
 FIELDS = ("node_ids", "indptr", "indices", "edge_weights", "edge_weights_t", "loss_weights")
 

@@ -75,3 +75,22 @@ def test_the_record_round_trips_through_its_state():
     assert len(record) == 5  # the state was a copy
     with pytest.raises(ValueError, match="2 step losses but 1 step epochs"):
         copy.load_state_dict({"losses": [1.0, 2.0], "epochs": [0]})
+
+
+def test_short_epochs_leave_out_the_first_five_percent_of_steps():
+    """Epochs of 2 steps (Cora): the initial descent is not a spike, a late step 6x the median is."""
+    descent = np.linspace(2.0, 0.2, 10)  # the first 10 of 200 steps fall from ln(7)-ish to the trained level
+    losses = np.concatenate([descent, np.full(190, 0.2)])
+    epochs = np.arange(200) // 2
+    assert loss_spike_ratio(losses, epochs) == pytest.approx(1.0)
+    assert loss_spike_ratio(losses, epochs, warmup_fraction=0.0) == pytest.approx(8.0)  # epoch rule: from step 2
+    losses[150] = 1.2
+    spike = loss_spike(losses, epochs)
+    assert spike.ratio == pytest.approx(6.0) and spike.steps == 190
+
+
+def test_long_epochs_keep_the_first_epoch_rule():
+    """When the first epoch is longer than 5 % of the run, the epoch decides where counting starts."""
+    losses = np.concatenate([np.full(30, 5.0), np.full(70, 1.0)])
+    epochs = np.arange(100) // 30
+    assert loss_spike(losses, epochs).steps == 70
