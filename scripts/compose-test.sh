@@ -88,7 +88,8 @@ python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 
 # interpreter, so redis's async-timeout (needed below 3.11.3) is named here.
 "$root/.venv/bin/pip" download -q -d "$wheels" --only-binary=:all: --python-version 3.11.2 \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  --platform linux_x86_64 -r "$cache/requirements.txt" pip "setuptools>=68" wheel "async-timeout>=4.0.3" 2>&1 \
+  --platform linux_x86_64 -r "$cache/requirements.txt" -c "$root/constraints.txt" pip "setuptools>=68" wheel \
+  "async-timeout>=4.0.3" 2>&1 \
   | grep -v "^WARNING: Location" || true
 
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

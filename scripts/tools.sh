@@ -1,31 +1,72 @@
 #!/usr/bin/env bash
 # Tools the chart and alert tests run beside the Python environment, each set up
-# only when missing; a tool that cannot be had is reported in one line and its
-# tests skip with the same reason (nothing else fails):
-#   promtool  Debian's prometheus package (apt-get, as root): `promtool test rules`
-#             on the alert rules, `promtool check config`; the real Prometheus the
-#             dashboard-query test scrapes with.
+# only when missing, none needing root; a tool that cannot be had is reported in
+# one line (also written to $tools/missing.txt, which ./scripts/test.sh repeats
+# at its end) and its tests skip with the same reason (nothing else fails):
+#   promtool, prometheus  Debian's prometheus package, fetched with
+#             `apt-get download` and unpacked with `dpkg-deb -x` into
+#             $tools/prometheus (no root: nothing is installed system-wide;
+#             tests/support/prometheus.py looks there after PATH). Used for
+#             `promtool test rules` on the alert rules, `promtool check config`,
+#             and the real Prometheus the dashboard-query test scrapes with.
 #   checkov   PyPI, in its own virtual environment .venv-checkov (its pinned
 #             dependencies conflict with Ray's and pytest's): scans the rendered chart.
+# $tools is $SAINTPIPE_TOOLS_DIR, else $XDG_CACHE_HOME/saintpipe/tools (~/.cache/...).
+# Arguments name the tools to set up (prometheus, checkov); none: all of them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CHECKOV_VERSION=3.3.30
+tools="${SAINTPIPE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/saintpipe/tools}"
+mkdir -p "$tools"
+missing="$tools/missing.txt"
+: > "$missing"
+wanted=" ${*:-prometheus checkov} "
 
-if ! command -v promtool >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing Debian's prometheus package (promtool; first run only)" >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
-      || echo "tools: prometheus could not be installed: the promtool and Prometheus tests skip" >&2
-  else
-    echo "tools: no promtool (install Debian's prometheus package as root): the promtool tests skip" >&2
+report_missing() {  # one line on stderr and in $missing
+  echo "tools: $*" >&2
+  echo "$*" >> "$missing"
+}
+
+# Debian's prometheus package unpacked into $tools/prometheus. apt-get download
+# needs no root; where the machine has no package lists (images often delete
+# them) apt-get reads a private copy that it fetches into $work.
+fetch_prometheus() {
+  local work="$tools/prometheus.download.$$" apt_dirs=()
+  command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || {
+    echo "no apt-get/dpkg-deb (not Debian or Ubuntu)"; return 1; }
+  rm -rf "$work" && mkdir -p "$work"
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work'" RETURN
+  if ! (cd "$work" && apt-get download -qq prometheus >"$work/apt.log" 2>&1); then
+    mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
+    apt_dirs=(-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1)
+    if ! { apt-get -qq "${apt_dirs[@]}" update && (cd "$work" && apt-get -qq "${apt_dirs[@]}" download prometheus); } \
+        >>"$work/apt.log" 2>&1; then
+      echo "apt-get download prometheus failed (offline? $(grep -v '^W:' "$work/apt.log" | tail -n 1))"; return 1
+    fi
+  fi
+  dpkg-deb -x "$work"/prometheus_*.deb "$work/root" || { echo "dpkg-deb -x failed on $(ls "$work"/*.deb)"; return 1; }
+  "$work/root/usr/bin/promtool" --version >/dev/null 2>&1 || { echo "the unpacked promtool does not run"; return 1; }
+  rm -rf "$tools/prometheus" && mv "$work/root" "$tools/prometheus"
+}
+
+prom_bin="$tools/prometheus/usr/bin"
+if [[ "$wanted" == *" prometheus "* ]] &&
+   { ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; } &&
+   { [ ! -x "$prom_bin/promtool" ] || [ ! -x "$prom_bin/prometheus" ]; }; then
+  echo "fetching Debian's prometheus package into $tools/prometheus (first run only, no root needed)" >&2
+  if ! why="$(fetch_prometheus)"; then
+    report_missing "prometheus/promtool: ${why:-unknown failure}: the promtool and Prometheus tests skip;" \
+      "on Debian/Ubuntu run ./scripts/tools.sh prometheus again when online, elsewhere put Prometheus 2.x's" \
+      "prometheus and promtool on PATH (https://prometheus.io/download/)"
   fi
 fi
 
 checkov="$root/.venv-checkov/bin/checkov"
-if [ ! -x "$checkov" ] || ! "$checkov" --version 2>/dev/null | grep -qxF "$CHECKOV_VERSION"; then
+if [[ "$wanted" == *" checkov "* ]] && { [ ! -x "$checkov" ] || ! "$checkov" --version 2>/dev/null | grep -qxF "$CHECKOV_VERSION"; }; then
   echo "installing checkov $CHECKOV_VERSION into .venv-checkov (first run only)" >&2
   python="$root/.venv/bin/python"
   { "$python" -m venv --clear "$root/.venv-checkov" &&
     "$root/.venv-checkov/bin/python" -m pip install --quiet --disable-pip-version-check "checkov==$CHECKOV_VERSION"; } >&2 \
-    || echo "tools: checkov could not be installed: the checkov tests skip" >&2
+    || report_missing "checkov: pip could not install checkov==$CHECKOV_VERSION into .venv-checkov: the checkov tests skip"
 fi

@@ -107,6 +107,10 @@ class TrainerConfig(StrictModel):
     """How long a trainer waits for a subgraph before giving up."""
     prefetch: bool = True
     """Fetch the next subgraph's features while the current step computes."""
+    sample_graph: Literal["auto", "full", "train"] = "auto"
+    """The graph the samplers draw from (their ``[samplers] graph``; ``saintpipe run`` sets it from there):
+    training batches mix in each node's self-loop by its degree in that graph, the training graph's for
+    ``train`` (evaluation always uses the full graph's). auto: the dataset manifest's ``sample_graph``."""
     threads: int = pydantic.Field(0, ge=0, le=4096)
     """torch intra-op threads (0: torch's default)."""
     feature_retry_deadline_s: float = pydantic.Field(60.0, ge=0.0, le=86_400)

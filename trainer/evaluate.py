@@ -3,10 +3,10 @@
 Evaluation runs the trained model on the whole graph with Ã = D⁻¹A (no
 sampling, so no sampling normalization). When the graph's features and
 activations fit the configured memory bound it is one forward pass; otherwise
-it goes layer by layer: layer ℓ's output is computed for a batch B of nodes on
-the subgraph induced by B's k-hop neighbourhood (k = the layer's reach: 1, or
-the largest MixHop power), which makes B's rows exact, and the next layer reads
-the stored outputs. The same layer code runs in both modes.
+it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output
+is computed for a block of rows from their one-hop neighbours' rows of layer
+ℓ-1's stored output, never from an induced k-hop neighbourhood. The same layer
+code runs in both modes.
 """
 
 from __future__ import annotations
@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from saintpipe.trainer.batch import GraphBatch, full_graph_batch
-from saintpipe.trainer.induce import induce, k_hop_nodes
 from saintpipe.trainer.layers import MixHopLayer
 from saintpipe.trainer.models import GNN
-from saintpipe.trainer.sparse import SparseOperand, as_tensor
 
 log = logging.getLogger(__name__)
 
@@ -157,73 +154,25 @@ def predict(
     device: torch.device | str = "cpu",
     progress: bool = False,
 ) -> torch.Tensor:
-    """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer."""
+    """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer
+    (:class:`~saintpipe.trainer.inference.LayerwiseInference`, ``batch_nodes`` rows per block)."""
     was_training = model.training
     model.eval()
     try:
         if estimate_full_bytes(graph, model) <= max_full_bytes:
             return model(graph.full_batch(device)).cpu()
-        return _predict_layerwise(model, graph, batch_nodes, device, progress)
+        # Two layer outputs are held at a time: past half the bound, each goes to a memory-mapped file.
+        return _predict_layerwise(model, graph, batch_nodes, max_full_bytes // 2, device, progress)
     finally:
         model.train(was_training)
 
 
-def _block(graph: EvalGraph, nodes: np.ndarray, scratch: np.ndarray, device) -> SparseOperand:
-    """Ã = D⁻¹A (full-graph degrees) restricted to ``nodes``; exact on rows whose neighbours are all in."""
-    sub_indptr, sub_indices = induce(graph.indptr, graph.indices, nodes, scratch)
-    deg = graph.degrees[nodes].astype(np.float64)
-    inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-    w = np.repeat(inv, np.diff(sub_indptr)).astype(np.float32)
-    w_t = inv[sub_indices].astype(np.float32)
-    return SparseOperand.from_csr(sub_indptr, sub_indices, w, w_t, device=device)
+def _predict_layerwise(model: GNN, graph: EvalGraph, batch_nodes: int, spill_bytes: int, device,
+                       progress: bool) -> torch.Tensor:
+    from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
 
-
-def _neighbourhood(
-    graph: EvalGraph, out_nodes: np.ndarray, reach: int, scratch: np.ndarray, h_prev: np.ndarray | None, device
-) -> tuple[GraphBatch, torch.Tensor]:
-    """The batch of ``out_nodes``' ``reach``-hop neighbourhood (inputs: features, or ``h_prev``'s rows), and
-    the positions of ``out_nodes`` in it."""
-    nodes = k_hop_nodes(np.asarray(graph.indptr), np.asarray(graph.indices), out_nodes, reach, scratch)
-    x = graph.gather(nodes) if h_prev is None else h_prev[nodes]
-    batch = GraphBatch(
-        adj=_block(graph, nodes, scratch, device),
-        x=as_tensor(x, np.float32).to(device),
-        labels=torch.zeros(0),
-        loss_weights=torch.zeros(0),
-        degrees=torch.from_numpy(graph.degrees[nodes].astype(np.float32)).to(device),
-    )
-    return batch, torch.from_numpy(np.searchsorted(nodes, out_nodes)).to(device)
-
-
-def _predict_layerwise(
-    model: GNN, graph: EvalGraph, batch_nodes: int, device, progress: bool
-) -> torch.Tensor:
-    n = graph.num_nodes
-    scratch = np.full(n, -1, dtype=np.int32)
-    h_prev: np.ndarray | None = None
-    for layer in model.layers:
-        reach = max(layer.powers) if isinstance(layer, MixHopLayer) else 1
-        h_next = np.empty((n, layer.f_out), dtype=np.float32)
-        starts = range(0, n, batch_nodes)
-        for start in tqdm(starts, desc=f"eval {layer.name}", disable=not progress, leave=False):
-            out_nodes = np.arange(start, min(n, start + batch_nodes), dtype=np.int64)
-            batch, rows = _neighbourhood(graph, out_nodes, reach, scratch, h_prev, device)
-            h = model.act(layer(batch.x, batch, model.scheduler))[rows]
-            h_next[start : start + out_nodes.size] = h.cpu().numpy()
-        h_prev = h_next
-        log.debug("layer-wise evaluation: %s done", layer.name)
-    if model.config.classifier == "graph":  # the classifier propagates too: one more hop
-        logits = []
-        for start in range(0, n, batch_nodes):
-            out_nodes = np.arange(start, min(n, start + batch_nodes), dtype=np.int64)
-            batch, rows = _neighbourhood(graph, out_nodes, 1, scratch, h_prev, device)
-            logits.append(model.classify(batch.x, batch)[rows].cpu())
-        return torch.cat(logits)
-    logits = [
-        model.classify(torch.from_numpy(h_prev[s : s + batch_nodes]).to(device)).cpu()
-        for s in range(0, n, batch_nodes)
-    ]
-    return torch.cat(logits)
+    limits = InferenceLimits(block_rows=batch_nodes, spill_bytes=spill_bytes)
+    return torch.from_numpy(LayerwiseInference(model, graph, limits, device=device, progress=progress).logits())
 
 
 def evaluate(

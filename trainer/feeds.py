@@ -47,6 +47,7 @@ class Item:
     fetch_s: float
     ack: Callable[[], object]
     deliveries: int = 1
+    entry_id: str = ""  # the pool entry's id (saintpipe.loader hands it to its callers)
 
 
 class Feed(Protocol):
@@ -121,6 +122,7 @@ class PoolFeed:
             # Queued: it travels with this pool object's next get (the prefetch), sparing a round trip.
             ack=lambda: self.pool.ack(entry_id, wait=False),
             deliveries=entry.deliveries,
+            entry_id=entry_id,
         )
 
     def _run(self) -> None:

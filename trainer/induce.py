@@ -1,7 +1,14 @@
-"""Numba kernels for layer-wise evaluation: k-hop neighbourhoods and induced CSR blocks.
+"""Numba kernels for layer-wise inference: row blocks of the full graph and where to cut them.
 
-Pure functions over arrays. ``scratch`` arrays (int32 [N], all -1 between
-calls) are passed in so a whole evaluation pass allocates them once.
+Pure functions over arrays. A row block is rows [start, stop) of the graph's
+CSR as a rectangular matrix over its *sources*: the block's own nodes first
+(local ids 0..n-1), then every other neighbour once. A layer's output rows for
+the block need only the previous layer's rows of those sources, so no k-hop
+neighbourhood is ever induced (on a power-law graph a few hops reach most of
+the graph, which is why the k-hop form never finished there, issue 23).
+
+``scratch`` arrays (int32 [N], all -1 between calls) are passed in so a whole
+inference pass allocates them once.
 """
 
 from __future__ import annotations
@@ -11,70 +18,63 @@ from numba import njit
 
 
 @njit(cache=True)
-def k_hop_nodes(
-    indptr: np.ndarray, indices: np.ndarray, seeds: np.ndarray, hops: int, scratch: np.ndarray
-) -> np.ndarray:
-    """Sorted ids of ``seeds`` and every node within ``hops`` hops of them.
+def row_block(
+    indptr: np.ndarray, indices: np.ndarray, start: int, stop: int, scratch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows ``[start, stop)`` as a CSR block over their sources.
 
-    ``scratch`` (int32 [N], all -1) is used as a visited mark and restored before returning.
+    Returns:
+        ``(sources, block_indptr, block_indices)``: int64 [m] global ids with ``sources[:n] == start..stop-1``;
+        int64 [n+1] row pointers; int32 [e] local column ids into ``sources``, sorted within each row.
+        ``scratch`` maps global to local ids during the call and is restored.
     """
-    found = np.empty(seeds.size, dtype=np.int64)
-    count = 0
-    for s in seeds:
-        if scratch[s] < 0:
-            scratch[s] = 1
-            found[count] = s
-            count += 1
-    begin = 0
-    for _ in range(hops):
-        end = count
-        for i in range(begin, end):
-            v = found[i]
-            for j in range(indptr[v], indptr[v + 1]):
-                u = indices[j]
-                if scratch[u] < 0:
-                    scratch[u] = 1
-                    if count == found.size:
-                        grown = np.empty(found.size * 2 + 1, dtype=np.int64)
-                        grown[:count] = found[:count]
-                        found = grown
-                    found[count] = u
-                    count += 1
-        begin = end
-    out = np.sort(found[:count])
-    for v in out:
-        scratch[v] = -1
-    return out
+    n = stop - start
+    first = indptr[start]
+    entries = indptr[stop] - first
+    sources = np.empty(n + entries, dtype=np.int64)
+    for i in range(n):
+        sources[i] = start + i
+        scratch[start + i] = i
+    m = n
+    block_indptr = np.empty(n + 1, dtype=np.int64)
+    block_indptr[0] = 0
+    block_indices = np.empty(entries, dtype=np.int32)
+    for i in range(n):
+        lo = indptr[start + i]
+        hi = indptr[start + i + 1]
+        for j in range(lo, hi):
+            u = indices[j]
+            local = scratch[u]
+            if local < 0:
+                local = m
+                scratch[u] = m
+                sources[m] = u
+                m += 1
+            block_indices[j - first] = local
+        block_indices[lo - first : hi - first].sort()
+        block_indptr[i + 1] = hi - first
+    for k in range(m):
+        scratch[sources[k]] = -1
+    return sources[:m].copy(), block_indptr, block_indices
 
 
 @njit(cache=True)
-def induce(
-    indptr: np.ndarray, indices: np.ndarray, nodes: np.ndarray, scratch: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """CSR of the subgraph induced on sorted ``nodes`` (local ids, rows sorted).
-
-    ``scratch`` (int32 [N], all -1) maps global to local ids during the call and is restored.
-    """
-    n = nodes.size
-    for i in range(n):
-        scratch[nodes[i]] = i
-    sub_indptr = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        v = nodes[i]
-        c = 0
-        for j in range(indptr[v], indptr[v + 1]):
-            if scratch[indices[j]] >= 0:
-                c += 1
-        sub_indptr[i + 1] = sub_indptr[i] + c
-    sub_indices = np.empty(sub_indptr[n], dtype=np.int32)
-    for i in range(n):
-        v = nodes[i]
-        k = sub_indptr[i]
-        for j in range(indptr[v], indptr[v + 1]):
-            local = scratch[indices[j]]
-            if local >= 0:
-                sub_indices[k] = local
-                k += 1
-    for i in range(n):
-        scratch[nodes[i]] = -1
-    return sub_indptr, sub_indices
+def block_bounds(indptr: np.ndarray, max_rows: int, max_units: int) -> np.ndarray:
+    """Cut points ``[0, b1, ..., N]`` of consecutive row blocks, each at most ``max_rows`` rows and at most
+    ``max_units`` rows + stored entries (its sources are no more than that). A row over the budget alone is a
+    block of its own."""
+    n = indptr.size - 1
+    out = np.empty(n + 1, dtype=np.int64)
+    out[0] = 0
+    k = 0
+    start = 0
+    for v in range(n):
+        rows = v - start + 1
+        units = rows + indptr[v + 1] - indptr[start]
+        if v > start and (rows > max_rows or units > max_units):
+            k += 1
+            out[k] = v
+            start = v
+    k += 1
+    out[k] = n
+    return out[: k + 1].copy()

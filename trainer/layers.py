@@ -76,7 +76,8 @@ class SAGELayer(GraphLayer):
         op = batch.adj
         plan = scheduler.chain(self.name, _shape(op, x, self.f_out // 2))
         neigh = sparse_chain(op, x, self.weight_neigh, plan)
-        return self._add_bias(torch.cat([neigh, dense(x, self.weight_self)], dim=1))
+        # own(x): x itself, but for a row block (layer-wise inference) whose inputs are its neighbours' rows too
+        return self._add_bias(torch.cat([neigh, dense(op.own(x), self.weight_self)], dim=1))
 
 
 class GATLayer(GraphLayer):
@@ -107,11 +108,11 @@ class GATLayer(GraphLayer):
             [torch.einsum("fhd,hd->fh", w, self.att_src), torch.einsum("fhd,hd->fh", w, self.att_dst)], dim=1
         )
         scores = dense(x, proj)
-        src, dst = scores[:, : self.heads], scores[:, self.heads :]
+        src, dst = scores[:, : self.heads], op.own(scores[:, self.heads :])
         rows, cols = op.rows, op.col.long()
         leaky = nn.functional.leaky_relu
         e = leaky(dst[rows] + src[cols], self.negative_slope)
-        e_self = leaky(dst + src, self.negative_slope)
+        e_self = leaky(dst + op.own(src), self.negative_slope)
         # Softmax is shift-invariant: a detached row maximum keeps exp() in range at no gradient cost.
         top = e_self.detach().clone()
         top.scatter_reduce_(0, rows[:, None].expand(-1, self.heads), e.detach(), "amax")
@@ -161,6 +162,11 @@ class MixHopLayer(GraphLayer):
         else:
             outs = self._dense_first(x, op)
         return self._add_bias(torch.cat(outs, dim=1))
+
+    def combine(self, hops: list[torch.Tensor]) -> torch.Tensor:
+        """The output from Â^k·X for each configured power k, in order (layer-wise inference computes
+        the powers over the whole graph one hop at a time, then calls this per row block)."""
+        return self._add_bias(torch.cat([dense(h, w) for h, w in zip(hops, self.weights, strict=True)], dim=1))
 
     def _sparse_first(self, x: torch.Tensor, op: SparseOperand) -> list[torch.Tensor]:
         # The shared chain Â X, Â(ÂX), ... : each power reuses the previous one.

@@ -36,6 +36,7 @@ from saintpipe.trainer.evaluate import EvalGraph, evaluate
 from saintpipe.trainer.feeds import Feed
 from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
+from saintpipe.trainer.run_files import RunOutputs
 from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.timing import TimeBreakdown
 
@@ -116,6 +117,7 @@ class LoopProgress:
     subgraphs: int = 0
     stopped: bool = False  # early stopping fired: a restarted trainer does not go on
     stopped_early: bool = False
+    elapsed_s: float = 0.0  # training seconds over the whole run, resumed parts included (metrics.jsonl)
 
 
 class TrainLoop:
@@ -133,6 +135,10 @@ class TrainLoop:
         checkpointer: where checkpoints go, or None.
         feature_meter: counts the training steps' feature gathers (the feed gathers through it); its totals
             go into the result.
+        sampled_degrees: int [N] degrees in the graph the samplers draw from, when it is not the full graph
+            (the training graph's: :func:`saintpipe.services.dataset.sample_graph.sampled_degrees`).
+        outputs: the run directory's metrics history and best/final models (:mod:`saintpipe.trainer.run_files`),
+            written by the leader; None: not kept.
     """
 
     def __init__(
@@ -148,6 +154,8 @@ class TrainLoop:
         is_leader: bool = True,
         checkpointer: Checkpointer | None = None,
         feature_meter: FeatureMeter | None = None,
+        sampled_degrees: np.ndarray | None = None,
+        outputs: RunOutputs | None = None,
     ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
         self.metrics, self.sync, self.decide, self.is_leader = metrics, sync, decide, is_leader
@@ -156,7 +164,8 @@ class TrainLoop:
         self.train_mask = graph.train_mask()
         self.num_train = int(self.train_mask.sum())
         self.labels = np.asarray(graph.labels)
-        self.degrees = graph.degrees
+        # Training batches' self-loops use the degrees of the graph the subgraphs were drawn from.
+        self.degrees = graph.degrees if sampled_degrees is None else sampled_degrees
         self.stopper = EarlyStopping(config.patience, config.min_delta)
         self.progress = LoopProgress()
         self.times = TimeBreakdown()
@@ -168,6 +177,12 @@ class TrainLoop:
             saved = checkpointer.load(map_location=state.device)
             if saved is not None:
                 self._restore(saved)
+        self.outputs = outputs if is_leader else None
+        self._recorded_steps = 0  # steps whose losses a metrics line has averaged
+        self._started = time.perf_counter()  # reset by run(); elapsed_s goes on from the checkpoint's
+        self._elapsed_before = self.progress.elapsed_s
+        if self.outputs is not None:  # lines written past the checkpoint are trained again: they go
+            self._recorded_steps = self.outputs.resumed_at(self.state.steps)
 
     # -- checkpoints ---------------------------------------------------------------------------------------
 
@@ -193,6 +208,7 @@ class TrainLoop:
     def _checkpoint(self) -> None:
         if self.checkpointer is None or not self.is_leader:
             return
+        self.progress.elapsed_s = self._elapsed()
         self.checkpointer.save(
             {
                 "train_state": self.state.state_dict(),
@@ -218,7 +234,7 @@ class TrainLoop:
 
     def run(self, feed: Feed) -> TrainResult:
         """Train until the epoch budget, ``max_steps`` or early stopping; returns the summary."""
-        start = time.perf_counter()
+        start = self._started = time.perf_counter()
         last_loss = float("nan")
         first = True
         while not self._done():
@@ -274,6 +290,8 @@ class TrainLoop:
         if evaluate_now:  # an epoch-end validation is that epoch's, not a sliver past it
             self._validate(float(p.epoch) if epoch_ended else round(p.epoch + p.epoch_fraction, 4))  # checkpoints
         elif epoch_ended or (cfg.checkpoint_every_steps and self.state.steps % cfg.checkpoint_every_steps == 0):
+            if epoch_ended:
+                self._record("epoch", float(p.epoch))
             self._checkpoint()
 
     def _validate(self, epoch: float) -> None:
@@ -281,8 +299,12 @@ class TrainLoop:
         if self.is_leader:
             t0 = time.perf_counter()
             val = self._scores(("val",))["val"]
+            best_before = self.stopper.best_state
             stop = self.stopper.update(val, self.state.steps, self.state.model)
             self.times.evaluation += time.perf_counter() - t0
+            self._record("validation", epoch, val_score=val)
+            if self.outputs is not None and self.stopper.best_state is not best_before:  # a new best: keep it now
+                self.outputs.save_best(self.state.model, step=self.state.steps, epoch=epoch, val_score=val)
             decision = [float(stop), val]
             log.info(
                 "%s: epoch %d step %d val %.4f (best %.4f at step %d)",
@@ -324,9 +346,17 @@ class TrainLoop:
             current = {k: v.detach().clone() for k, v in self.state.model.state_dict().items()}
             self.state.model.load_state_dict(self.stopper.best_state)
             scores = self._scores(("val", "test"))
-            self.state.model.load_state_dict(current)
             val, test = scores["val"], scores["test"]
+            if self.outputs is not None:  # the best weights again, now with their test score
+                self.outputs.save_best(self.state.model, step=self.stopper.best_step, epoch=self._best_val_epoch(),
+                                       val_score=val, test_score=test)
+            self.state.model.load_state_dict(current)
             self.times.evaluation += time.perf_counter() - t0
+            if self.outputs is not None:
+                epoch = round(self.progress.epoch + self.progress.epoch_fraction, 4)
+                self.outputs.save_final(self.state.model, step=self.state.steps, epoch=epoch)
+                self._record("end", epoch, val_score=val, test_score=test, best_epoch=self._best_val_epoch(),
+                             best_step=self.stopper.best_step)
         self._checkpoint()
         features = self.feature_meter.totals() if self.feature_meter is not None else FeatureTotals()
         return TrainResult(
@@ -352,6 +382,20 @@ class TrainLoop:
             val_history=list(self.val_history),
             best_val_epoch=self._best_val_epoch(),
         )
+
+    def _elapsed(self) -> float:
+        return self._elapsed_before + time.perf_counter() - self._started
+
+    def _record(self, event: str, epoch: float, **row: object) -> None:
+        """A line of metrics.jsonl (leader, with a run directory): the mean loss of the steps since the last."""
+        if self.outputs is None:
+            return
+        losses = self.step_losses.losses[self._recorded_steps:]
+        self._recorded_steps = len(self.step_losses)
+        self.outputs.record(event, epoch=epoch, step=self.state.steps,
+                            train_loss=float(losses.mean()) if losses.size else None,
+                            val_score=row.pop("val_score", None), best_val_score=self.stopper.best, **row,
+                            elapsed_s=round(self._elapsed(), 3))
 
     def _best_val_epoch(self) -> float:
         """The epoch of the validation whose weights were kept (the stopper's best step), NaN if none."""

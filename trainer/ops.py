@@ -152,7 +152,9 @@ def sparse_chain(
     """
     if values is None:
         return _SparseChain.apply(x, w, op.values, op.values_t, op.diag, op, plan)
-    values_t = values.detach()[op.perm]  # dA is computed whole by the SDDMM; Aᵀ only carries G back
+    # dA is computed whole by the SDDMM; Aᵀ only carries G back, so without gradients (inference, where a
+    # row block has no transpose) it is not needed.
+    values_t = values.detach()[op.perm] if torch.is_grad_enabled() else values.detach()
     return _SparseChain.apply(x, w, values, values_t, diag, op, plan)
 
 

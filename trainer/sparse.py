@@ -72,6 +72,10 @@ class SparseOperand:
         values: float [e] weights of A.
         values_t: float [e] weights of Aᵀ at the same positions.
         diag: float [n] diagonal added to A (and to Aᵀ), or None.
+        cols: columns when A is a row block of a larger graph (n×cols, for layer-wise inference); None: square.
+            A row block has no transpose: it serves forward passes only.
+        first: in a row block, the column of row 0's own node: rows i are columns ``first + i``, so the
+            diagonal and the self paths read ``x[first:first + n]`` (:meth:`own`).
     """
 
     n: int
@@ -80,6 +84,8 @@ class SparseOperand:
     values: torch.Tensor
     values_t: torch.Tensor
     diag: torch.Tensor | None = None
+    cols: int | None = None
+    first: int = 0
     _rows: torch.Tensor | None = field(default=None, repr=False)
     _perm: torch.Tensor | None = field(default=None, repr=False)
     _csr: tuple | None = field(default=None, repr=False)
@@ -93,8 +99,11 @@ class SparseOperand:
         values_t: np.ndarray,
         device: torch.device | str = "cpu",
         dtype: torch.dtype = torch.float32,
+        cols: int | None = None,
+        first: int = 0,
     ) -> SparseOperand:
-        """Build from numpy CSR arrays (a :class:`~saintpipe.core.subgraph.Subgraph`'s or a whole graph's)."""
+        """Build from numpy CSR arrays (a :class:`~saintpipe.core.subgraph.Subgraph`'s or a whole graph's;
+        with ``cols``, a row block's)."""
         n = int(indptr.size - 1)
         if int(indptr[-1]) >= 2**31:
             raise ValueError(f"{int(indptr[-1])} entries do not fit int32 CSR indices")
@@ -104,6 +113,8 @@ class SparseOperand:
             col=as_tensor(indices, np.int32).to(device),
             values=as_tensor(values, np.float32).to(device=device, dtype=dtype),
             values_t=as_tensor(values_t, np.float32).to(device=device, dtype=dtype),
+            cols=cols,
+            first=first,
         )
 
     @property
@@ -130,10 +141,16 @@ class SparseOperand:
     @property
     def perm(self) -> torch.Tensor:
         """int64 [e]: ``values_t == values[perm]`` for any weights on this (symmetric) pattern."""
+        if self.cols is not None:  # the kernel would index past its arrays: a row block has no transpose
+            raise ValueError("a row block (rectangular operand) has no transpose permutation")
         if self._perm is None:
             perm = transpose_permutation(self.crow.cpu().numpy().astype(np.int64), self.col.cpu().numpy())
             self._perm = torch.from_numpy(perm).to(self.device)
         return self._perm
+
+    def own(self, x: torch.Tensor) -> torch.Tensor:
+        """The rows of ``x`` (indexed like A's columns) that are A's own rows' nodes: all of a square A's."""
+        return x if self.cols is None else x[self.first : self.first + self.n]
 
     def row_lengths(self) -> torch.Tensor:
         return (self.crow[1:] - self.crow[:-1]).to(self.values.dtype)
@@ -150,17 +167,17 @@ class SparseOperand:
         With A = D⁻¹A (mean aggregation) this is exactly (I+D)⁻¹(I+A), the
         random-walk form of GCN's renormalization trick; with GraphSAINT's
         aggregator-normalized weights it is the same mix of self and neighbours.
-        ``degrees`` (float [n]) are the nodes' degrees in the full graph.
+        ``degrees`` (float [n], or [cols] for a row block) are the nodes' degrees in the full graph.
         """
         d = degrees.to(device=self.device, dtype=self.values.dtype)
         mix = d / (1.0 + d)
-        values = mix[self.rows] * self.values
+        values = self.own(mix)[self.rows] * self.values
         values_t = mix[self.col.long()] * self.values_t  # Âᵀ[v,u] = Â[u,v] = mix_u · Aᵀ[v,u]
-        return self.with_weights(values, values_t, 1.0 / (1.0 + d))
+        return self.with_weights(values, values_t, 1.0 / (1.0 + self.own(d)))
 
     def _tensors(self) -> tuple[torch.Tensor, torch.Tensor]:
         if self._csr is None:
-            size = (self.n, self.n)
+            size = (self.n, self.n if self.cols is None else self.cols)
             with _quiet_beta():
                 self._csr = (
                     torch.sparse_csr_tensor(self.crow, self.col, self.values, size, check_invariants=False),
@@ -171,7 +188,7 @@ class SparseOperand:
     def matmul(self, x: torch.Tensor) -> torch.Tensor:
         """A · x (x dense n×f)."""
         out = self._tensors()[0] @ x
-        return out if self.diag is None else out.add_(self.diag[:, None] * x)
+        return out if self.diag is None else out.add_(self.diag[:, None] * self.own(x))
 
     def matmul_t(self, g: torch.Tensor) -> torch.Tensor:
         """Aᵀ · g using the transposed weights (no transpose at run time)."""

@@ -39,6 +39,8 @@ class TrainerSpec:
             trainers sharing one host gives each rank its own (:class:`~saintpipe.trainer.actor.TrainerGroup`
             offsets it by the rank).
         metrics_host: bind address of the metrics endpoints.
+        output_dir: the run directory: rank 0 writes metrics.jsonl, best.pt and final.pt there
+            (:mod:`saintpipe.trainer.run_files`); None: none are kept.
     """
 
     job: str
@@ -49,6 +51,7 @@ class TrainerSpec:
     pool: PoolConfig = field(default_factory=PoolConfig)
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    output_dir: str | None = None
 
 
 def pick_device(name: str) -> torch.device:
@@ -105,6 +108,7 @@ def run_trainer(
         DatasetError: the dataset directory or a checkpoint is unreadable.
     """
     from saintpipe.services.dataset.expand import SubgraphExpander
+    from saintpipe.services.dataset.sample_graph import sampled_degrees
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.services.feature_shard.client import FeatureClient
     from saintpipe.services.pool.pool import SubgraphPool
@@ -113,6 +117,7 @@ def run_trainer(
     from saintpipe.trainer.feeds import PoolFeed
     from saintpipe.trainer.loop import TrainLoop
     from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
+    from saintpipe.trainer.run_files import outputs_for
     from saintpipe.trainer.step import TrainState
 
     cfg = spec.config
@@ -162,6 +167,8 @@ def run_trainer(
             is_leader=rank == 0,
             checkpointer=checkpointer,
             feature_meter=meter,
+            sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
+            outputs=outputs_for(spec.output_dir, dataset),
         )
         if group is not None:
             group.check_same_start(state.steps)

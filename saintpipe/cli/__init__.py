@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from saintpipe import __version__
 from saintpipe.core.errors import ConfigError, SaintpipeError
@@ -24,20 +24,37 @@ from saintpipe.core.errors import ConfigError, SaintpipeError
 log = logging.getLogger("saintpipe")
 
 
+VERBOSE_HELP = ("more log output (-vv for debug), before or after the command; without it, SAINTPIPE_LOG_LEVEL "
+                "(a level name, e.g. INFO in containers) or WARNING")
+_VERBOSE_DEST = "verbose:"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one line, like every other saintpipe error.
 
     The usage block argparse prints first runs to a dozen lines for the larger
     commands and buries the line that says what is wrong; ``--help`` still has it.
-    Subcommand parsers inherit the class (``add_subparsers`` uses the parent's).
+    Subcommand parsers inherit the class (``add_subparsers`` uses the parent's),
+    so every parser of the tree, including the commands other modules register,
+    also takes the global ``-v``: ``saintpipe -v run``, ``saintpipe run -v`` and
+    ``saintpipe data -v import ...`` are the same. Each parser counts its own
+    ``-v`` under its own name (argparse copies a subcommand's values over its
+    parent's, so one shared name would lose the outer count); :func:`verbosity`
+    adds them up.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # a parent parser (add_help=False) would hand its -v to a parser that has one
+            self.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                              dest=_VERBOSE_DEST + self.prog, help=VERBOSE_HELP)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from saintpipe.cli import bench, certs, data, doctor, run, serve
+    from saintpipe.cli import bench, certs, data, doctor, predict, run, serve
 
     parser = Parser(
         prog="saintpipe",
@@ -47,12 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"saintpipe {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="more log output (-vv for debug); without it, SAINTPIPE_LOG_LEVEL (a level name, "
-                             "e.g. INFO in containers) or WARNING")
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     data.register(groups)
     run.register(groups)
+    predict.register(groups)  # predict and embed: use a run's model
     serve.register(groups)
     bench.register(groups)
     doctor.register(groups)
@@ -61,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 LOG_LEVEL_ENV = "SAINTPIPE_LOG_LEVEL"
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """How many ``-v`` were given, wherever on the command line (before, between or after the commands)."""
+    return sum(count for name, count in vars(args).items() if name.startswith(_VERBOSE_DEST))
 
 
 def log_level(verbosity: int, environ: Mapping[str, str] = os.environ) -> int:
@@ -90,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.verbose = verbosity(args)
     try:
         configure_logging(args.verbose)
         return int(args.func(args) or 0)

@@ -14,6 +14,7 @@ BENCHMARKS: tuple[str, ...] = (
     "saintpipe.services.sampler_service.bench_kernels",
     "saintpipe.services.pool.bench",
     "saintpipe.trainer.bench",
+    "saintpipe.trainer.bench_inference",
     "saintpipe.services.sampler_service.bench",
 )
 

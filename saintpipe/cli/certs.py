@@ -69,11 +69,12 @@ def _show(args: argparse.Namespace) -> int:
     import datetime as dt
 
     from saintpipe.core.certificates import describe_bundle
+    from saintpipe.core.report import plural
 
     now = dt.datetime.now(dt.UTC)
     for info in describe_bundle(args.dir):
         left = info.not_after - now
-        state = f"expires in {left.days} days" if left.total_seconds() > 0 else "EXPIRED"
+        state = f"expires in {plural(left.days, 'day')}" if left.total_seconds() > 0 else "EXPIRED"
         if info.not_before > now:
             state = "NOT YET VALID"
         print(info.path)

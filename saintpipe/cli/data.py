@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from saintpipe.core.argtypes import integer, real, seed
@@ -68,10 +69,107 @@ def register(groups: argparse._SubParsersAction) -> None:
     shard.set_defaults(func=_shard)
 
 
+IMPORT_FORMATS = ("graphsaint", "ogb", "npz", "edgelist", "arrays")
+
+
+class _FormatsOrPath(Mapping):
+    """A view of the format parsers by name in which any token passes argparse's choice check (a PATH)."""
+
+    def __init__(self, parsers: dict) -> None:
+        self._parsers = parsers
+
+    def __getitem__(self, name: str) -> argparse.ArgumentParser:
+        return self._parsers[name]
+
+    def __iter__(self):
+        return iter(self._parsers)
+
+    def __len__(self) -> int:
+        return len(self._parsers)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str)
+
+
+class _ImportFormat(argparse._SubParsersAction):
+    """``data import``'s format subcommands, which may also be left out: ``import [FORMAT] PATH ...``.
+
+    ``import npz FILE`` names the format; ``import PATH`` detects it from the path
+    (:func:`saintpipe.services.dataset.import_detect.detect_format`), and ``--format F``
+    (anywhere after ``import``) overrides detection. Either way the format's own
+    parser takes the arguments, so its flags (``--symmetrize``, ``--split-name``, ...)
+    work as in the explicit form.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # argparse checks the first token against the choices before calling the action; a PATH must pass.
+        self.choices = _FormatsOrPath(self._name_parser_map)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        values = list(values)
+        fmt = getattr(namespace, "format", None)
+        for i, token in enumerate(values):
+            if token == "--format" or token.startswith("--format="):
+                given = token.partition("=")[2] if "=" in token else (values[i + 1] if i + 1 < len(values) else "")
+                del values[i : i + (1 if "=" in token else 2)]
+                if given not in IMPORT_FORMATS:
+                    parser.error(f"argument --format: invalid choice: {given!r} (choose from {', '.join(IMPORT_FORMATS)})")
+                fmt = given
+                break
+        if values and values[0] in IMPORT_FORMATS:
+            if fmt is not None and fmt != values[0]:
+                parser.error(f"--format {fmt} contradicts the format {values[0]!r} named before the path")
+            fmt, values = values[0], values[1:]
+        elif fmt is None:
+            if not values or values[0].startswith("-"):
+                parser.error("give the input PATH (and --out DIR): saintpipe data import PATH --out DIR")
+            from saintpipe.core.errors import DatasetError
+            from saintpipe.services.dataset.import_detect import detect_format
+
+            try:
+                fmt = detect_format(values[0])
+            except DatasetError as exc:
+                parser.error(str(exc))
+        namespace.format = fmt
+        super().__call__(parser, namespace, [fmt, *values], option_string)
+
+
 def _register_import(sub: argparse._SubParsersAction) -> None:
-    imp = sub.add_parser("import", help="import a dataset from npz, an edge list or numpy arrays",
-                         description="Import a dataset. Inputs are validated; errors name the file at fault.")
-    isub = imp.add_subparsers(dest="importer", metavar="FORMAT", required=True)
+    imp = sub.add_parser(
+        "import", help="import a dataset: GraphSAINT, OGB, npz, an edge list or numpy arrays",
+        usage="saintpipe data import [FORMAT] PATH --out DIR [options of the format]",
+        description="Import a dataset. The format is detected from PATH: a directory holding adj_full.npz is "
+        "GraphSAINT's format, one holding raw/edge.csv.gz OGB's raw layout, one holding indptr.npy numpy "
+        "arrays; an .npz file is npz, another text file an edge list. Name it before PATH (data import npz "
+        "FILE) or with --format to skip detection. Each format's options: saintpipe data import FORMAT --help. "
+        "Inputs are validated; errors name the file, and the line, key or node at fault.")
+    imp.add_argument("--format", choices=IMPORT_FORMATS,
+                     help="the input's format, instead of detecting it (also accepted after PATH)")
+    isub = imp.add_subparsers(dest="importer", metavar="[FORMAT] PATH", required=True, action=_ImportFormat,
+                              prog="saintpipe data import")
+
+    saint = isub.add_parser("graphsaint", help="GraphSAINT's format: adj_full.npz, adj_train.npz, feats.npy, "
+                            "class_map.json, role.json",
+                            description="Import a GraphSAINT dataset directory (adj_full.npz and adj_train.npz as "
+                            "scipy CSR, feats.npy, class_map.json, role.json). adj_train is kept as the training "
+                            "graph, and samplers draw from it by default (GraphSAINT's inductive protocol; "
+                            "[samplers] graph overrides).")
+    saint.add_argument("dir", type=Path, help="the GraphSAINT dataset directory")
+    saint.add_argument("--symmetrize", action="store_true",
+                       help="sort, deduplicate and symmetrize both adjacencies instead of refusing them")
+    _writer_flags(saint)
+    saint.set_defaults(func=_import_graphsaint)
+
+    ogb = isub.add_parser("ogb", help="OGB's raw node property prediction layout (raw/*.csv.gz, split/NAME/)",
+                          description="Import an OGB node property prediction directory as OGB downloads it: "
+                          "raw/edge.csv.gz, raw/node-feat.csv.gz, raw/node-label.csv.gz, optional "
+                          "raw/num-node-list.csv.gz, and split/NAME/{train,valid,test}.csv.gz. Edges are "
+                          "symmetrized; empty or nan labels are unlabelled nodes.")
+    ogb.add_argument("dir", type=Path, help="the OGB dataset directory (holding raw/ and split/)")
+    ogb.add_argument("--split-name", help="which split/NAME/ to use (default: the only one)")
+    _writer_flags(ogb)
+    ogb.set_defaults(func=_import_ogb)
 
     npz = isub.add_parser("npz", help="a Planetoid-style .npz (cora, citeseer)",
                           description="Import an .npz holding indptr, indices, features, labels and "
@@ -82,11 +180,15 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
     _writer_flags(npz)
     npz.set_defaults(func=_import_npz)
 
-    edges = isub.add_parser("edgelist", help="a CSV/TSV edge list with arbitrary node ids",
-                            description="Import an edge list (first two columns: source, target; ids may be "
-                            "integers or strings, remapped to 0..N-1, originals saved as node_ids.npy). Side "
-                            "files are .npy indexed by integer id, or tables keyed by id in column 0.")
+    edges = isub.add_parser("edgelist", help="a CSV/TSV edge list (integer ids, or strings with --string-ids)",
+                            description="Import an edge list (first two columns: source, target; integer ids, "
+                            "or any strings with --string-ids; remapped to 0..N-1, originals saved as "
+                            "node_ids.npy). Side files are .npy indexed by integer id, or tables keyed by id in "
+                            "column 0.")
     edges.add_argument("file", type=Path)
+    edges.add_argument("--string-ids", action="store_true",
+                       help="read every node id as a string (also numeric-looking ones); without it a token that "
+                            "is not an integer is an error naming its line")
     edges.add_argument("--features", type=Path, help=".npy [ids, F] or table: id, f1, f2, ...")
     edges.add_argument("--labels", type=Path, help=".npy class ids or table: id, label (id or class name)")
     edges.add_argument("--split", type=Path, help=".npy codes (0/1/2/-1) or table: id, train|val|test")
@@ -177,15 +279,40 @@ def _check_out(args: argparse.Namespace, *inputs: Path | None) -> None:
 
 
 def _write(args: argparse.Namespace, data: dict) -> int:
+    from saintpipe.core.errors import InvalidArgument
+    from saintpipe.services.dataset.layout import TRAIN_GRAPH_FILES
     from saintpipe.services.dataset.store import write_dataset
 
     if args.name:
         data["name"] = args.name
+    num_nodes = data["indptr"].size - 1
+    if args.shards > num_nodes:
+        raise InvalidArgument(f"--shards {args.shards}: the dataset has {num_nodes:,} node(s), so at most "
+                              f"{num_nodes:,} feature shard(s)")
     manifest = write_dataset(args.out, num_shards=args.shards, feature_dtype=args.feature_dtype,
                              overwrite=args.force, max_classes=args.max_classes, **data)
     print(f"wrote {args.out}: {manifest.num_nodes:,} nodes, {manifest.num_edges:,} directed edges, "
           f"{manifest.num_shards} feature shard(s)")
+    if manifest.sample_graph == "train":
+        extra = data["extra"]
+        print(f"training graph: {extra[TRAIN_GRAPH_FILES['nodes']].size:,} nodes, "
+              f"{extra[TRAIN_GRAPH_FILES['indices']].size:,} directed edges (samplers draw from it unless "
+              "[samplers] graph = \"full\")")
     return 0
+
+
+def _import_graphsaint(args: argparse.Namespace) -> int:
+    from saintpipe.services.dataset.import_graphsaint import import_graphsaint
+
+    _check_out(args, args.dir)
+    return _write(args, import_graphsaint(args.dir, symmetrize=args.symmetrize, max_classes=args.max_classes))
+
+
+def _import_ogb(args: argparse.Namespace) -> int:
+    from saintpipe.services.dataset.import_ogb import import_ogb
+
+    _check_out(args, args.dir)
+    return _write(args, import_ogb(args.dir, split_name=args.split_name, max_classes=args.max_classes))
 
 
 def _import_npz(args: argparse.Namespace) -> int:
@@ -202,7 +329,8 @@ def _import_edgelist(args: argparse.Namespace) -> int:
     _check_out(args, args.file, args.features, args.labels, args.split, args.train, args.val, args.test)
     return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
                                         train=args.train, val=args.val, test=args.test, delimiter=delimiter,
-                                        header=args.header, seed=args.seed, max_classes=args.max_classes))
+                                        header=args.header, seed=args.seed, max_classes=args.max_classes,
+                                        string_ids=args.string_ids))
 
 
 def _import_arrays(args: argparse.Namespace) -> int:

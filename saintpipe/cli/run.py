@@ -23,8 +23,13 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser.add_argument("--data", type=Path, help="dataset directory (default: the demo dataset)")
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object as well")
-    parser.add_argument("--resume", type=Path, metavar="DIR",
-                        help="go on from the latest checkpoint in DIR (the 'checkpoints' line of a summary)")
+    parser.add_argument("--run-dir", type=Path, metavar="DIR",
+                        help="the run directory: config, checkpoints, metrics.jsonl, best.pt, final.pt, summary "
+                             "(default: a new one under $SAINTPIPE_HOME/runs/; [run] run_dir)")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                        help="go on with an interrupted run from its latest checkpoint, with its stored config "
+                             "(--config, SAINTPIPE_* variables and flags given now override it); RUN_DIR is the "
+                             "'run directory' line of its summary, or a checkpoint directory")
     parser.set_defaults(func=_run)
 
 
@@ -42,25 +47,34 @@ def ensure_demo_dataset() -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from saintpipe.core.errors import ConfigError
     from saintpipe.services.dataset.info import describe
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.pipeline.config import load_pipeline_config
+    from saintpipe.pipeline.run_dir import resume_target
     from saintpipe.pipeline.runner import LocalPipeline, RunFailed
 
-    config = load_pipeline_config(args.config, data=args.data)
     if args.resume is not None:
-        config.trainer.checkpoint_dir = resume_dir(args.resume)
+        target = resume_target(args.resume)
+        if args.run_dir is not None and target.run_dir is not None and args.run_dir.resolve() != target.run_dir:
+            raise ConfigError(f"--run-dir {args.run_dir} and --resume {args.resume}: a resumed run goes on in its "
+                              f"own run directory ({target.run_dir})")
+        config = load_pipeline_config(args.config, data=args.data, stored=target.config,
+                                      run_dir=target.run_dir or args.run_dir)
+        config.trainer.checkpoint_dir = target.checkpoint_dir
         config.run.checkpoints = True
+    else:
+        config = load_pipeline_config(args.config, data=args.data, run_dir=args.run_dir)
     if config.run.data is None:
         config.run.data = ensure_demo_dataset()
     print(describe(open_dataset(config.run.data)), flush=True)
-    pipeline = LocalPipeline(config)
+    pipeline = LocalPipeline(config, resume=args.resume is not None)
     try:
         summary = pipeline.run()
     except RunFailed as failed:
         # What ran, then the one line that says why it ended and how to go on.
         _print_summary(failed.summary, args.json)
-        resume = f"; resume with: saintpipe run --resume {failed.summary.checkpoint_dir}" \
+        resume = f"; resume with: saintpipe run --resume {failed.summary.run_dir}" \
             if failed.summary.checkpoint_dir else ""
         print(f"saintpipe: error: {failed}{resume}", file=sys.stderr, flush=True)
         return failed.exit_code
@@ -74,18 +88,3 @@ def _print_summary(summary, as_json: bool) -> None:
     print(format_summary(summary), flush=True)
     if as_json:
         print(summary.to_json(), flush=True)
-
-
-def resume_dir(path: Path) -> Path:
-    """``path`` if it holds a checkpoint to go on from.
-
-    Raises:
-        ConfigError: naming the directory when it has no checkpoint.
-    """
-    from saintpipe.core.errors import ConfigError
-    from saintpipe.trainer.checkpoint import LATEST
-
-    if not (path / LATEST).is_file():
-        raise ConfigError(f"--resume {path}: no checkpoint there (expected {path / LATEST}); pass the directory "
-                          "named on the 'checkpoints' line of the run's summary")
-    return path

@@ -21,6 +21,7 @@ import yaml
 
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.files import TooLarge, read_capped
+from saintpipe.core.model_fields import fields_at
 
 ENV_PREFIX = "SAINTPIPE_"
 
@@ -175,6 +176,7 @@ def load_config(
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     section: str | None = None,
+    base: tuple[str, Mapping[str, Any]] | None = None,
 ) -> M:
     """Build ``model`` from defaults < file < environment < flags.
 
@@ -185,12 +187,16 @@ def load_config(
         environ: the environment (defaults to ``os.environ``).
         section: read only this top-level section of the file and environment
             (e.g. ``"pool"`` when a service reads its own part of a shared file).
+        base: ``(where, values)`` under the file: a stored configuration (a resumed run's), named ``where``
+            in error messages.
 
     Raises:
         ConfigError: naming the file or variable and the field at fault.
     """
     # Each layer: where its values come from, as a function of a value's path (for the error message).
     layers: list[tuple[Callable[[tuple[str, ...]], str], dict[str, Any]]] = []
+    if base is not None:
+        layers.append((lambda keys: f"from {base[0]}", dict(base[1])))
     if path is not None:
         data = read_config_file(Path(path))
         part = data.get(section, {}) if section else data
@@ -211,7 +217,7 @@ def load_config(
     try:
         return model.model_validate(merged)
     except pydantic.ValidationError as exc:
-        problems = "; ".join(_problem(err, layers, scope) for err in exc.errors())
+        problems = "; ".join(_problem(err, layers, scope, model) for err in exc.errors())
         raise ConfigError(f"invalid configuration: {problems}") from None
 
 
@@ -230,10 +236,13 @@ def _env_source(environ: Mapping[str, str] | None, scope: tuple[str, ...]) -> Ca
     return describe
 
 
-def _problem(err: Any, layers: list, scope: tuple[str, ...]) -> str:
+def _problem(err: Any, layers: list, scope: tuple[str, ...], model: type[pydantic.BaseModel]) -> str:
     """One validation error as ``field: what is wrong, got VALUE (where it came from)``."""
     loc = tuple(str(p) for p in err["loc"])
     field = ".".join(scope + loc) or "<root>"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden" and (known := fields_at(model, loc[:-1])):
+        msg = f"not a known key here (known: {', '.join(known)})"  # a typo needs the names that exist
     value = err.get("input")
     got = ""
     if err["type"] != "missing" and isinstance(value, (str, int, float, bool)):
@@ -243,7 +252,7 @@ def _problem(err: Any, layers: list, scope: tuple[str, ...]) -> str:
     # (found in none) is reported against every layer given.
     sources = [describe(keys) for describe, data in layers if (keys := _lookup(data, loc)) is not None]
     where = sources[-1] if sources else "; ".join(describe(()) for describe, _ in layers) or "defaults"
-    return f"{field}: {err['msg']}{got} ({where})"
+    return f"{field}: {msg}{got} ({where})"
 
 
 def _lookup(data: Any, loc: tuple[str, ...]) -> tuple[str, ...] | None:

@@ -1,8 +1,12 @@
-"""Reading files a user names, without trusting them to be what they claim."""
+"""Reading files a user names, without trusting them to be what they claim; writing files whole."""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
 
 
 class TooLarge(Exception):
@@ -21,3 +25,30 @@ def read_capped(path: str | os.PathLike, limit: int) -> bytes:
     if len(data) > limit:
         raise TooLarge(f"{path}: larger than {limit} bytes")
     return data
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object] | bytes, mode: int = 0o644) -> Path:
+    """Write a file whole or not at all: into a temporary file beside ``path``, fsynced, renamed over it.
+
+    A reader (or a crash mid-write) sees the old file or the new one, never a torn one.
+
+    Args:
+        write: the bytes, or a function that writes them to the open file (``torch.save``, ``json.dump``...).
+        mode: the new file's permissions.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if isinstance(write, bytes):
+                fh.write(write)
+            else:
+                write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,7 +1,8 @@
-"""How every ``saintpipe bench`` command prints its figures.
+"""How every ``saintpipe bench`` command prints its figures, and counts in messages.
 
 A readable table by default; with ``--json`` one JSON object holding the same
 figures (``{"benchmark": ..., "params": {...}, "rows": [...], "summary": {...}}``).
+:func:`plural` writes "1 worker" / "2 workers" for every message that shows a count.
 """
 
 from __future__ import annotations
@@ -15,6 +16,19 @@ from typing import Any, Mapping, Sequence, TextIO
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object with the figures instead of a table")
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """``count`` and ``noun``, the noun in the plural unless count is 1: "1 worker", "1,024 workers".
+
+    Args:
+        count: how many. noun: the singular. plural_form: the plural where adding "s" is wrong ("retries").
+
+    Example:
+        >>> plural(1, "worker"), plural(3, "retry", "retries")
+        ('1 worker', '3 retries')
+    """
+    return f"{count:,} {noun if count == 1 else plural_form or noun + 's'}"
 
 
 def _fmt(value: Any) -> str:

@@ -12,6 +12,14 @@ walk, node, edge and frontier samplers, each normalized by the estimator of
 ``normalization`` names. Every run reads the same row-normalised features
 and picks the test score at its best validation score.
 
+Two protocols (``graphs``): ``full`` draws the subgraphs from the whole
+graph, the split only weighing the loss (transductive, as PyG's loaders do);
+``train`` draws them from the graph induced by the training nodes
+(GraphSAINT's inductive protocol, ``[samplers] graph = "train"``): no
+validation or test node is seen in training, the coefficients are estimated
+on that graph and the self-loops use its degrees, while evaluation runs on the
+full graph as always.
+
 The subgraph runs read their subgraphs the way training does: the Numba
 kernels of ``saintpipe.services.sampler`` draw them on a producer thread, in
 seed order, into a real subgraph pool on a private Redis started for the
@@ -27,11 +35,12 @@ import contextlib
 import logging
 import statistics
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import DatasetError, InvalidArgument
 from saintpipe.pipeline.accuracy_setup import PUBLISHED_GCN, SAMPLERS, SamplingSetup
 from saintpipe.pipeline.full_batch import KipfRecipe, row_normalize, train_kipf_gcn
@@ -49,6 +58,40 @@ log = logging.getLogger(__name__)
 DEFAULT_MODEL = ModelConfig(arch="gcn", hidden=[16], classifier="graph", bias=False, dropout=0.5, lr=0.01,
                             weight_decay=5e-4)
 FULL_BATCH = "full-batch"
+GRAPHS = ("full", "train")
+
+
+@dataclass(frozen=True)
+class SampledGraph:
+    """The graph one protocol's subgraphs are drawn from (see the module docstring).
+
+    Attributes:
+        kind: ``full`` or ``train``.
+        indptr, indices: its CSR; train_nodes: the nodes the loss is restricted to, in its ids (None: all).
+        node_map: global id of each of its nodes (None: its ids are global).
+        degrees: int [N] degrees for the training batches' self-loops (None: the full graph's).
+    """
+
+    kind: str
+    indptr: np.ndarray
+    indices: np.ndarray
+    train_nodes: np.ndarray | None
+    node_map: np.ndarray | None = None
+    degrees: np.ndarray | None = None
+
+
+def sampled_graph(graph: EvalGraph, kind: str = "full") -> SampledGraph:
+    """The graph ``kind`` (``full`` or ``train``) of ``graph`` that subgraph runs sample."""
+    if kind == "full":
+        return SampledGraph("full", graph.indptr, graph.indices, graph.splits["train"])
+    if kind != "train":
+        raise InvalidArgument(f"unknown graph {kind!r}; graphs: {', '.join(GRAPHS)}")
+    from saintpipe.services.dataset.train_graph import build_train_graph, induced_degrees
+
+    train = graph.splits["train"]
+    tg = build_train_graph(graph.indptr, graph.indices, train)
+    return SampledGraph("train", tg.indptr, tg.indices, None, tg.nodes,
+                        induced_degrees(graph.indptr, graph.indices, train))
 
 
 def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> EvalGraph:
@@ -102,8 +145,10 @@ def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: in
     return {"val": scores["val"], "test": scores["test"], "epochs": epoch + 1, "steps": state.steps}
 
 
-def normalization_for(graph: EvalGraph, kind: str, sampling: SamplingSetup, seed: int):
+def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: SamplingSetup, seed: int):
     """The :class:`~saintpipe.services.sampler.coefficients.Normalization` of ``kind``'s runs, or None.
+
+    ``graph``: the graph sampled (an EvalGraph: its full graph).
 
     Pre-sampling (``smoothed``, ``reference``) draws ``sampling.norm_subgraphs`` subgraphs in this
     process from ``seed``'s pre-sampling stream; ``online`` starts from the prior and the run's sampler
@@ -122,7 +167,8 @@ def normalization_for(graph: EvalGraph, kind: str, sampling: SamplingSetup, seed
 
     method = sampling.method(kind)
     config = sampling.sampler_config(kind)
-    train = graph.splits["train"]
+    graph = graph if isinstance(graph, SampledGraph) else sampled_graph(graph)
+    train = graph.train_nodes
     if method == "none":
         return None
     if method == "online":
@@ -147,11 +193,13 @@ def train_subgraphs(
     patience: int = 0,
     *,
     redis_url: str | None = None,
+    sampled: SampledGraph | None = None,
 ) -> dict:
     """Training on ``kind``'s subgraphs (normalized as ``sampling`` says) with the trainer's loop.
 
     The subgraphs reach the loop through a subgraph pool (see the module docstring) on the Redis at
-    ``redis_url`` (default: a private one started for this run).
+    ``redis_url`` (default: a private one started for this run). ``sampled``: the graph they are drawn
+    from (:func:`sampled_graph`; default the full graph).
 
     Returns:
         ``{"val", "test", "epochs", "steps"}``: the scores of the best-validation weights.
@@ -159,14 +207,14 @@ def train_subgraphs(
     from saintpipe.services.sampler.parallel import subgraph_seed
     from saintpipe.services.sampler.sampler import make_sampler
 
-    train = graph.splits["train"]
-    norm = normalization_for(graph, kind, sampling, seed)
-    sampler = make_sampler(sampling.sampler_config(kind), graph.indptr, graph.indices, normalization=norm,
-                           train_nodes=train)
+    sampled = sampled if sampled is not None else sampled_graph(graph)
+    norm = normalization_for(sampled, kind, sampling, seed)
+    sampler = make_sampler(sampling.sampler_config(kind), sampled.indptr, sampled.indices, normalization=norm,
+                           train_nodes=sampled.train_nodes, node_map=sampled.node_map)
     seeds = (subgraph_seed(seed, 0, i) for i in range(1 << 62))
     state = TrainState(model, graph.feature_dim, graph.num_classes, graph.multilabel, seed=seed)
-    config = TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed)
-    loop = TrainLoop(state, graph, config)
+    config = TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed, sample_graph=sampled.kind)
+    loop = TrainLoop(state, graph, config, sampled_degrees=sampled.degrees)
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
     return {
@@ -177,12 +225,15 @@ def train_subgraphs(
     }
 
 
-def subgraph_sizes(graph: EvalGraph, kind: str, sampling: SamplingSetup, count: int = 64) -> dict[str, float]:
+def subgraph_sizes(graph: EvalGraph, kind: str, sampling: SamplingSetup, count: int = 64,
+                   sampled: SampledGraph | None = None) -> dict[str, float]:
     """Mean nodes, training nodes and edges of ``count`` subgraphs of ``kind`` (seeds apart from the runs')."""
     from saintpipe.services.sampler.parallel import stream_seed
     from saintpipe.services.sampler.sampler import make_sampler
 
-    sampler = make_sampler(sampling.sampler_config(kind), graph.indptr, graph.indices)
+    sampled = sampled if sampled is not None else sampled_graph(graph)
+    sampler = make_sampler(sampling.sampler_config(kind), sampled.indptr, sampled.indices,
+                           node_map=sampled.node_map)
     train = graph.train_mask()
     nodes, labelled, edges = [], [], []
     for i in range(count):
@@ -206,41 +257,51 @@ def compare(
     sampling: SamplingSetup = SamplingSetup(),
     samplers: Sequence[str] = SAMPLERS,
     recipe: KipfRecipe = KipfRecipe(),
+    graphs: Sequence[str] = ("full",),
 ) -> list[dict]:
-    """Mean ± std test accuracy per dataset: Kipf's full-batch GCN, then each sampler's subgraph runs.
+    """Mean ± std test accuracy per dataset: Kipf's full-batch GCN, then each sampler's subgraph runs on
+    each graph of ``graphs`` (the protocols: ``full``, ``train``; see the module docstring).
 
     For each seed, the full-batch run and every sampler's run follow each other (so a long run
     interrupted keeps comparable columns). One private Redis serves every subgraph run (a pool job each).
     """
     for kind in samplers:
         sampling.sampler_config(kind)  # an unknown sampler fails before any training
+    if not graphs or set(graphs) - set(GRAPHS):
+        raise InvalidArgument(f"graphs {','.join(graphs)!r}: expected some of {','.join(GRAPHS)}")
     rows = []
     with _private_redis() as redis_url:
         for name, path in datasets.items():
             graph = load_planetoid(path)
-            runs: dict[str, list[float]] = {FULL_BATCH: [], **{kind: [] for kind in samplers}}
-            for seed in tqdm(seeds, desc=f"accuracy {name}", unit="seed"):
-                runs[FULL_BATCH].append(train_kipf_gcn(graph, seed, recipe)["test"])
-                for kind in samplers:
-                    result = train_subgraphs(graph, model, epochs, seed, kind, sampling, redis_url=redis_url)
-                    runs[kind].append(result["test"])
-                log.info("%s seed %d: %s", name, seed, {k: v[-1] for k, v in runs.items()})
-            sizes = {kind: subgraph_sizes(graph, kind, sampling) for kind in samplers}
+            sampled = {g: sampled_graph(graph, g) for g in graphs}
+            runs: dict[tuple[str, str], list[float]] = {(FULL_BATCH, ""): []}
+            runs.update({(kind, g): [] for g in graphs for kind in samplers})
+            for seed in ProgressBar(seeds, desc=f"accuracy {name}", unit="seed"):
+                runs[FULL_BATCH, ""].append(train_kipf_gcn(graph, seed, recipe)["test"])
+                for g in graphs:
+                    for kind in samplers:
+                        result = train_subgraphs(graph, model, epochs, seed, kind, sampling, redis_url=redis_url,
+                                                 sampled=sampled[g])
+                        runs[kind, g].append(result["test"])
+                log.info("%s seed %d: %s", name, seed, {"/".join(filter(None, k)): v[-1] for k, v in runs.items()})
+            sizes = {(kind, g): subgraph_sizes(graph, kind, sampling, sampled=sampled[g])
+                     for g in graphs for kind in samplers}
             rows.extend(_rows(name, runs, sampling, sizes))
     return rows
 
 
-def _rows(name: str, runs: dict[str, list[float]], sampling: SamplingSetup,
-          sizes: dict[str, dict[str, float]]) -> list[dict]:
+def _rows(name: str, runs: dict[tuple[str, str], list[float]], sampling: SamplingSetup,
+          sizes: dict[tuple[str, str], dict[str, float]]) -> list[dict]:
     """One row per training of one dataset: mean ± std of its test scores over the seeds, and the gap."""
-    full = statistics.fmean(runs[FULL_BATCH])
+    full = statistics.fmean(runs[FULL_BATCH, ""])
     rows = []
-    for training, scores in runs.items():
+    for (training, graph), scores in runs.items():
         mean = statistics.fmean(scores)
-        size = sizes.get(training, {})
+        size = sizes.get((training, graph), {})
         rows.append({
             "dataset": name,
             "training": training,
+            "graph": graph,
             "normalization": "" if training == FULL_BATCH else sampling.method(training),
             "subgraph_nodes": round(size["nodes"], 1) if size else "",
             "subgraph_train_nodes": round(size["train_nodes"], 1) if size else "",
@@ -258,14 +319,19 @@ def _rows(name: str, runs: dict[str, list[float]], sampling: SamplingSetup,
 
 def summary_of(rows: list[dict]) -> dict[str, float]:
     """The summary: ``<dataset>_full`` and ``<dataset>_<sampler>`` (mean test accuracy, a fraction) and
-    ``<dataset>_<sampler>_minus_full_points`` (the sampler's mean minus full-batch's, in points)."""
+    ``<dataset>_<sampler>_minus_full_points`` (the sampler's mean minus full-batch's, in points).
+
+    The keys of runs on the training graph (the inductive protocol) name it: ``<dataset>_<sampler>_train_graph``
+    and ``<dataset>_<sampler>_train_graph_minus_full_points``; those on the full graph keep the plain keys.
+    """
     out: dict[str, float] = {}
     for row in rows:
         if row["training"] == FULL_BATCH:
             out[f"{row['dataset']}_full"] = row["test_mean"]
         else:
-            out[f"{row['dataset']}_{row['training']}"] = row["test_mean"]
-            out[f"{row['dataset']}_{row['training']}_minus_full_points"] = row["minus_full_points"]
+            key = f"{row['dataset']}_{row['training']}" + ("_train_graph" if row.get("graph") == "train" else "")
+            out[key] = row["test_mean"]
+            out[f"{key}_minus_full_points"] = row["minus_full_points"]
     return out
 
 

@@ -63,9 +63,13 @@ class RunConfig(StrictModel):
                                       "within restart_window_s; one failure more ends the run (0: never restart)")
     restart_window_s: float = Field(600.0, gt=0, le=7 * 86_400,
                                     description="the sliding window of max_restarts, in seconds")
+    run_dir: Path | None = Field(
+        None, description="the run directory: config.json, checkpoints/, metrics.jsonl, best.pt, final.pt and "
+                          "summary.json (docs/local-run.md); none: a new $SAINTPIPE_HOME/runs/<time>-<job>")
     checkpoints: bool = Field(
-        True, description="checkpoint the trainers (to [trainer] checkpoint_dir, or a fresh directory under "
-                          "$SAINTPIPE_HOME/runs/), so a restarted trainer or `saintpipe run --resume` goes on")
+        True, description="checkpoint the trainers (to the run directory's checkpoints/, or [trainer] "
+                          "checkpoint_dir), so a restarted trainer or `saintpipe run --resume` goes on; off: the "
+                          "run directory still gets the models, the metrics and the summary, but cannot be resumed")
 
 
 class SamplersSection(SamplerServiceConfig):
@@ -148,11 +152,19 @@ class PipelineConfig(StrictModel):
 
 
 def load_pipeline_config(path: Path | None = None, data: Path | None = None,
-                         environ: dict[str, str] | None = None) -> PipelineConfig:
-    """Defaults < ``path`` < ``SAINTPIPE_<SECTION>__<FIELD>`` < ``--data``.
+                         environ: dict[str, str] | None = None, *, run_dir: Path | None = None,
+                         stored: Path | None = None) -> PipelineConfig:
+    """Defaults < ``stored`` < ``path`` < ``SAINTPIPE_<SECTION>__<FIELD>`` < ``--data``, ``--run-dir``.
+
+    Args:
+        stored: a run directory's config.json (``saintpipe run --resume``): the run's configuration, which
+            the file, the environment and the flags given now still override.
 
     Raises:
         ConfigError: naming the file or variable and the field at fault.
     """
-    flags = {"run": {"data": data}} if data is not None else None
-    return load_config(PipelineConfig, path, flags, environ)
+    from saintpipe.core.config import read_config_file
+
+    run = {k: v for k, v in {"data": data, "run_dir": run_dir}.items() if v is not None}
+    base = (str(stored), read_config_file(stored)) if stored is not None else None
+    return load_config(PipelineConfig, path, {"run": run} if run else None, environ, base=base)

@@ -1,4 +1,10 @@
-"""The console view of a run: one tqdm bar per epoch with subgraphs/s, loss and validation score."""
+"""The console view of a run: one bar per epoch with subgraphs/s, loss and validation score.
+
+On a terminal each epoch is a tqdm bar redrawn in place. When stderr is not a
+terminal (CI, ``| tee``, compose logs) the same figures come as plain lines: one
+when each epoch ends and, in a long epoch, one every ``line_interval`` seconds
+(:class:`saintpipe.core.bars.ProgressBar`), never a carriage return.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,9 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from typing import TextIO
 
-from tqdm import tqdm
+from saintpipe.core.bars import LINE_INTERVAL_S, ProgressBar
 
 
 @dataclass(frozen=True)
@@ -39,13 +46,17 @@ class EpochBars:
     Args:
         epochs: the epoch budget (bars are labelled ``epoch k/epochs``).
         enabled: False renders nothing (``[run] progress = false``).
+        file: the stream (stderr by default); bars on a terminal, lines elsewhere.
+        line_interval: seconds between two lines within an epoch when ``file`` is not a terminal.
     """
 
-    def __init__(self, epochs: int, enabled: bool = True, file=None) -> None:
+    def __init__(self, epochs: int, enabled: bool = True, file: TextIO | None = None,
+                 line_interval: float = LINE_INTERVAL_S) -> None:
         self.epochs = epochs
         self.enabled = enabled
         self.file = file or sys.stderr
-        self._bar: tqdm | None = None
+        self.line_interval = line_interval
+        self._bar: ProgressBar | None = None
         self._epoch = -1
         self._last = TrainerProgress()
         self._mark = (time.monotonic(), 0)  # (time, subgraphs) at the start of the rate window
@@ -55,9 +66,10 @@ class EpochBars:
         self._close()
         self._epoch = epoch
         if self.enabled:
-            self._bar = tqdm(total=100, desc=f"epoch {epoch + 1}/{self.epochs}", file=self.file, leave=True,
-                             bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
-                             dynamic_ncols=False, ncols=100, mininterval=0.2)
+            self._bar = ProgressBar(total=100, desc=f"epoch {epoch + 1}/{self.epochs}", file=self.file, leave=True,
+                                    bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
+                                    dynamic_ncols=False, ncols=100, mininterval=0.2,
+                                    line_interval=self.line_interval)
 
     def _close(self) -> None:
         if self._bar is not None:

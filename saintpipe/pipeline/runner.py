@@ -67,6 +67,8 @@ class LocalPipeline:
     Args:
         config: the run's configuration (``config.run.data`` must be set).
         out: where start-up lines and the summary go (progress bars go to stderr).
+        resume: the run goes on in an existing run directory (``--resume``); otherwise ``[run] run_dir``
+            must not hold a run already.
 
     Example::
 
@@ -74,11 +76,12 @@ class LocalPipeline:
         print(summary.test_score)
     """
 
-    def __init__(self, config: PipelineConfig, out: TextIO | None = None) -> None:
+    def __init__(self, config: PipelineConfig, out: TextIO | None = None, resume: bool = False) -> None:
         if config.run.data is None:
             raise ValueError("config.run.data must name the dataset directory")
         self.config = config
         self.out = out or sys.stdout
+        self.resume = resume
         self.endpoints = Endpoints()
         self.supervisor = Supervisor(interval=config.run.watch_interval_s,
                                      budget=RestartBudget(config.run.max_restarts, config.run.restart_window_s))
@@ -103,7 +106,7 @@ class LocalPipeline:
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
                              metric="F1-micro" if dataset.manifest.multilabel else "accuracy")
-        self._prepare_checkpoints(summary)
+        self._prepare_run_dir(summary)
         sup = self.supervisor
         sup.install_signal_handlers()
         try:
@@ -128,21 +131,50 @@ class LocalPipeline:
         summary.restarts = [f"{e.component} at {e.at_s:g} s: {e.reason}" for e in sup.restarts]
         if sup.failure is not None:
             summary.failure = sup.failure
-            raise RunFailed(f"{sup.failure}; the pipeline was stopped", summary)
-        if sup.signal is not None:
+        elif sup.signal is not None:
             summary.stopped_by = sup.signal.name
+        self._write_summary(summary)
+        if sup.failure is not None:
+            raise RunFailed(f"{sup.failure}; the pipeline was stopped", summary)
         return summary
 
-    def _prepare_checkpoints(self, summary: RunSummary) -> None:
-        """Checkpoints on by default: into ``[trainer] checkpoint_dir``, else a fresh run directory."""
-        from saintpipe.core.paths import new_run_dir
+    def _prepare_run_dir(self, summary: RunSummary) -> None:
+        """The run directory (``[run] run_dir``, else a new one), its checkpoints/ and config.json.
 
-        trainer = self.config.trainer
-        if not self.config.run.checkpoints:
+        Raises:
+            ConfigError: ``[run] run_dir`` already holds a run (and this is no resume), or cannot be created.
+        """
+        from saintpipe.core.errors import ConfigError
+        from saintpipe.core.paths import new_run_dir
+        from saintpipe.pipeline.run_dir import CHECKPOINTS, holds_a_run, write_config
+
+        run, trainer = self.config.run, self.config.trainer
+        if run.run_dir is None:
+            run.run_dir = new_run_dir(self.config.pool.job_id)
+        elif holds_a_run(run.run_dir) and not self.resume:
+            raise ConfigError(f"[run] run_dir {run.run_dir}: already holds a run; go on with it with "
+                              f"saintpipe run --resume {run.run_dir}, or choose another directory")
+        try:
+            run.run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"[run] run_dir {run.run_dir}: cannot create it: {exc.strerror or exc}") from None
+        run.run_dir = run.run_dir.resolve()
+        run.data = Path(run.data).resolve()  # config.json must name the same dataset from any directory
+        if not run.checkpoints:
             trainer.checkpoint_dir = None
         elif trainer.checkpoint_dir is None:
-            trainer.checkpoint_dir = new_run_dir(self.config.pool.job_id) / "checkpoints"
+            trainer.checkpoint_dir = run.run_dir / CHECKPOINTS
+        write_config(run.run_dir, self.config)
+        summary.run_dir = str(run.run_dir)
         summary.checkpoint_dir = str(trainer.checkpoint_dir) if trainer.checkpoint_dir else ""
+
+    def _write_summary(self, summary: RunSummary) -> None:
+        from saintpipe.pipeline.run_dir import write_summary
+
+        try:
+            write_summary(Path(summary.run_dir), summary.to_json())
+        except OSError as exc:  # the summary is still printed; a full disk must not hide how the run ended
+            log.warning("cannot write %s/summary.json: %s", summary.run_dir, exc)
 
     def _checkpoint(self) -> None:
         """Between start-up steps: stop early if asked to, or if something already died."""
@@ -235,6 +267,8 @@ class LocalPipeline:
         self._sampler_service = service
         self.normalization = _describe_normalization(cfg.normalization_method(), service.normalization_reused,
                                                      cfg.sampler.kind)
+        if service.graph == "train":  # [samplers] graph: the summary says which protocol trained
+            self.normalization += "; subgraphs from the training graph (validation and test nodes never sampled)"
         if service.metrics_url:
             self.endpoints.metrics["samplers"] = service.metrics_url
 
@@ -244,10 +278,13 @@ class LocalPipeline:
 
         cfg = self.config
         # The shards require the token LocalShards made for them; the trainers read it from its file.
-        trainer_cfg = cfg.trainer.model_copy(update={"feature_token_file": self.shards.token_file})
+        # Training batches' self-loops follow the samplers' graph (the training graph's degrees for "train").
+        trainer_cfg = cfg.trainer.model_copy(update={"feature_token_file": self.shards.token_file,
+                                                     "sample_graph": cfg.samplers.graph})
         spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(cfg.run.data).resolve()), pool_url=self.redis_url,
                            feature_addresses=self.shards.addresses, config=trainer_cfg, pool=cfg.pool,
-                           metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host)
+                           metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host,
+                           output_dir=str(cfg.run.run_dir) if cfg.run.run_dir else None)
         cache = cfg.feature_cache_rows(dataset.num_nodes)
         self.feature_cache = (f"{cache.static_rows:,} pinned + {cache.lru_rows:,} LRU rows of "
                               f"{dataset.num_nodes:,}") if cache.enabled else ""
@@ -341,6 +378,7 @@ class LocalPipeline:
                 summary.step_losses, summary.step_epochs = result.step_losses, result.step_epochs  # trainer 0's
                 summary.val_history = [[epoch, score] for epoch, score in result.val_history]
                 summary.best_val_epoch = result.best_val_epoch
+                summary.resumed_from_step = result.resumed_from_step
                 summary.trainer_device = result.device
                 for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
                     if name != "wall":

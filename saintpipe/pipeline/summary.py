@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+from saintpipe.core.report import plural
 from saintpipe.trainer.losses import LossSpike, loss_spike
 from saintpipe.trainer.timing import TimeBreakdown
 
@@ -55,6 +57,11 @@ class RunSummary:
         validation (epoch fractional for one in mid-epoch). best_val_epoch: the epoch of the validation whose
         weights were kept (``val_score`` is theirs, scored again at the end). Empty/NaN when training never
         reported back (interrupted before its end).
+        run_dir: the run directory (models, metrics history, config, this summary as summary.json).
+        checkpoint_dir: where the checkpoints went ("" without). resumed_from_step: the checkpoint's step a
+        resumed run went on from (-1: started afresh); the trainers' figures then cover the whole run, both parts
+        (scores, epochs, steps, losses, validations, subgraphs trained on), the rest (times, throughputs, the
+        samplers' and the pool's counts) this part.
     """
 
     dataset: str
@@ -74,6 +81,8 @@ class RunSummary:
     restarts: list[str] = field(default_factory=list)
     failure: str = ""
     checkpoint_dir: str = ""
+    run_dir: str = ""
+    resumed_from_step: int = -1
     feature_cache: str = ""
     normalization: str = ""
     trainer_device: str = ""
@@ -158,7 +167,7 @@ def _features(s: RunSummary) -> list[tuple[str, str]]:
     rate = "n/a" if math.isnan(s.feature_cache_hit_rate) else f"{100 * s.feature_cache_hit_rate:.1f}%"
     return [("feature cache hit rate", f"{rate}{cache}"),
             ("feature bytes per step", f"{_bytes(s.feature_bytes_per_step)}  ({_bytes(s.feature_bytes)} fetched for "
-                                       f"{s.feature_gathers:,} subgraphs)")]
+                                       f"{plural(s.feature_gathers, 'subgraph')})")]
 
 
 def _loss_spike(s: RunSummary) -> str:
@@ -169,7 +178,7 @@ def _loss_spike(s: RunSummary) -> str:
     if spike.non_finite:
         return f"inf ({spike.non_finite:,} step loss(es) after the warm-up not finite: training diverged)"
     return (f"{spike.ratio:.1f}  (largest step loss {spike.largest:.4g} / median {spike.median:.4g}, "
-            f"{spike.steps:,} steps after the warm-up)")
+            f"{plural(spike.steps, 'step')} after the warm-up)")
 
 
 def _best_epoch(s: RunSummary) -> str:
@@ -179,10 +188,6 @@ def _best_epoch(s: RunSummary) -> str:
 def _seconds(value: float, of: float | None = None) -> str:
     share = f"  ({100 * value / of:4.1f}%)" if of else ""
     return f"{value:9.1f} s{share}"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def format_summary(s: RunSummary) -> str:
@@ -200,7 +205,7 @@ def format_summary(s: RunSummary) -> str:
         ("loss spike ratio", _loss_spike(s)),
         ("subgraphs trained on", f"{s.subgraphs_trained:,}  ({s.training_throughput:.1f}/s)"),
         ("subgraphs sampled", f"{s.subgraphs_sampled:,}"),
-        ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({_count(s.sampler_workers, 'worker')})"),
+        ("sampler throughput", f"{s.sampler_throughput:.1f} subgraphs/s  ({plural(s.sampler_workers, 'worker')})"),
         ("trainers", f"{s.trainers}" + (f"  (on {s.trainer_device})" if s.trainer_device else "")),
     ]
     rows += _features(s)
@@ -213,8 +218,11 @@ def format_summary(s: RunSummary) -> str:
         rows += [("  dead letter", line) for line in a.dead_letters]
     rows.append(("restarts", f"{len(s.restarts)}"))
     rows += [("", f"  {line}") for line in s.restarts]
-    if s.checkpoint_dir:
-        rows.append(("checkpoints", s.checkpoint_dir))
+    if s.resumed_from_step > 0:
+        rows.append(("resumed from", f"step {s.resumed_from_step:,} (scores, epochs, steps: the whole run; "
+                                     "sampling and times: this part)"))
+    if s.checkpoint_dir and (not s.run_dir or Path(s.checkpoint_dir).parent != Path(s.run_dir)):
+        rows.append(("checkpoints", s.checkpoint_dir))  # outside the run directory ([trainer] checkpoint_dir)
     rows += [
         ("", ""),
         ("where the time went", ""),
@@ -227,6 +235,8 @@ def format_summary(s: RunSummary) -> str:
         ("  start-up", _seconds(t.startup)),
         ("  wall clock", _seconds(t.wall)),
     ]
+    if s.run_dir:  # last: where the model, its metrics and this summary are
+        rows += [("", ""), ("run directory", s.run_dir)]
     width = max(len(k) for k, _ in rows)
     lines = ["== saintpipe run: summary =="]
     lines += [f"{k.ljust(width)}  {v}".rstrip() for k, v in rows]

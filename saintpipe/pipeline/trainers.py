@@ -83,6 +83,7 @@ class _TrainerActor:
         import torch
 
         from saintpipe.services.dataset.expand import SubgraphExpander
+        from saintpipe.services.dataset.sample_graph import sampled_degrees
         from saintpipe.services.dataset.store import open_dataset
         from saintpipe.services.feature_shard.cache import CacheConfig
         from saintpipe.services.feature_shard.client import FeatureClient
@@ -93,6 +94,7 @@ class _TrainerActor:
         from saintpipe.trainer.feeds import PoolFeed
         from saintpipe.trainer.loop import TrainLoop
         from saintpipe.trainer.metrics import FeatureMeter, serve_metrics
+        from saintpipe.trainer.run_files import outputs_for
         from saintpipe.trainer.step import TrainState
         from saintpipe.trainer.worker import pick_device, take_back, trainer_name
 
@@ -129,7 +131,9 @@ class _TrainerActor:
         self.loop = TrainLoop(state, graph, cfg, name=name, metrics=self.metrics,
                               sync=self.group.sync if self.group else None,
                               decide=self.group.decide if self.group else None,
-                              is_leader=self.rank == 0, checkpointer=checkpointer, feature_meter=meter)
+                              is_leader=self.rank == 0, checkpointer=checkpointer, feature_meter=meter,
+                              sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
+                              outputs=outputs_for(spec.output_dir, dataset))
         if self.group is not None:
             self.group.check_same_start(state.steps)
         take_back(self.pool, name)

@@ -7,6 +7,21 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending: ``np.unique(values)`` computed by one sort.
+
+    numpy 2.4's ``np.unique`` goes through a hash table first; on 4 M random int64 edge keys it
+    took 5 to 8 s here against 0.05 s for a sort and a neighbour comparison.
+    """
+    out = np.sort(values)
+    if out.size < 2:
+        return out
+    keep = np.empty(out.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
+
+
 def edges_to_csr(
     src: np.ndarray, dst: np.ndarray, num_nodes: int, *, symmetrize: bool = True, drop_self_loops: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -28,7 +43,7 @@ def edges_to_csr(
     if symmetrize:
         keys = np.concatenate([keys, dst * num_nodes + src])
     del src, dst
-    keys = np.unique(keys)  # sorts, so rows and then columns come out ascending
+    keys = sorted_unique(keys)  # sorted, so rows and then columns come out ascending
     rows, cols = np.divmod(keys, num_nodes)
     del keys
     if drop_self_loops:

@@ -7,7 +7,14 @@ sampling: the CSR from the dataset's topology (which every trainer opens for
 evaluation anyway), the aggregator weights and their transpose (Algorithm 6),
 and the loss weights, from the normalization the samplers stored with the
 dataset (``DATASET/norm/<key>/``). The result is bit for bit the subgraph the
-sampler would have sent whole, so nothing downstream changes. It lives with
+sampler would have sent whole, so nothing downstream changes. Node sets drawn
+from the training graph (``[samplers] graph = "train"``) carry global ids like
+any other; their normalization's ``meta.json`` says ``graph: train``, and they
+are induced on the training graph stored with the dataset
+(``DATASET/train_graph/``): its degrees and CSR positions are what that
+normalization's coefficients index. (Without a normalization the full graph
+gives the same arrays: a node set of training nodes induces the same edges in
+both, and the plain weights depend only on those.) It lives with
 the dataset store because that is all it reads (the topology, the training
 split, the stored normalization), for trainers and for the benchmark that
 measures it (``saintpipe bench samplers``) alike.
@@ -37,6 +44,7 @@ from saintpipe.core.errors import ConfigError, DatasetError, DecodeError
 from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
 from saintpipe.services.dataset.norm_files import NORM_DIR, read_stored, train_digest
 from saintpipe.services.dataset.induce import EXPAND_OK, expand_node_set
+from saintpipe.services.dataset.train_graph import TrainGraph, load_train_graph
 
 _EMPTY_F32 = np.empty(0, dtype=np.float32)
 _EMPTY_U8 = np.empty(0, dtype=np.uint8)
@@ -72,7 +80,9 @@ class SubgraphExpander:
         # subgraphs never pays for it.
         self._g2l: np.ndarray | None = None
         self._bits: np.ndarray | None = None
-        self._norms: dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._norms: dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray, TrainGraph | None]] = {}
+        self._train_graph: TrainGraph | None = None  # read on the first node set drawn from it
+        self._train_scratch: tuple[np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
 
     def __call__(self, nodes: SubgraphNodes) -> Subgraph:
@@ -88,7 +98,9 @@ class SubgraphExpander:
         if ids.size and not (0 <= ids[0] and ids[-1] < self.num_nodes):  # the decoder checked; cheap to be sure
             raise DecodeError(f"subgraph nodes: ids outside [0, {self.num_nodes})")
         mask = self._mask(ind.train_nodes)
-        alpha, loss_coef = self._normalization(ind)
+        alpha, loss_coef, train_graph = self._normalization(ind)
+        if train_graph is not None:
+            return self._expand_on_training_graph(nodes, train_graph, alpha, loss_coef)
         with self._lock:
             if self._g2l is None:
                 self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
@@ -101,6 +113,42 @@ class SubgraphExpander:
         return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
                         edge_weights_t=weights_t, loss_weights=loss, job_id=nodes.job_id, worker=nodes.worker,
                         sequence=nodes.sequence, seed=nodes.seed)
+
+    def _expand_on_training_graph(self, nodes: SubgraphNodes, graph: TrainGraph, alpha: np.ndarray,
+                                  loss_coef: np.ndarray) -> Subgraph:
+        """Induce on the training graph, as the sampler did there (every node trains: no mask)."""
+        ids = nodes.node_ids
+        local = graph.to_local(ids)
+        if local is None:
+            raise DecodeError(f"subgraph nodes of worker {nodes.worker} sequence {nodes.sequence}: a node is not in "
+                              "the training graph its normalization was made on")
+        with self._lock:
+            if self._train_scratch is None:
+                self._train_scratch = (np.full(graph.num_nodes, -1, dtype=np.int32),
+                                       np.zeros((graph.num_nodes + 63) // 64, dtype=np.uint64))
+            g2l, bits = self._train_scratch
+            bad_row, indptr, indices, weights, weights_t, loss = expand_node_set(
+                graph.indptr, graph.indices, local, g2l, bits, alpha, _EMPTY_U8, loss_coef)
+        if bad_row != EXPAND_OK:
+            raise DatasetError(f"{graph.where}: the training graph is not symmetric: node {int(ids[bad_row])} has "
+                               "an edge whose reverse is missing")
+        return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
+                        edge_weights_t=weights_t, loss_weights=loss, job_id=nodes.job_id, worker=nodes.worker,
+                        sequence=nodes.sequence, seed=nodes.seed)
+
+    def _training_graph(self, directory: Path) -> TrainGraph:
+        """The dataset's stored training graph (checksums checked once), for a normalization made on it."""
+        if self._train_graph is None:
+            graph = load_train_graph(self.path)
+            if graph is None:
+                raise ConfigError(
+                    f"pool entry: its weights use the normalization {directory.name}, made on the training graph, "
+                    f"which this trainer's dataset does not hold ({self.path / 'train_graph'} is missing): trainers "
+                    "need the samplers' dataset directory with its train_graph/ folder, or pool wire 'full'")
+            self._train_graph = TrainGraph(indptr=_readonly(graph.indptr, np.int64),
+                                           indices=_readonly(graph.indices, np.int32),
+                                           nodes=_readonly(graph.nodes, np.int64), where=graph.where)
+        return self._train_graph
 
     def _mask(self, wanted: str) -> np.ndarray:
         """The training-node mask the sampler restricted loss weights to (empty: every node trains)."""
@@ -121,10 +169,11 @@ class SubgraphExpander:
             self._train_mask = mask
         return self._train_mask
 
-    def _normalization(self, ind: Induction) -> tuple[np.ndarray, np.ndarray]:
-        """(alpha, loss coefficients) of the entry's normalization, read once per key (empty arrays: none)."""
+    def _normalization(self, ind: Induction) -> tuple[np.ndarray, np.ndarray, TrainGraph | None]:
+        """(alpha, loss coefficients, the training graph when they index it) of the entry's normalization,
+        read once per key (empty arrays: none)."""
         if not ind.normalization:
-            return _EMPTY_F32, _EMPTY_F32
+            return _EMPTY_F32, _EMPTY_F32, None
         key = (ind.normalization, int(ind.norm_subgraphs), int(ind.norm_seed), ind.train_nodes)
         cached = self._norms.get(key)
         if cached is not None:
@@ -148,10 +197,12 @@ class SubgraphExpander:
                 f"({', '.join(f'{k} {meta.get(k)!r} != {wanted[k]!r}' for k in differ)}): it was re-estimated "
                 "since; restart the samplers, or use pool wire 'full'"
             )
-        if alpha.shape != (self.num_edges,) or loss.shape != (self.num_nodes,):
+        graph = self._training_graph(directory) if meta.get("graph", "full") == "train" else None
+        nodes, edges = (self.num_nodes, self.num_edges) if graph is None else (graph.num_nodes, graph.num_edges)
+        if alpha.shape != (edges,) or loss.shape != (nodes,):
             raise DatasetError(f"{directory}: coefficient shapes {alpha.shape} and {loss.shape} do not fit the graph "
-                               f"({self.num_edges} edges, {self.num_nodes} nodes)")
-        cached = (_readonly(alpha, np.float32), _readonly(loss, np.float32))
+                               f"({edges} edges, {nodes} nodes)")
+        cached = (_readonly(alpha, np.float32), _readonly(loss, np.float32), graph)
         self._norms[key] = cached
         return cached
 

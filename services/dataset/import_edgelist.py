@@ -1,9 +1,11 @@
 """Import an edge list (CSV/TSV/whitespace) with arbitrary node ids, plus optional side files.
 
-Node ids may be integers or strings. They are remapped to ``0..N-1`` in sorted
-id order and the original ids are stored beside the dataset as
-``node_ids.npy`` (row i = original id of node i; int64, or fixed-width
-unicode for string ids). The node set is every id in the edge list or in the
+Node ids are integers; a token that is not one is an error naming the file and
+line. With ``string_ids`` (``--string-ids``) every id, in the edge list and the
+side tables, is a string instead (``"7"`` and ``"07"`` are different nodes).
+Ids are remapped to ``0..N-1`` in sorted id order and the original ids are
+stored beside the dataset as ``node_ids.npy`` (row i = original id of node i;
+int64, or fixed-width unicode for string ids; ``np.load`` reads it without pickle). The node set is every id in the edge list or in the
 feature / label files (an id only there becomes an isolated node).
 
 The graph is treated as undirected: edges are symmetrized, duplicates merged
@@ -22,19 +24,20 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
 from saintpipe.services.dataset.params import require_seed
-from saintpipe.services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.csr import edges_to_csr, sorted_unique
 from saintpipe.services.dataset.kronecker import random_splits
 from saintpipe.services.dataset.layout import SPLITS
 
 log = logging.getLogger(__name__)
 
 
-def read_edges(path: Path, *, delimiter: str | None = None, header: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The first two columns of an edge table as (src, dst): int64 if every id is an integer, else str."""
+def read_edges(path: Path, *, delimiter: str | None = None, header: bool | None = None,
+               string_ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The first two columns of an edge table as (src, dst): int64, or str with ``string_ids``."""
     fmt = tabular.sniff(path, delimiter=delimiter, header=header)
     if fmt.num_columns < 2:
         raise DatasetError(f"{path}: an edge list needs two columns (source, target), found {fmt.num_columns}")
-    pairs = tabular.read_ids(path, fmt, (0, 1))
+    pairs = tabular.read_ids(path, fmt, (0, 1), string_ids)
     if pairs.shape[0] == 0:
         raise DatasetError(f"{path}: holds no edges")
     return pairs[:, 0], pairs[:, 1]
@@ -80,6 +83,7 @@ def import_edgelist(
     name: str | None = None,
     seed: int = 0,
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
+    string_ids: bool = False,
 ) -> dict[str, object]:
     """Read an edge list and its side files into arrays ready for ``write_dataset``.
 
@@ -94,19 +98,20 @@ def import_edgelist(
         name: the dataset's name (default: the edge file's stem).
         seed: seed of the random split used when no split is given (``[0, 2**63 - 1]``).
         max_classes: refuse labels that imply more classes (``--max-classes``).
+        string_ids: read every node id as a string (``--string-ids``); without it ids are integers.
 
     Returns:
         ``write_dataset`` arguments, with ``extra`` holding ``node_ids.npy``
         (and ``label_names.npy`` when labels were class names).
 
     Raises:
-        DatasetError: naming the file and the row or node id at fault.
+        DatasetError: naming the file and the line or node id at fault; without ``string_ids``, an id
+            that is not an integer.
         InvalidArgument: a negative or too large ``seed``.
     """
     require_seed(seed)
     edges = Path(edges)
-    src, dst = read_edges(edges, delimiter=delimiter, header=header)
-    string_ids = src.dtype.kind != "i"
+    src, dst = read_edges(edges, delimiter=delimiter, header=header, string_ids=string_ids)
     paths = {k: Path(v) for k, v in (("features", features), ("labels", labels), ("split", split),
                                      ("train", train), ("val", val), ("test", test)) if v is not None}
     if "split" in paths and paths.keys() & {"train", "val", "test"}:
@@ -116,7 +121,7 @@ def import_edgelist(
     feat = sidefiles.read_features(paths["features"], string_ids) if "features" in paths else None
     lab = sidefiles.read_labels(paths["labels"], string_ids) if "labels" in paths else None
 
-    ids = _IdMap(np.unique(np.concatenate([src, dst] + [k.keys for k in (feat, lab) if k is not None])))
+    ids = _IdMap(sorted_unique(np.concatenate([src, dst] + [k.keys for k in (feat, lab) if k is not None])))
     n = ids.ids.size
     indptr, indices = edges_to_csr(ids.lookup(src, str(edges)), ids.lookup(dst, str(edges)), n, symmetrize=True)
     del src, dst
@@ -157,7 +162,7 @@ def import_edgelist(
         "labels": y,
         "splits": splits,
         "extra": extra,
-        "source": f"imported from edge list {edges.name}",
+        "source": f"imported from edge list {edges.name}" + (" (string ids)" if string_ids else ""),
     }
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from tqdm import tqdm
 
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.core.memory import require_memory
 from saintpipe.services.dataset.params import require_float, require_int, require_seed
@@ -79,7 +79,7 @@ def rmat_edges(num_edges: int, scale: int, rng: np.random.Generator) -> tuple[np
 
 
 def _draw_pair_keys(num_pairs: int, scale: int, perm: np.ndarray, rng: np.random.Generator,
-                    bar: tqdm) -> np.ndarray:
+                    bar: ProgressBar) -> np.ndarray:
     """``num_pairs`` R-MAT edges as sorted distinct undirected keys ``min * N + max`` (self loops dropped)."""
     n = np.int64(perm.size)
     keys = np.empty(num_pairs, dtype=np.int64)
@@ -114,7 +114,7 @@ def kronecker_topology(scale: int, degree: float, rng: np.random.Generator,
     n = 1 << scale
     target = int(round(n * degree / 2))
     perm = rng.permutation(n).astype(np.int64)
-    with tqdm(total=target, unit="edge", desc="kronecker edges", disable=not progress, leave=False) as bar:
+    with ProgressBar(total=target, unit="edge", desc="kronecker edges", disable=not progress, leave=False) as bar:
         keys = _draw_pair_keys(target, scale, perm, rng, bar)
         for _ in range(_MAX_ROUNDS):
             missing = target - keys.size

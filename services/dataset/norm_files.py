@@ -19,15 +19,18 @@ from saintpipe.core.errors import DatasetError
 
 NORM_DIR = "norm"
 META_NAME = "meta.json"
-LOSS_FILE = "loss_coefficients.npy"  # float32 [N]
-AGGREGATOR_FILE = "aggregator_coefficients.npy"  # float32 [E], alpha at full-graph CSR positions
+LOSS_FILE = "loss_coefficients.npy"  # float32 [N] (training graph: [n], its local ids)
+AGGREGATOR_FILE = "aggregator_coefficients.npy"  # float32 [E], alpha at the sampled graph's CSR positions
 FILES = (LOSS_FILE, AGGREGATOR_FILE)
 
 
-def store_key(config_key: str, method: str = "reference") -> str:
+def store_key(config_key: str, method: str = "reference", graph: str = "full") -> str:
     """The folder name of a stored normalization: the sampler config's key, plus the estimator unless it is
-    GraphSAINT's reference (whose folders keep the plain key, as stored before the other estimators existed)."""
-    return config_key if method == "reference" else f"{config_key}.{method}"
+    GraphSAINT's reference (whose folders keep the plain key, as stored before the other estimators existed),
+    plus ``.train`` when it was made on the training graph (its arrays index that graph's nodes and CSR
+    positions, not the full graph's: ``meta.json`` then says ``graph: train``)."""
+    key = config_key if method == "reference" else f"{config_key}.{method}"
+    return key if graph == "full" else f"{key}.{graph}"
 
 
 def train_digest(train_nodes: np.ndarray | None) -> str:

@@ -10,6 +10,12 @@ dataset directory, one folder per sampler configuration
     norm/<config_key>/aggregator_coefficients.npy   float32 [E]
     norm/<config_key>/meta.json                      the settings below, and the sampler config
 
+Coefficients made on the training graph (``[samplers] graph = "train"``,
+:mod:`saintpipe.services.dataset.sample_graph`) index that graph's nodes and
+CSR positions, so they live in their own folder (``<config_key>.train``,
+:func:`~saintpipe.services.dataset.norm_files.store_key`) and their
+``meta.json`` says ``graph: train`` with the training graph's size.
+
 A folder is written atomically (:func:`saintpipe.core.atomic.replacing_dir`)
 and reused only when its ``meta.json`` matches the wanted settings
 (:func:`normalization_meta`); otherwise it is estimated again and replaced.
@@ -29,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, read_stored, store_key, train_digest
+from saintpipe.services.dataset.sample_graph import SampleGraph, as_sample_graph
 from saintpipe.services.dataset.store import Dataset, open_dataset
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
@@ -40,25 +47,37 @@ from saintpipe.core.errors import DatasetError
 log = logging.getLogger(__name__)
 
 
-def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel, method: str = "reference") -> Path:
-    """Where the normalization of ``config`` made by ``method`` lives in a dataset directory."""
-    return Path(dataset_dir) / NORM_DIR / store_key(config_key(config), method)
+def norm_dir(dataset_dir: Path | str, config: SamplerConfigModel, method: str = "reference",
+             graph: str = "full") -> Path:
+    """Where the normalization of ``config`` made by ``method`` on ``graph`` lives in a dataset directory."""
+    return Path(dataset_dir) / NORM_DIR / store_key(config_key(config), method, graph)
 
 
-def normalization_meta(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int, seed: int,
+def graph_norm_dir(graph: Dataset | SampleGraph, config: SamplerConfigModel, method: str = "reference") -> Path:
+    """:func:`norm_dir` of a dataset (its full graph) or of a :class:`SampleGraph`."""
+    graph = as_sample_graph(graph)
+    return norm_dir(graph.path, config, method, graph.kind)
+
+
+def normalization_meta(dataset: Dataset | SampleGraph, config: SamplerConfigModel, num_subgraphs: int, seed: int,
                        train_nodes: np.ndarray | None = None, method: str = "reference") -> dict:
     """The settings a stored normalization must have been made with to be reused.
 
     ``train_nodes`` default: the dataset's ``train`` split. ``config_key`` is the
     folder's name (:func:`~saintpipe.services.dataset.norm_files.store_key`), which
-    trainers inducing node sets check.
+    trainers inducing node sets check. ``num_nodes`` and ``num_edges`` are the
+    dataset's full graph's (what a node set's ids index); on the training graph,
+    ``graph_nodes`` and ``graph_edges`` give its size (the arrays' lengths).
     """
-    if train_nodes is None:
-        train_nodes = dataset.splits["train"]
-    return {"config_key": store_key(config_key(config), method), "method": method,
+    graph = as_sample_graph(dataset)
+    digest = graph.train_digest if train_nodes is None else train_digest(train_nodes)
+    meta = {"config_key": store_key(config_key(config), method, graph.kind), "method": method,
             "num_subgraphs": int(num_subgraphs), "seed": int(seed),
-            "num_nodes": int(dataset.num_nodes), "num_edges": int(dataset.num_edges),
-            "train_nodes": train_digest(train_nodes)}
+            "num_nodes": int(graph.dataset_nodes), "num_edges": int(graph.dataset_edges),
+            "train_nodes": digest}
+    if graph.kind != "full":
+        meta.update(graph=graph.kind, graph_nodes=graph.num_nodes, graph_edges=graph.num_edges)
+    return meta
 
 
 def load_normalization(directory: Path) -> tuple[Normalization, dict]:
@@ -69,7 +88,7 @@ def load_normalization(directory: Path) -> tuple[Normalization, dict]:
     """
     loss, aggregator, meta = read_stored(directory)
     method = str(meta.get("method", "reference"))
-    key = str(meta["config_key"])
+    key = str(meta["config_key"]).removesuffix(f".{meta.get('graph', 'full')}")
     norm = Normalization(loss_coefficients=loss, aggregator_coefficients=aggregator,
                          num_subgraphs=int(meta["num_subgraphs"]), config_key=key.removesuffix(f".{method}"),
                          seed=int(meta["seed"]), method=method, strength=float(meta.get("strength", 0.0)))
@@ -84,10 +103,13 @@ def save_normalization(directory: Path, norm: Normalization, meta: dict) -> None
         (tmp / META_NAME).write_text(json.dumps(meta, indent=2, sort_keys=True))
 
 
-def load_stored(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int, seed: int,
+def load_stored(dataset: Dataset | SampleGraph, config: SamplerConfigModel, num_subgraphs: int, seed: int,
                 train_nodes: np.ndarray | None = None, method: str = "reference") -> Normalization | None:
-    """The stored normalization made with exactly these settings, or None (absent, other settings, unreadable)."""
-    directory = norm_dir(dataset.path, config, method)
+    """The stored normalization made with exactly these settings, or None (absent, other settings, unreadable).
+
+    ``dataset``: an opened dataset (its full graph) or the :class:`SampleGraph` the samplers draw from.
+    """
+    directory = graph_norm_dir(dataset, config, method)
     if not (directory / META_NAME).is_file():
         return None
     try:
@@ -104,10 +126,10 @@ def load_stored(dataset: Dataset, config: SamplerConfigModel, num_subgraphs: int
     return None
 
 
-def store_normalization(dataset: Dataset, config: SamplerConfigModel, norm: Normalization,
+def store_normalization(dataset: Dataset | SampleGraph, config: SamplerConfigModel, norm: Normalization,
                         train_nodes: np.ndarray | None = None) -> bool:
     """Store ``norm`` (made for ``config``) with the dataset; False (logged) where the directory is read-only."""
-    directory = norm_dir(dataset.path, config, norm.method)
+    directory = graph_norm_dir(dataset, config, norm.method)
     meta = {**normalization_meta(dataset, config, norm.num_subgraphs, norm.seed, train_nodes, norm.method),
             "config": config.model_dump(mode="json"), "strength": float(norm.strength)}
     try:
@@ -119,13 +141,14 @@ def store_normalization(dataset: Dataset, config: SamplerConfigModel, norm: Norm
     return True
 
 
-def load_or_estimate(dataset: Dataset | Path | str, config: SamplerConfigModel, num_subgraphs: int, *,
-                     seed: int = 0, processes: int | None = None,
+def load_or_estimate(dataset: Dataset | SampleGraph | Path | str, config: SamplerConfigModel, num_subgraphs: int,
+                     *, seed: int = 0, processes: int | None = None,
                      train_nodes: np.ndarray | None = None) -> Normalization:
     """The dataset's stored normalization for ``config``, estimated and stored first if needed.
 
     Args:
-        dataset: an opened :class:`~saintpipe.services.dataset.store.Dataset` or its directory.
+        dataset: an opened :class:`~saintpipe.services.dataset.store.Dataset` (its full graph), its
+            directory, or the :class:`SampleGraph` to estimate on (the training graph).
         config: the sampler configuration (its :func:`config_key` names the stored copy).
         num_subgraphs, seed, processes: as for
             :func:`~saintpipe.services.sampler.normalization.estimate_normalization`.
@@ -137,13 +160,18 @@ def load_or_estimate(dataset: Dataset | Path | str, config: SamplerConfigModel, 
     """
     if not hasattr(dataset, "indptr"):  # a directory
         dataset = open_dataset(dataset)
+    graph = as_sample_graph(dataset)
     if train_nodes is None:
-        train_nodes = dataset.splits["train"]
-    stored = load_stored(dataset, config, num_subgraphs, seed, train_nodes)
+        train_nodes = graph.train_nodes
+    elif graph.kind != "full":
+        raise ValueError("train_nodes: the training graph's nodes all train; give none")
+    # The digest in meta.json is the dataset split's (on the training graph every node trains).
+    digest_of = train_nodes if graph.kind == "full" else None
+    stored = load_stored(graph, config, num_subgraphs, seed, digest_of)
     if stored is not None:
-        log.info("reusing normalization %s", norm_dir(dataset.path, config))
+        log.info("reusing normalization %s", graph_norm_dir(graph, config))
         return stored
-    norm = estimate_normalization(dataset.indptr, dataset.indices, config, num_subgraphs=num_subgraphs,
+    norm = estimate_normalization(graph.indptr, graph.indices, config, num_subgraphs=num_subgraphs,
                                   train_nodes=train_nodes, seed=seed, processes=processes)
-    store_normalization(dataset, config, norm, train_nodes)
+    store_normalization(graph, config, norm, digest_of)
     return norm

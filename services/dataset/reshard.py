@@ -18,10 +18,11 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from saintpipe.core.atomic import replacing_dir
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import DatasetError
+from saintpipe.core.report import plural
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.layout import shard_file, shard_ranges
 from saintpipe.services.dataset.manifest import Manifest, sha256_file, write_manifest
@@ -90,18 +91,18 @@ def reshard_dataset(
         for rel in manifest.files:
             if rel not in old_shards:
                 _link_or_copy(path / rel, tmp / rel)
-        with tqdm(total=manifest.num_nodes, unit="row", desc="resharding", disable=not progress,
+        with ProgressBar(total=manifest.num_nodes, unit="row", desc="resharding", disable=not progress,
                   leave=False) as bar:
             for k, (start, stop) in enumerate(ranges):
                 _write_shard(dataset, tmp / shard_file(k), start, stop, dtype, bar)
         files = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
         new = manifest.model_copy(update={"shards": ranges, "files": files, "feature_dtype": dtype})
         write_manifest(tmp, new)
-    log.info("resharded %s into %d shards at %s", path, num_shards, target)
+    log.info("resharded %s into %s at %s", path, plural(num_shards, "shard"), target)
     return new
 
 
-def _write_shard(dataset, dst: Path, start: int, stop: int, dtype: str, bar: tqdm) -> None:
+def _write_shard(dataset, dst: Path, start: int, stop: int, dtype: str, bar: ProgressBar) -> None:
     """Stream rows [start, stop) of the old shards into one new .npy file, block by block."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     out = np.lib.format.open_memmap(dst, mode="w+", dtype=dtype, shape=(stop - start, dataset.manifest.feature_dim))

@@ -44,8 +44,8 @@ def is_npy(path: Path) -> bool:
 
 def _npy_keyed(path: Path, string_ids: bool) -> Keyed:
     if string_ids:
-        raise DatasetError(f"{path}: a .npy side file is indexed by integer node id, but the edge list's ids "
-                           "are strings; give a CSV keyed by id instead")
+        raise DatasetError(f"{path}: a .npy side file is indexed by integer node id, but --string-ids reads "
+                           "ids as strings; give a CSV keyed by id instead")
     input_files.npy_file_header(path)  # loaded whole: its declared size must fit first
     values = coerce.native(load_npy(path, mmap=False), str(path))
     if values.ndim == 0:
@@ -54,13 +54,8 @@ def _npy_keyed(path: Path, string_ids: bool) -> Keyed:
 
 
 def _table_keys(path: Path, fmt: tabular.TableFormat, string_ids: bool) -> np.ndarray:
-    if string_ids:
-        return tabular.read_columns(path, fmt, 0, str)
-    keys = tabular.read_ids(path, fmt, 0)
-    if keys.dtype.kind != "i":
-        bad = next(k for k in keys if not k.lstrip("-").isdigit())
-        raise DatasetError(f"{path}: node id {show_id(bad)} is not an integer, but the edge list's ids are integers")
-    return keys
+    """Column 0 as node ids: int64, or strings with ``string_ids`` (errors name the file and line)."""
+    return tabular.read_ids(path, fmt, 0, string_ids)
 
 
 def _check_unique(keyed: Keyed) -> Keyed:
@@ -129,7 +124,8 @@ def read_id_list(path: Path, string_ids: bool) -> tuple[np.ndarray, str]:
     """Node ids of one split: ``.npy`` integer ids or a boolean mask by id, or a table with ids in column 0."""
     if is_npy(path):
         if string_ids:
-            raise DatasetError(f"{path}: a .npy id list needs integer node ids, but the edge list's ids are strings")
+            raise DatasetError(f"{path}: a .npy id list needs integer node ids, but --string-ids reads ids as "
+                               "strings; give one id per line instead")
         input_files.npy_file_header(path)
         ids = coerce.native(load_npy(path, mmap=False), str(path))
         if ids.dtype == np.bool_:

@@ -6,14 +6,22 @@ line (tab, comma, else runs of whitespace, as in SNAP edge lists). A header
 row is detected when the first row's fields are all non-numeric while the
 second row has a numeric field, or the first row's fields are common column
 names (src, dst, source, target, id, ...); ``header=True/False`` overrides.
+
+Node ids are integers unless the caller asks for strings (``--string-ids``):
+a token that is not an integer is an error naming the file and line, never a
+silent switch to string ids (which would build a different graph). Parse
+errors name the line in the file (numpy's own messages count data rows
+differently from one error to the next), found by a second, Python pass over
+the file that runs only after numpy's parser failed.
 """
 
 from __future__ import annotations
 
+import csv
+import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-
-import warnings
 
 import numpy as np
 
@@ -87,18 +95,92 @@ def _loadtxt(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype
                           quotechar='"')
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _fields(line: str, delimiter: str | None) -> list[str]:
+    """A data line's fields as ``np.loadtxt`` splits them (quotes, trailing ``#`` comments)."""
+    line = line.split("#", 1)[0]
+    if delimiter is None:
+        return line.split()
+    return [f.strip() for f in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
+
+
+def _accepts(field: str, kind: str) -> bool:
+    if kind == "string":
+        return True
+    if kind == "integer":
+        return _INTEGER.fullmatch(field) is not None
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return "_" not in field  # Python's float() takes 1_000, numpy's parser does not
+
+
+def locate(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str) -> tuple[int, int, str] | None:
+    """The first data line where a column of ``usecols`` is missing or not ``kind`` ("integer", "number", "string").
+
+    Returns ``(line, column, field)``, 1-based, with ``field`` ``None`` when the line has too few
+    columns; ``None`` when every line is fine (numpy refused something else).
+    """
+    cols = (usecols,) if isinstance(usecols, int) else usecols
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if lineno <= fmt.skiprows or not line.strip() or line.lstrip().startswith("#"):
+                continue
+            fields = _fields(line.rstrip("\r\n"), fmt.delimiter)
+            if not fields:
+                continue
+            for col in cols:
+                if col >= len(fields):
+                    return lineno, len(fields), None
+                if not _accepts(fields[col], kind):
+                    return lineno, col + 1, fields[col]
+    return None
+
+
+def _shown(field: str) -> str:
+    return repr(field if len(field) <= 40 else field[:40] + "...")
+
+
+def _parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,
+                 exc: ValueError, hint: str = "") -> DatasetError:
+    """A one-line error naming the file, line and column, from a failed ``np.loadtxt``."""
+    found = locate(path, fmt, usecols, kind)
+    if found is None:
+        note = f" (data rows counted from 0 after {fmt.skiprows} skipped line(s))" if fmt.skiprows else ""
+        return DatasetError(f"{path}: {exc}{note}")
+    line, col, field = found
+    if field is None:
+        needed = (usecols if isinstance(usecols, int) else max(usecols)) + 1
+        return DatasetError(f"{path}, line {line}: {col} column(s), expected at least {needed}")
+    article = "an integer" if kind == "integer" else "a number"
+    return DatasetError(f"{path}, line {line}, column {col}: {what} {_shown(field)} is not {article}{hint}")
+
+
 def read_columns(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype: type | str) -> np.ndarray:
-    """Columns ``usecols`` of the table as one array (2-D for a tuple); parse errors name the file and row."""
+    """Columns ``usecols`` of the table as one array (2-D for a tuple); parse errors name the file and line."""
     try:
         return _loadtxt(path, fmt, usecols, dtype)
     except ValueError as exc:
-        note = f" (data rows counted from 0 after {fmt.skiprows} skipped line(s))" if fmt.skiprows else ""
-        raise DatasetError(f"{path}: {exc}{note}") from None
+        if np.dtype(dtype).kind == "U":  # strings parse always; what failed is the table's shape
+            raise _parse_error(path, fmt, usecols, "string", "value", exc) from None
+        kind = "integer" if np.issubdtype(np.dtype(dtype), np.integer) else "number"
+        raise _parse_error(path, fmt, usecols, kind, "value", exc) from None
 
 
-def read_ids(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int) -> np.ndarray:
-    """Node id columns: int64 when every id is an integer, else strings."""
+def read_ids(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, string_ids: bool = False) -> np.ndarray:
+    """Node id columns: int64, or strings with ``string_ids`` (every id, also numeric-looking ones).
+
+    Raises:
+        DatasetError: without ``string_ids``, a token that is not an integer, naming the file, line and
+            column (and ``--string-ids``).
+    """
+    if string_ids:
+        return read_columns(path, fmt, usecols, str)
     try:
         return _loadtxt(path, fmt, usecols, np.int64)
-    except ValueError:
-        return read_columns(path, fmt, usecols, str)
+    except ValueError as exc:
+        raise _parse_error(path, fmt, usecols, "integer", "node id", exc,
+                           hint=" (ids are integers unless you give --string-ids)") from None

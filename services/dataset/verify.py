@@ -11,12 +11,13 @@ import logging
 from pathlib import Path, PurePosixPath
 
 import numpy as np
-from tqdm import tqdm
 
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
 from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file
+from saintpipe.services.dataset.train_graph import verify_train_graph
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def verify_checksums(path: Path, manifest: Manifest, progress: bool = False) -> 
     for rel in required_files(manifest):
         if rel not in manifest.files:
             raise DatasetError(f"{path / 'manifest.json'}: lists no checksum for required file {rel}")
-    for rel, digest in tqdm(sorted(manifest.files.items()), desc="checksums", unit="file",
+    for rel, digest in ProgressBar(sorted(manifest.files.items()), desc="checksums", unit="file",
                             disable=not progress, leave=False):
         pure = PurePosixPath(rel)
         if pure.is_absolute() or ".." in pure.parts:
@@ -97,7 +98,9 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
     neighbour lists sorted without duplicates, symmetric when the manifest says
     so), finite features, labels (no absurd class ids, see
     :func:`~saintpipe.services.dataset.checks.check_labels`, and a plausible
-    ``num_classes`` in the manifest), and disjoint, labelled splits.
+    ``num_classes`` in the manifest), disjoint, labelled splits, and the
+    training graph when one is stored (``train_graph/``: exactly the graph the
+    training nodes induce, see :func:`~saintpipe.services.dataset.train_graph.verify_train_graph`).
 
     Args:
         path: the dataset directory.
@@ -122,7 +125,7 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
                           indptr_where=str(path / "indptr.npy"))
 
     verify_shard_ranges(path, manifest)
-    for k, (start, stop) in enumerate(tqdm(manifest.shards, desc="feature shards", unit="shard",
+    for k, (start, stop) in enumerate(ProgressBar(manifest.shards, desc="feature shards", unit="shard",
                                            disable=not progress, leave=False)):
         shard_path = path / shard_file(k)
         shard = load_npy(shard_path)
@@ -150,5 +153,9 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
         if splits[name].ndim != 1 or splits[name].dtype != np.int64:
             raise DatasetError(f"{split_path}: must be 1-D int64 node ids, got {splits[name].dtype} {splits[name].shape}")
     checks.check_splits(splits, labels, n, where=str(path / "split" / "{name}.npy"))
+    train_graph = verify_train_graph(path, manifest, indptr, indices, splits["train"], checksums=checksums)
+    if train_graph is not None:
+        log.info("verified the training graph (%d nodes, %d edges) at %s", train_graph.num_nodes,
+                 train_graph.num_edges, train_graph.where)
     log.info("verified dataset %s at %s", manifest.name, path)
     return manifest

@@ -178,7 +178,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
     from saintpipe.services.dataset.demo import generate_demo
     from saintpipe.services.dataset.store import open_dataset, write_dataset
     from saintpipe.services.feature_shard.client import FeatureClient
-    from tqdm import tqdm
+    from saintpipe.core.bars import ProgressBar
 
     from saintpipe.core.errors import SaintpipeError
     from saintpipe.core.rounds import round_order, summarize
@@ -226,7 +226,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
         waited: dict[str, list[float]] = {name: [] for name in paths}
         wire: dict[str, list[int]] = {name: [] for name in clients}
         shared: dict[str, list[int]] = {name: [] for name in clients}
-        for i, ids in enumerate(tqdm(id_sets, desc=f"dim {dim}", leave=False, disable=args.json)):
+        for i, ids in enumerate(ProgressBar(id_sets, desc=f"dim {dim}", leave=False, disable=args.json)):
             # Round by round, every path on the same ids, in an order that rotates so that none always goes
             # first; the first WARMUP rounds are discarded (connections, page cache, allocator).
             for name in round_order(paths, i):

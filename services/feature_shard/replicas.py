@@ -34,6 +34,7 @@ import grpc
 
 from saintpipe.core.errors import ConfigError, SaintpipeTimeout, ServiceUnavailable
 from saintpipe.core.grpc_status import error_from_rpc_error
+from saintpipe.core.report import plural
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard.security import PLAINTEXT, TOKEN_ENV, ChannelSecurity
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk
@@ -263,7 +264,7 @@ def with_failover(
                         shard.index, what, failures[-1], budget.retry_until - began)
         round_no += 1
         if retries is not None and round_no > retries:
-            _unavailable(shard, what, failures, attempts, f"{retries} retries")
+            _unavailable(shard, what, failures, attempts, plural(retries, "retry", "retries"))
         if closed():
             _unavailable(shard, what, failures, attempts, "the client was closed")
         pause = min(_BACKOFF_START * 2 ** (round_no - 1), _BACKOFF_MAX) * random.uniform(0.5, 1.0)

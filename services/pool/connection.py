@@ -24,6 +24,7 @@ from redis.retry import Retry
 
 from saintpipe.core.credentials import redis_password
 from saintpipe.core.errors import AuthenticationFailed, ConfigError, ServiceUnavailable, StateCorrupted
+from saintpipe.core.report import plural
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def call_with_reconnect(fn: Callable[[], T], *, url: str, policy: ReconnectPolic
             if elapsed + delay > policy.give_up_after:
                 raise ServiceUnavailable(
                     f"Redis at {redact_url(url)} unreachable while trying to {what}: gave up after "
-                    f"{elapsed:.1f} s and {attempt} attempts (last error: {exc}). Is the server running? "
+                    f"{elapsed:.1f} s and {plural(attempt, 'attempt')} (last error: {exc}). Is the server running? "
                     "Point saintpipe at one "
                     "with --redis-url or SAINTPIPE_REDIS_URL."
                 ) from None

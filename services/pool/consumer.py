@@ -19,6 +19,7 @@ from saintpipe.services.pool.scripts import SCRIPTS
 from saintpipe.services.pool.shared import GROUP, JobKeys, PoolEntry, log
 
 from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeError
+from saintpipe.core.report import plural
 from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 # Longest single blocking read; between reads the consumer looks for entries to reclaim.
@@ -212,7 +213,7 @@ class Consumer:
         if self._max_deliveries and deliveries > self._max_deliveries:
             # Each delivery ended without an acknowledgement: it probably crashes whoever takes it.
             self._dead.move(
-                consumer, eid, f"delivered {deliveries - 1} times without acknowledgement", deliveries - 1
+                consumer, eid, f"delivered {plural(deliveries - 1, 'time')} without acknowledgement", deliveries - 1
             )
             return None
         if fault is not None:

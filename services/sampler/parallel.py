@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, TypeVar
 
 import numpy as np
-from tqdm import tqdm
 
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import InvalidArgument
 
 log = logging.getLogger(__name__)
@@ -184,12 +184,12 @@ def run_pinned(fn: Callable[[WorkerContext], T], processes: int | None = None, *
     return [results[w] for w in range(processes)]
 
 
-def _bar(total: int | None, desc: str) -> tqdm:
-    return tqdm(total=total, desc=desc, disable=total is None, leave=False)
+def _bar(total: int | None, desc: str) -> ProgressBar:
+    return ProgressBar(total=total, desc=desc, disable=total is None, leave=False)
 
 
 class _InlineContext(WorkerContext):
-    def __init__(self, bar: tqdm) -> None:
+    def __init__(self, bar: ProgressBar) -> None:
         super().__init__(0, 1, None)
         self._bar = bar
 

@@ -100,19 +100,28 @@ class Sampler:
     nodes while each subgraph has the law of an independent draw. A call
     without a step, or with ``kappa == 1``, is an independent draw from
     ``seed`` alone (the pre-sampling's, and today's subgraphs bit for bit).
+
+    A sampler on a graph of its own ids (the training graph) is given
+    ``node_map``, the global id of each of its nodes (ascending): ``sample``,
+    ``sample_into`` and ``sample_nodes`` then return global ids (one gather of
+    the node set), while ``sample_arrays``, the pre-sampling's, keeps the
+    graph's own ids and CSR positions, which the normalization counts index.
     """
 
     kind: ClassVar[str] = ""
 
     def __init__(self, config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True, chain: int = 0) -> None:
+                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None) -> None:
         self.config = config
         self.kappa = int(config.kappa)
         self.chain = np.uint64(int(chain) & MAX_SEED)  # uint64: kernels would read a Python int as int64
         self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
         self.num_nodes = self.indptr.size - 1
         self.num_edges = self.indices.size
+        self.node_map = None if node_map is None else readonly(node_map, np.int64)
+        if self.node_map is not None and self.node_map.shape != (self.num_nodes,):
+            raise InvalidArgument(f"node_map has shape {self.node_map.shape}, the graph has {self.num_nodes} nodes")
         self.normalization = normalization
         self._train_mask = _EMPTY_U8
         if train_nodes is not None:
@@ -197,7 +206,8 @@ class Sampler:
         """
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
-        return finish_node_set(self._g2l, self._bits, self._sel, count, clip, self._state)
+        node_ids = finish_node_set(self._g2l, self._bits, self._sel, count, clip, self._state)
+        return node_ids if self.node_map is None else self.node_map[node_ids]
 
     def sample_into(self, seed: int, place: Callable[[int, int], tuple[np.ndarray, ...]], *,
                     step: int | None = None) -> Subgraph:
@@ -229,7 +239,10 @@ class Sampler:
             release_nodes(self._g2l, node_ids)
             raise
         ids, indptr, indices, weights, weights_t, loss = out
-        ids[:] = node_ids
+        if self.node_map is None:
+            ids[:] = node_ids
+        else:  # ids in range by construction: mode "clip" writes straight into ids, unbuffered
+            np.take(self.node_map, node_ids, out=ids, mode="clip")
         indptr[:] = sub_indptr
         status, bad_row = complete_subgraph(self.indptr, self._g2l, node_ids, sub_indptr, kept, tmp_eid,
                                             self._alpha, self._train_mask, self._loss_coef, indices, weights,
@@ -256,6 +269,8 @@ class Sampler:
             InvalidArgument: a bad seed or step, or a directed graph.
         """
         subgraph, _ = self.sample_arrays(seed, want_positions=False, step=step)
+        if self.node_map is not None:
+            subgraph = dataclasses.replace(subgraph, node_ids=self.node_map[subgraph.node_ids])
         if job_id or worker or sequence:
             subgraph = dataclasses.replace(subgraph, job_id=job_id, worker=worker, sequence=sequence)
         return subgraph
@@ -428,7 +443,7 @@ def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
 
 def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True, chain: int = 0) -> Sampler:
+                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None) -> Sampler:
     """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
 
     Args:
@@ -441,6 +456,8 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
         check_graph: validate the CSR (one O(E) pass); skip only for graphs checked already.
         chain: the key of this sampler's dependent chain (``kappa > 1``; one per sampler worker, see
             :func:`saintpipe.services.sampler.parallel.chain_key`); ignored with ``kappa == 1``.
+        node_map: int64 [N], ascending: the global id of each node of this graph (a training graph);
+            subgraphs then carry global ids (see :class:`Sampler`). None: the graph's ids are global.
 
     Raises:
         InvalidArgument: an invalid graph, train node id, normalization shape, or a
@@ -451,4 +468,4 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
     except (AttributeError, KeyError):
         raise InvalidArgument(f"unknown sampler config {config!r}; kinds: {', '.join(SAMPLERS)}") from None
     return cls(config, indptr, indices, normalization=normalization, train_nodes=train_nodes,
-               check_graph=check_graph, chain=chain)
+               check_graph=check_graph, chain=chain, node_map=node_map)

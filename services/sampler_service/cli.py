@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="what workers put in the pool: whole subgraphs (full), node sets that trainers induce "
                              "again from their dataset (nodes: ~100x fewer bytes), or auto (nodes when the bytes go "
                              "through Redis; default)")
+    parser.add_argument("--graph", choices=["auto", "full", "train"],
+                        help="the graph subgraphs are drawn from: full (the whole graph), train (the graph induced "
+                             "by the training nodes, GraphSAINT's inductive protocol; built once and stored with the "
+                             "dataset) or auto (the dataset's own choice: train for a GraphSAINT import; default)")
     parser.add_argument("--norm-subgraphs", type=integer(0, 10_000_000),
                         help="subgraphs pre-sampled for the normalization estimate (default: each training node "
                              "drawn about 100 times; 0: no normalization, plain mean aggregation)")
@@ -80,6 +84,7 @@ def _serve(args: argparse.Namespace) -> int:
     import time
 
     from saintpipe.core.config import load_config
+    from saintpipe.core.report import plural
     from saintpipe.services.pool.connection import redact_url
     from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
     from saintpipe.services.sampler_service.service import SamplerService
@@ -89,6 +94,7 @@ def _serve(args: argparse.Namespace) -> int:
         "data": args.data, "workers": args.workers, "seed": args.seed, "ray_address": args.ray_address,
         "metrics_port": args.metrics_port, "metrics_host": args.metrics_host,
         "norm_subgraphs": args.norm_subgraphs, "normalization": args.normalization, "sampler": sampler_flags(args),
+        "graph": args.graph,
         "pool": {k: v for k, v in pool.items() if v is not None} or None,
     }
     config = load_config(SamplerServiceConfig, args.config, flags, section=SECTION)
@@ -99,7 +105,7 @@ def _serve(args: argparse.Namespace) -> int:
         service.start()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        print(f"sampler service running: {len(service.worker_info())} workers, job {config.job!r}, "
+        print(f"sampler service running: {plural(len(service.worker_info()), 'worker')}, job {config.job!r}, "
               f"redis {redact_url(service.redis_url)}, metrics {service.metrics_url or 'off'}", flush=True)
         last_log = time.monotonic()
         while not stop.wait(1.0):

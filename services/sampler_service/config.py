@@ -24,6 +24,12 @@ class SamplerServiceConfig(StrictModel):
                                                      "derived from (seed, w, s)")
     sampler: SamplerConfig = Field(default_factory=RandomWalkConfig,
                                    description="sampler kind and parameters (docs/sampler.md)")
+    graph: Literal["auto", "full", "train"] = Field(
+        "auto", description="the graph subgraphs are drawn from: full = the whole graph (transductive: the split "
+                            "only sets loss weights); train = the graph induced by the training nodes (inductive, "
+                            "GraphSAINT's protocol: validation and test nodes never appear in training; built once "
+                            "and stored with the dataset); auto = the dataset manifest's sample_graph (train for "
+                            "a GraphSAINT-format import, else full)")
     pool: PoolConfig = Field(default_factory=PoolConfig,
                              description="the job's pool (url none: SAINTPIPE_REDIS_URL, else a private redis-server)")
     ray_address: str | None = Field(
@@ -75,6 +81,10 @@ class SamplerServiceConfig(StrictModel):
         if self.normalization == "auto":
             return "exact" if self.sampler.kind in EXACT_KINDS else "online"
         return self.normalization
+
+    def sample_graph(self, manifest_graph: str) -> str:
+        """``full`` or ``train``: ``graph`` with ``auto`` resolved by the dataset manifest's ``sample_graph``."""
+        return manifest_graph if self.graph == "auto" else self.graph
 
     @property
     def job(self) -> str:

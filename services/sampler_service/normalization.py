@@ -22,6 +22,10 @@ dataset, sampler configuration and estimator in the dataset's format
 where trainers that induce node sets read it, and a later job with the same
 settings reuses it. Online coefficients change while the job runs and are not
 stored.
+
+On the training graph (``[samplers] graph = "train"``) everything here runs on
+that graph's own ids and CSR positions, and is stored apart from the full
+graph's (:func:`~saintpipe.services.dataset.norm_files.store_key`).
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import ray
-from tqdm import tqdm
 
+from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import SaintpipeError, WorkerFailed
-from saintpipe.services.dataset.normalization import load_stored, norm_dir, store_normalization
+from saintpipe.core.report import plural
+from saintpipe.services.dataset.normalization import graph_norm_dir, load_stored, store_normalization
+from saintpipe.services.dataset.sample_graph import SampleGraph, as_sample_graph
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
 from saintpipe.services.sampler_service.seeds import split_range
@@ -46,12 +52,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers: Sequence["SamplerWorker"],
-                         num_subgraphs: int, seed: int, *, method: str = "reference",
-                         strength: float | None = None) -> tuple[Normalization | None, bool]:
-    """The normalization for this dataset, sampler config and estimator: stored, or made (and stored).
+def ensure_normalization(dataset: "Dataset | SampleGraph", config: SamplerConfigModel,
+                         workers: Sequence["SamplerWorker"], num_subgraphs: int, seed: int, *,
+                         method: str = "reference", strength: float | None = None
+                         ) -> tuple[Normalization | None, bool]:
+    """The normalization for this graph, sampler config and estimator: stored, or made (and stored).
 
     Args:
+        dataset: the graph the workers sample (:class:`SampleGraph`), or an opened dataset (its full graph).
         method: ``exact``, ``online``, ``smoothed``, ``reference`` or ``none`` (see the module docstring).
         num_subgraphs, seed: the pre-sampling's (smoothed and reference); online: the subgraphs each worker
             counts before its coefficients stay as they are.
@@ -73,48 +81,50 @@ def ensure_normalization(dataset: "Dataset", config: SamplerConfigModel, workers
     presampled = method in ("smoothed", "reference")
     if method == "none" or (presampled and num_subgraphs == 0):
         return None, False
-    train = dataset.splits["train"]
+    graph = as_sample_graph(dataset)
+    train = graph.train_nodes
     key = config_key(config)
     if method == "online":
         # Each worker counts as many subgraphs as the pre-pass would draw, then keeps its coefficients.
-        loss, alpha = closed_form_coefficients(dataset.indptr, dataset.indices, config, train)
+        loss, alpha = closed_form_coefficients(graph.indptr, graph.indices, config, train)
         log.info("online normalization: training starts on the prior of the %s sampler; each worker refines it "
                  "from its first %d subgraphs", config.kind, num_subgraphs)
         return Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
                              config_key=key, method="online", strength=strength), False
     if not presampled:
         num_subgraphs, seed = 0, 0
-    stored = load_stored(dataset, config, num_subgraphs, seed, method=method)
+    stored = load_stored(graph, config, num_subgraphs, seed, method=method)
     if stored is not None and (method != "smoothed" or stored.strength == strength):
-        log.info("reusing the normalization stored in %s", norm_dir(dataset.path, config, method))
+        log.info("reusing the normalization stored in %s", graph_norm_dir(graph, config, method))
         return stored, True
     if method == "exact":
-        loss, alpha = closed_form_coefficients(dataset.indptr, dataset.indices, config, train)
+        loss, alpha = closed_form_coefficients(graph.indptr, graph.indices, config, train)
     else:
-        node_counts, edge_counts = _presample_counts(dataset, config, workers, num_subgraphs, seed)
+        node_counts, edge_counts = _presample_counts(graph, config, workers, num_subgraphs, seed)
         if method == "reference":
-            loss, alpha = coefficients_from_counts(np.asarray(dataset.indptr), node_counts, edge_counts,
+            loss, alpha = coefficients_from_counts(np.asarray(graph.indptr), node_counts, edge_counts,
                                                    num_subgraphs, train)
         else:
-            prior_p, prior_alpha = inclusion_probabilities(config, dataset.indptr, dataset.indices)
-            loss, alpha = smoothed_coefficients(dataset.indptr, node_counts, edge_counts, num_subgraphs, prior_p,
+            prior_p, prior_alpha = inclusion_probabilities(config, graph.indptr, graph.indices)
+            loss, alpha = smoothed_coefficients(graph.indptr, node_counts, edge_counts, num_subgraphs, prior_p,
                                                 prior_alpha, train_nodes=train, strength=strength)
     norm = Normalization(loss_coefficients=loss, aggregator_coefficients=alpha, num_subgraphs=num_subgraphs,
                          config_key=key, seed=seed, method=method,
                          strength=strength if method == "smoothed" else 0.0)
-    store_normalization(dataset, config, norm)
+    store_normalization(graph, config, norm)
     return norm, False
 
 
-def _presample_counts(dataset: "Dataset", config: SamplerConfigModel, workers: Sequence["SamplerWorker"],
+def _presample_counts(graph: SampleGraph, config: SamplerConfigModel, workers: Sequence["SamplerWorker"],
                       num_subgraphs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """``(C(v), C(u, v))`` of ``num_subgraphs`` pre-sampled subgraphs, drawn by the workers in shares."""
     shares = [(w, a, b) for w, (a, b) in zip(workers, split_range(num_subgraphs, len(workers))) if b > a]
     refs = {w.presample_async(a, b, seed): b - a for w, a, b in shares}
-    node_counts = np.zeros(dataset.num_nodes, dtype=np.int64)
-    edge_counts = np.zeros(dataset.num_edges, dtype=np.int64)
+    node_counts = np.zeros(graph.num_nodes, dtype=np.int64)
+    edge_counts = np.zeros(graph.num_edges, dtype=np.int64)
     pending = list(refs)
-    with tqdm(total=num_subgraphs, desc=f"pre-sampling {config.kind} on {len(shares)} workers", leave=False) as bar:
+    with ProgressBar(total=num_subgraphs, desc=f"pre-sampling {config.kind} on {plural(len(shares), 'worker')}",
+                     leave=False) as bar:
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             try:

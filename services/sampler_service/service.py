@@ -21,6 +21,7 @@ import ray
 
 from saintpipe.core.credentials import check_ray_token, redis_url_with_password
 from saintpipe.core.errors import ConfigError, InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
+from saintpipe.core.report import plural
 from saintpipe.services.pool.connection import redact_url
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.services.sampler_service.counters import WorkerCounters
@@ -77,6 +78,7 @@ class SamplerService:
         self.config = config
         self.redis_url: str | None = config.pool.url
         self.normalization_reused: bool | None = None
+        self.graph: str | None = None  # the graph sampled ("full" or "train"), known once started
         self._lock = threading.RLock()
         self._slots: dict[int, WorkerSlot] = {}
         self._removed: dict[int, WorkerSlot] = {}
@@ -103,29 +105,37 @@ class SamplerService:
         n = self.config.workers if workers is None else workers
         if n < 1:
             raise InvalidArgument(f"workers must be >= 1, got {n}")
+        from saintpipe.services.dataset.sample_graph import open_sample_graph
         from saintpipe.services.dataset.store import open_dataset
         from saintpipe.services.sampler_service.normalization import ensure_normalization
 
         dataset = open_dataset(self.config.data)  # fail here, naming the path, not inside N actors
+        # The training graph is opened (its checksums checked) or built and stored here, once, not in N actors.
+        graph = open_sample_graph(dataset, self.config.graph)
+        self.graph = graph.kind
         try:
             self._connect_ray()
             self._connect_redis()
             pool = self.config.pool.model_copy(update={"url": self.redis_url})
+            # A training graph that could not be stored goes to the workers through the object store.
+            in_memory = (ray.put((graph.indptr, graph.indices, graph.nodes))
+                         if graph.kind == "train" and not graph.stored else None)
             self._spec = WorkerSpec(data=str(Path(self.config.data).resolve()), job_seed=self.config.seed,
                                     sampler=self.config.sampler.model_dump(mode="json"),
-                                    pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s)
+                                    pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s,
+                                    graph=graph.kind, train_graph=in_memory)
             with self._lock:
                 self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
             self._warn_if_oversubscribed(n)
             norm, self.normalization_reused = ensure_normalization(
-                dataset, self.config.sampler, [s.worker for s in self._slots.values()],
+                graph, self.config.sampler, [s.worker for s in self._slots.values()],
                 self.config.presamples(int(dataset.splits["train"].size)),
                 self.config.norm_seed, method=self.config.normalization_method(),
                 strength=self.config.norm_strength)
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
-            self._wire = self._wire_fallback(dataset, norm)
+            self._wire = self._wire_fallback(graph, norm)
             with self._lock:
                 for slot in self._slots.values():
                     slot.run_ref = slot.worker.run_async(self._norm_ref, self._wire)
@@ -137,7 +147,7 @@ class SamplerService:
             raise
         self._monitor = threading.Thread(target=self._monitor_loop, name="sampler-supervisor", daemon=True)
         self._monitor.start()
-        log.info("sampler service: %d workers filling pool %r at %s", n, self.config.job,
+        log.info("sampler service: %s filling pool %r at %s", plural(n, "worker"), self.config.job,
                  redact_url(self.redis_url))
 
     def stop(self) -> None:
@@ -268,15 +278,18 @@ class SamplerService:
         self.redis_url = redis_url_with_password(self.redis_url)
         self._pool = SubgraphPool.from_config(self.config.pool, url=self.redis_url)
 
-    def _wire_fallback(self, dataset, norm) -> str | None:
-        """``"full"`` when node sets could not be induced by trainers (the normalization is not stored with
-        the dataset, which they read it from) and the pool's wire is ``auto``; else None (the config's wire).
+    def _wire_fallback(self, graph, norm) -> str | None:
+        """``"full"`` when node sets could not be induced by trainers (the normalization, or the training graph
+        it indexes, is not stored with the dataset, which they read them from) and the pool's wire is ``auto``;
+        else None (the config's wire).
 
         Raises:
-            ConfigError: the wire is ``nodes`` and the normalization could not be stored.
+            ConfigError: the wire is ``nodes`` and the normalization or the training graph could not be stored.
         """
-        from saintpipe.services.dataset.normalization import load_stored, norm_dir
+        from saintpipe.services.dataset.normalization import graph_norm_dir, load_stored
+        from saintpipe.services.dataset.sample_graph import as_sample_graph
 
+        graph = as_sample_graph(graph)  # a SampleGraph, or a dataset (its full graph)
         if self.config.pool.wire == "full" or norm is None:
             return None
         if self.config.pool.wire == "auto" and self._pool is not None and self._pool.wire != "nodes":
@@ -289,22 +302,25 @@ class SamplerService:
                                   "or reference, or pool wire to 'full'")
             log.info("online normalization: the workers send whole subgraphs (pool wire 'full')")
             return "full"
-        if load_stored(dataset, self.config.sampler, norm.num_subgraphs, norm.seed, method=norm.method) is not None:
+        if not graph.stored:  # the training graph, kept in memory: the coefficients index it
+            what, where = "training graph", graph.path / "train_graph"
+        elif load_stored(graph, self.config.sampler, norm.num_subgraphs, norm.seed, method=norm.method) is not None:
             return None
-        where = norm_dir(dataset.path, self.config.sampler, norm.method)
+        else:
+            what, where = "normalization", graph_norm_dir(graph, self.config.sampler, norm.method)
         if self.config.pool.wire == "nodes":
-            raise ConfigError(f"pool wire 'nodes': the normalization could not be stored in {where} (a read-only "
+            raise ConfigError(f"pool wire 'nodes': the {what} could not be stored in {where} (a read-only "
                               "dataset directory?), where trainers read it to induce node sets; make it writable "
                               "or set pool wire to 'full'")
-        log.warning("the normalization could not be stored in %s, where trainers would read it to induce node "
-                    "sets: the workers send whole subgraphs (pool wire 'full')", where)
+        log.warning("the %s could not be stored in %s, where trainers would read it to induce node "
+                    "sets: the workers send whole subgraphs (pool wire 'full')", what, where)
         return "full"
 
     def _warn_if_oversubscribed(self, n: int) -> None:
         cpus = ray.cluster_resources().get("CPU", 0)
         if n * self.config.num_cpus_per_worker > cpus:
-            log.warning("sampler service: %d workers need %g CPUs but the Ray cluster has %g; the extra workers "
-                        "wait for a CPU", n, n * self.config.num_cpus_per_worker, cpus)
+            log.warning("sampler service: %g CPUs wanted for %s but the Ray cluster has %g; the extra workers "
+                        "wait for a CPU", n * self.config.num_cpus_per_worker, plural(n, "worker"), cpus)
 
     def _stop_slots(self, slots: list[WorkerSlot]) -> None:
         live = [s for s in slots if s.worker is not None]

@@ -3,6 +3,8 @@
 Callers use :class:`SamplerWorker`, a thin facade; the actor class itself is
 private (the pattern of ``ray.util.queue``). The actor memory-maps the
 dataset's topology (so N workers on a host share one copy in the page cache),
+or its training graph (``[samplers] graph = "train"``: stored with the dataset,
+or, where it could not be stored, one copy in Ray's object store per node),
 builds its sampler once, then produces (:mod:`production`): reserve a sequence
 number, draw the subgraph with that number's seed, stamp it with (job,
 worker, sequence, seed), push it to the pool (waiting while the pool is
@@ -36,6 +38,10 @@ class WorkerSpec:
     sampler: dict[str, Any]
     pool: dict[str, Any]
     push_poll_s: float
+    graph: str = "full"  # the graph sampled: "full" or "train" (resolved, never "auto")
+    # "train" kept in memory (the dataset directory is read-only): an object-store reference to
+    # (indptr, indices, nodes); None: the training graph is stored with the dataset.
+    train_graph: Any = None
 
 
 @dataclass(frozen=True)
@@ -52,39 +58,66 @@ class WorkerInfo:
     next_sequence: int
 
 
-def build_sampler(config, dataset, normalization=None, chain: int = 0):
-    """The configured sampler over the dataset's memory-mapped topology (no copy of the graph).
+def build_sampler(config, graph, normalization=None, chain: int = 0):
+    """The configured sampler over the graph's memory-mapped topology (no copy of the graph).
 
+    ``graph``: a :class:`~saintpipe.services.dataset.sample_graph.SampleGraph`, or an opened dataset (its full
+    graph). On the training graph the sampler maps its node sets to global ids.
     ``chain``: the worker's dependent chain (``kappa > 1``, :func:`~saintpipe.services.sampler.parallel.chain_key`).
     """
+    from saintpipe.services.dataset.sample_graph import as_sample_graph
     from saintpipe.services.sampler.sampler import make_sampler
 
-    # The dataset store validated the CSR when it wrote it; an O(E) re-check per worker start buys nothing.
-    return make_sampler(config, dataset.indptr, dataset.indices, normalization=normalization,
-                        train_nodes=dataset.splits["train"], check_graph=False, chain=chain)
+    graph = as_sample_graph(graph)
+    # The dataset store validated the CSR when it wrote it (the training graph's is derived from it, or checked
+    # against its checksums); an O(E) re-check per worker start buys nothing.
+    return make_sampler(config, graph.indptr, graph.indices, normalization=normalization,
+                        train_nodes=graph.train_nodes, check_graph=False, chain=chain, node_map=graph.nodes)
 
 
-def induction_for(dataset, normalization=None):
-    """What a trainer needs to induce this worker's node sets again (pool wire ``nodes``): the graph's size,
-    the normalization's key and settings, the training split's digest (``build_sampler`` restricts the loss
-    weights to it)."""
+def induction_for(graph, normalization=None):
+    """What a trainer needs to induce this worker's node sets again (pool wire ``nodes``): the dataset graph's
+    size (which the ids index), the normalization's key and settings (its key names the training graph when
+    it was made there), the training split's digest (``build_sampler`` restricts the loss weights to it)."""
     from saintpipe.core.subgraph import Induction
-    from saintpipe.services.dataset.norm_files import store_key, train_digest
+    from saintpipe.services.dataset.norm_files import store_key
+    from saintpipe.services.dataset.sample_graph import as_sample_graph
 
+    graph = as_sample_graph(graph)
     return Induction(
-        graph_nodes=int(dataset.num_nodes), graph_edges=int(dataset.num_edges),
-        normalization=store_key(normalization.config_key, normalization.method) if normalization is not None else "",
+        graph_nodes=graph.dataset_nodes, graph_edges=graph.dataset_edges,
+        normalization=(store_key(normalization.config_key, normalization.method, graph.kind)
+                       if normalization is not None else ""),
         norm_subgraphs=int(normalization.num_subgraphs) if normalization is not None else 0,
         norm_seed=int(normalization.seed) if normalization is not None else 0,
-        train_nodes=train_digest(dataset.splits["train"]),
+        train_nodes=graph.train_digest,
     )
+
+
+def open_worker_graph(spec: WorkerSpec):
+    """The :class:`~saintpipe.services.dataset.sample_graph.SampleGraph` a worker samples, memory-mapped."""
+    from saintpipe.core.errors import DatasetError
+    from saintpipe.services.dataset.sample_graph import full_graph, training_graph
+    from saintpipe.services.dataset.store import open_dataset
+    from saintpipe.services.dataset.train_graph import TrainGraph, load_train_graph
+
+    dataset = open_dataset(spec.data)  # memory maps: workers on a host share the page cache
+    if spec.graph == "full":
+        return full_graph(dataset)
+    if spec.train_graph is not None:
+        indptr, indices, nodes = ray.get(spec.train_graph)  # zero-copy views of the node's object store
+        return training_graph(dataset, TrainGraph(indptr=indptr, indices=indices, nodes=nodes))
+    # The supervisor checked its checksums just before starting the workers.
+    stored = load_train_graph(dataset.path, dataset.manifest, checksums=False)
+    if stored is None:
+        raise DatasetError(f"{dataset.path}: holds no training graph (train_graph/), which the supervisor stored")
+    return training_graph(dataset, stored)
 
 
 class _SamplerWorkerActor:
     """The actor behind :class:`SamplerWorker`. Threaded: ``run`` loops while other calls read counters."""
 
     def __init__(self, index: int, spec: WorkerSpec) -> None:
-        from saintpipe.services.dataset.store import open_dataset
         from saintpipe.services.pool.config import PoolConfig
         from saintpipe.services.sampler.config import parse_sampler_config
         from saintpipe.services.sampler_service.pinning import pin_to_core
@@ -99,7 +132,7 @@ class _SamplerWorkerActor:
         self._producer = None
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
-        self._dataset = open_dataset(spec.data)  # memory maps: workers on a host share the page cache
+        self._graph = open_worker_graph(spec)
         self._pool = None
         self._cursor = None
 
@@ -139,7 +172,7 @@ class _SamplerWorkerActor:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
         from saintpipe.services.sampler.normalization import count_presamples
 
-        return count_presamples(build_sampler(self._config, self._dataset, None), start, stop, norm_seed)
+        return count_presamples(build_sampler(self._config, self._graph, None), start, stop, norm_seed)
 
     def run(self, normalization=None, wire: str | None = None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call.
@@ -154,13 +187,13 @@ class _SamplerWorkerActor:
         if self._producer is None:  # once per incarnation (the sampler's tables are built here)
             from saintpipe.services.sampler.parallel import chain_key
 
-            sampler = build_sampler(self._config, self._dataset, normalization,
+            sampler = build_sampler(self._config, self._graph, normalization,
                                     chain=chain_key(self._spec.job_seed, self._index))
             nodes = (wire or self._pool.wire) == "nodes"
             self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
                                       worker=self._index, job_seed=self._spec.job_seed,
                                       push_poll_s=self._spec.push_poll_s,
-                                      induction=induction_for(self._dataset, normalization) if nodes else None)
+                                      induction=induction_for(self._graph, normalization) if nodes else None)
         log.info("sampler worker %d (pid %d) producing on core %d from sequence %d (%s)", self._index, os.getpid(),
                  self._core, self._cursor.peek(), "node sets" if self._producer.sends_nodes else "whole subgraphs")
         return self._producer.run(self._stop)

@@ -1,14 +1,23 @@
-"""A real Prometheus server for tests: Debian's ``prometheus`` binary on a free loopback port."""
+"""A real Prometheus server for tests: Debian's ``prometheus`` binary on a free loopback port.
+
+The binaries (``prometheus``, ``promtool``) are taken from PATH, else from the
+tools folder that ./scripts/tools.sh (run by the README's test command) fills
+without root: Debian's prometheus package unpacked into
+``$SAINTPIPE_TOOLS_DIR/prometheus`` (default ``$XDG_CACHE_HOME/saintpipe/tools``,
+i.e. ``~/.cache/saintpipe/tools``). Without either, the tests skip and say why and what to run.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -17,13 +26,52 @@ ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = sorted((ROOT / "deploy" / "grafana" / "dashboards").glob("*.json"))
 
 
+TOOLS_DIR_ENV = "SAINTPIPE_TOOLS_DIR"
+
+
+def tools_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where ./scripts/tools.sh puts the tools it fetches (the same rule as the script's)."""
+    if environ.get(TOOLS_DIR_ENV):
+        return Path(environ[TOOLS_DIR_ENV])
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "saintpipe" / "tools"
+
+
+def find_prometheus_tool(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """``prometheus`` or ``promtool``: on PATH, else unpacked by ./scripts/tools.sh; None when neither."""
+    found = shutil.which(name, path=environ.get("PATH"))
+    if found:
+        return found
+    cached = tools_dir(environ) / "prometheus" / "usr" / "bin" / name
+    return str(cached) if os.access(cached, os.X_OK) else None
+
+
+def missing_reason(name: str, environ: Mapping[str, str] = os.environ) -> str:
+    """One line: why ``name`` is missing (as ./scripts/tools.sh found it) and what to run."""
+    where = tools_dir(environ)
+    why = ""
+    try:
+        why = next((line for line in (where / "missing.txt").read_text().splitlines() if "prometheus" in line), "")
+    except OSError:
+        pass
+    return (f"{name} not found on PATH nor in {where / 'prometheus/usr/bin'}: "
+            + (f"./scripts/tools.sh said: {why}" if why else
+               "run ./scripts/tools.sh prometheus (Debian/Ubuntu: it fetches Debian's prometheus package with apt-get "
+               "download and dpkg-deb -x, no root needed); elsewhere put Prometheus 2.x's prometheus and "
+               "promtool on PATH (https://prometheus.io/download/)"))
+
+
+def prometheus_tool(name: str) -> str:
+    """The path of ``prometheus`` or ``promtool``, or a skip that says why it is missing and how to get it."""
+    path = find_prometheus_tool(name)
+    if path is None:
+        pytest.skip(missing_reason(name))
+    return path
+
+
 def prometheus_binary() -> str:
     """The prometheus binary, or a skip that says how to get it."""
-    path = shutil.which("prometheus")
-    if path is None:
-        pytest.skip("prometheus not found on PATH: install Debian's `prometheus` package "
-                    "(apt-get install prometheus; scripts/tools.sh does this)")
-    return path
+    return prometheus_tool("prometheus")
 
 
 def dashboard_queries() -> list[tuple[str, str]]:

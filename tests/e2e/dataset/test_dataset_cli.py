@@ -46,7 +46,7 @@ def test_import_edgelist_and_arrays(cli, tmp_path):
     (tmp_path / "labels.csv").write_text("id,label\nx,0\ny,1\nz,0\nw,1\n")
     out = tmp_path / "el"
     cli("data", "import", "edgelist", str(tmp_path / "g.tsv"), "--labels", str(tmp_path / "labels.csv"),
-        "--out", str(out), "--name", "tiny-tsv")
+        "--string-ids", "--out", str(out), "--name", "tiny-tsv")
     assert np.load(out / "node_ids.npy").tolist() == ["w", "x", "y", "z"]
     assert "OK (4 nodes, 6 directed edges" in cli("data", "verify", str(out)).stdout
     assert "tiny-tsv" in cli("data", "info", str(out)).stdout

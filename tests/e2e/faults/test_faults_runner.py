@@ -73,7 +73,7 @@ def test_a_component_past_its_budget_ends_the_run_with_one_line_and_resume_goes_
     assert_completed_like(again, undisturbed, resumed)
     assert re.search(r"^trainers resumed from step [1-9]\d* .* of the checkpoint in ", resumed.stdout, re.M), \
         resumed.output()
-    assert again["checkpoint_dir"] == checkpoint
+    assert again["run_dir"] == checkpoint and again["checkpoint_dir"] == f"{checkpoint}/checkpoints"  # the run's own
     assert len(again["step_losses"]) == again["steps"]  # the checkpoint carried the steps before the resume
 
 

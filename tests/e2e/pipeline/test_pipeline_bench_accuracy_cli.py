@@ -59,3 +59,30 @@ def test_bench_accuracy_refuses_exact_normalization_for_random_walk(cli):
 def test_bench_accuracy_names_a_missing_dataset(cli):
     proc = cli("bench", "accuracy", "--datasets", "nope", check=False)
     assert proc.returncode == 2 and "nope.npz not found" in proc.stderr
+
+
+def test_bench_accuracy_reports_both_protocols_on_one_dataset(cli):
+    proc = cli(
+        "bench", "accuracy", "--datasets", "cora", "--samplers", "node,random_walk", "--graph", "full,train",
+        "--seeds", "1", "--epochs", "2", "--full-epochs", "3", "--roots", "60", "--node-budget", "150",
+        "--norm-subgraphs", "10", "--json",
+    )
+    report = json.loads(proc.stdout)
+    rows = {(r["training"], r["graph"]): r for r in report["rows"]}
+    assert set(rows) == {("full-batch", ""), ("node", "full"), ("random_walk", "full"), ("node", "train"),
+                         ("random_walk", "train")}
+    assert report["params"]["graphs"] == ["full", "train"]
+    for kind in ("node", "random_walk"):
+        # From the training graph every subgraph node is a training node; from the full graph most are not.
+        assert rows[kind, "train"]["subgraph_nodes"] == rows[kind, "train"]["subgraph_train_nodes"] > 0
+        assert rows[kind, "full"]["subgraph_nodes"] > rows[kind, "full"]["subgraph_train_nodes"]
+    summary = report["summary"]
+    assert summary["cora_node"] == rows["node", "full"]["test_mean"]
+    assert summary["cora_node_train_graph"] == rows["node", "train"]["test_mean"]
+    assert summary["cora_random_walk_train_graph_minus_full_points"] == pytest.approx(
+        100 * (rows["random_walk", "train"]["test_mean"] - rows["full-batch", ""]["test_mean"]))
+
+
+def test_bench_accuracy_names_an_unknown_graph(cli):
+    proc = cli("bench", "accuracy", "--graph", "full,inductive", check=False)
+    assert proc.returncode == 2 and "--graph 'full,inductive'" in proc.stderr

@@ -5,13 +5,13 @@ hostnames need not resolve for that). Then a real Prometheus server, on a free
 loopback port with a tiny config, evaluates every query of every dashboard
 panel through its HTTP API: each must come back "success" (with no pipeline
 running the data is empty; the whole-pipeline test checks that data arrives).
-Debian's `prometheus` package provides both binaries (scripts/tools.sh, run by the README's test command, installs it).
+Debian's `prometheus` package provides both binaries (scripts/tools.sh, run by the README's test command, fetches it
+without root).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -21,17 +21,14 @@ from pathlib import Path
 
 import pytest
 from tests.support.cli import free_port
+from tests.support.prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[3]
 DASHBOARDS = sorted((ROOT / "deploy" / "grafana" / "dashboards").glob("*.json"))
 
 
 def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} not found on PATH: install Debian's `prometheus` package "
-                    "(apt-get install prometheus; scripts/tools.sh does this)")
-    return path
+    return prometheus_tool(name)  # PATH, else what ./scripts/tools.sh fetched; a skip saying why otherwise
 
 
 def _get(url: str, timeout: float = 5.0) -> tuple[int, dict]:

@@ -50,3 +50,22 @@ def test_demo_dataset_is_learned_well_above_chance():
         sampling=SamplingSetup(roots=200, walk_length=2, norm_subgraphs=300),
     )
     assert result["test"] > 0.6  # 8 classes: chance is 0.125; features alone are noisy, the graph decides
+
+
+def test_the_inductive_protocol_trains_on_training_nodes_only_and_still_learns_the_demo():
+    from saintpipe.pipeline.accuracy import sampled_graph, subgraph_sizes
+    from saintpipe.services.dataset.demo import generate_demo
+
+    demo = generate_demo(num_nodes=2000, num_classes=8)
+    graph = EvalGraph.from_arrays(demo["indptr"], demo["indices"], demo["features"], demo["labels"], demo["splits"])
+    train = sampled_graph(graph, "train")
+    assert train.node_map.tolist() == sorted(demo["splits"]["train"].tolist())
+    assert (train.degrees[train.node_map] == train.indptr[1:] - train.indptr[:-1]).all()
+    sampling = SamplingSetup(roots=200, walk_length=2, norm_subgraphs=300)
+    sizes = subgraph_sizes(graph, "random_walk", sampling, sampled=train)
+    assert sizes["nodes"] == sizes["train_nodes"] > 0  # no validation or test node in any subgraph
+    full = subgraph_sizes(graph, "random_walk", sampling)
+    assert full["nodes"] > full["train_nodes"]
+    model = ModelConfig(arch="sage", hidden=[32, 32], dropout=0.2, lr=0.01)
+    result = train_subgraphs(graph, model, epochs=12, seed=0, kind="random_walk", sampling=sampling, sampled=train)
+    assert result["test"] > 0.6  # evaluated on the full graph, never seen in training

@@ -107,7 +107,7 @@ def test_a_recovered_entry_past_max_deliveries_is_dead_lettered(redis_server):
     assert pool.recover("trainer") == 1
     assert pool.get("trainer", timeout=0.2) is None
     (letter,) = pool.dead_letters()
-    assert letter.reason == "delivered 1 times without acknowledgement"
+    assert letter.reason == "delivered 1 time without acknowledgement"
     s = pool.stats()
     assert (s.dead_lettered, s.redelivered) == (1, 0)
     assert_balanced(pool)

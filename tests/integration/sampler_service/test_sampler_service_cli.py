@@ -44,7 +44,7 @@ def test_cli_serves_until_sigterm(svc_dataset, redis_server_session, wait, scrap
             proc.communicate()
         SubgraphPool(redis_server_session.url, "cli-job").delete_job()
     assert proc.returncode == 0, out
-    assert "sampler service running: 1 workers" in out
+    assert "sampler service running: 1 worker," in out
     assert out.rstrip().endswith("sampler service stopped"), out[-2000:]
     assert "Traceback" not in out
 

@@ -278,7 +278,7 @@ def test_edgelist_labels_table_with_2_pow_40_and_negative_seed(tmp_path):
     labels.write_text(f"a,0\nb,{BIG_LABEL}\nc,1\n")
     with pytest.raises(DatasetError, match=r"labels.csv: label 1,099,511,627,776 at node 1 implies "
                                            r"1,099,511,627,777 classes; at most 100,000 are allowed"):
-        import_edgelist(edges, labels=labels)
+        import_edgelist(edges, labels=labels, string_ids=True)
     with pytest.raises(InvalidArgument, match="--seed must be at least 0, got -1"):
         import_edgelist(edges, seed=-1)
 

@@ -34,9 +34,30 @@ def test_integer_ids_are_remapped_and_kept(tmp_path):
 
 def test_string_ids_whitespace_with_comments_and_no_header(tmp_path):
     edges = _write(tmp_path / "g.txt", "# a SNAP-style file\nalice bob\n# more\nbob   carol\ncarol dave\n")
-    data = import_edgelist(edges)
+    data = import_edgelist(edges, string_ids=True)
     assert data["extra"]["node_ids.npy"].tolist() == ["alice", "bob", "carol", "dave"]
     assert _edges(data) == {frozenset(p) for p in [("alice", "bob"), ("bob", "carol"), ("carol", "dave")]}
+    assert "(string ids)" in data["source"]
+
+
+def test_non_integer_token_is_an_error_naming_file_and_line(tmp_path):
+    # Before issue 22 this file was taken as string ids: "7" and "07" would have been two nodes.
+    edges = _write(tmp_path / "g.csv", "src,dst\n# comment\n1,2\n\n2,07\n3,x4\n")
+    with pytest.raises(DatasetError) as err:
+        import_edgelist(edges)
+    assert str(err.value) == (f"{edges}, line 6, column 2: node id 'x4' is not an integer "
+                              "(ids are integers unless you give --string-ids)")
+    _write(edges, "1,2\n2,3.5\n")
+    with pytest.raises(DatasetError, match=r"g.csv, line 2, column 2: node id '3.5' is not an integer"):
+        import_edgelist(edges)
+
+
+def test_string_ids_keep_numeric_looking_tokens_apart(tmp_path):
+    edges = _write(tmp_path / "g.csv", "7,07\n07,x\n")
+    data = import_edgelist(edges, string_ids=True)
+    assert data["extra"]["node_ids.npy"].tolist() == ["07", "7", "x"]
+    assert _edges(data) == {frozenset(("7", "07")), frozenset(("07", "x"))}
+    assert import_edgelist(_write(tmp_path / "n.csv", "7,07\n"))["extra"]["node_ids.npy"].tolist() == [7]
 
 
 def test_tsv_with_keyed_side_tables_round_trip(tmp_path):
@@ -45,7 +66,7 @@ def test_tsv_with_keyed_side_tables_round_trip(tmp_path):
     feats = _write(tmp_path / "x.csv", "id,f0,f1\nd,4,40\nb,2,20\na,1,10\ne,5,50\nc,3,30\n")
     labels = _write(tmp_path / "y.csv", "id,label\na,cat\nb,dog\nc,cat\nd,dog\n")
     split = _write(tmp_path / "s.csv", "id,split\na,train\nb,train\nc,val\nd,test\ne,none\n")
-    data = import_edgelist(edges, features=feats, labels=labels, split=split)
+    data = import_edgelist(edges, features=feats, labels=labels, split=split, string_ids=True)
     assert data["extra"]["node_ids.npy"].tolist() == ["a", "b", "c", "d", "e"]
     assert data["features"][:, 0].tolist() == [1, 2, 3, 4, 5]
     assert data["extra"]["label_names.npy"].tolist() == ["cat", "dog"]
@@ -92,12 +113,14 @@ def test_multilabel_table(tmp_path):
 BAD = {
     "missing edge file": (dict(), "edges.csv: file not found", "missing"),
     "one column": (dict(), "an edge list needs two columns", "1\n2\n"),
-    "ragged row": (dict(), "edges.csv", "1,2\n2,3,4,5\n3\n"),
+    "ragged row": (dict(), "edges.csv, line 3: 1 column(s), expected at least 2", "1,2\n2,3,4,5\n3\n"),
     "feature row missing": (dict(features="id,f\n1,0.5\n2,0.5\n"), "feats.csv: no feature row for node id 3", None),
-    "feature not a number": (dict(features="id,f\n1,0.5\n2,abc\n3,1\n"), "feats.csv", None),
+    "feature not a number": (dict(features="id,f\n1,0.5\n2,abc\n3,1\n"),
+                             "feats.csv, line 3, column 2: value 'abc' is not a number", None),
     "nan feature": (dict(features="id,f\n1,0.5\n2,nan\n3,1\n"), "feats.csv: feature of node 1, column 0 is nan", None),
     "duplicate feature id": (dict(features="id,f\n1,0.5\n1,0.5\n2,1\n3,1\n"), "feats.csv: node id 1 appears", None),
-    "string id in side file": (dict(labels="id,label\n1,0\nbob,1\n"), "labels.csv: node id 'bob' is not an integer", None),
+    "string id in side file": (dict(labels="id,label\n1,0\nbob,1\n"),
+                               "labels.csv, line 3, column 1: node id 'bob' is not an integer", None),
     "split id unknown": (dict(train="1\n", val="2\n", test="99\n"), "test.csv: node id 99 does not occur", None),
     "bad split word": (dict(split="id,split\n1,train\n2,holdout\n"), "split.csv: split value 'holdout'", None),
     "split overlap": (dict(train="1\n2\n", val="2\n", test="3\n"), "val.csv: node 1 is also in an earlier split", None),
@@ -125,4 +148,4 @@ def test_npy_side_file_needs_integer_ids(tmp_path):
     edges = _write(tmp_path / "g.csv", "a,b\nb,c\n")
     np.save(tmp_path / "x.npy", np.ones((3, 2), dtype=np.float32))
     with pytest.raises(DatasetError, match="x.npy: a .npy side file is indexed by integer node id"):
-        import_edgelist(edges, features=tmp_path / "x.npy")
+        import_edgelist(edges, features=tmp_path / "x.npy", string_ids=True)

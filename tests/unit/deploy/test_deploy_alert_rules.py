@@ -19,11 +19,11 @@ import subprocess
 from pathlib import Path
 
 import helm_python as helm
-import pytest
 import yaml
 
 from tests.support.compose import as_list, load_compose, parse_volume, read_env_file
 from tests.support.metrics_contract import DASHBOARD, METRICS_DOC, documented_metrics, metric_use_problems
+from tests.support.prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
@@ -47,10 +47,7 @@ PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset"}
 
 
 def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip("promtool not found on PATH: scripts/tools.sh installs it (Debian package prometheus)")
-    return path
+    return prometheus_tool("promtool")  # PATH, else what ./scripts/tools.sh fetched; a skip saying why otherwise
 
 
 def run_promtool(*args: str, cwd: Path = ROOT) -> str:

@@ -104,7 +104,7 @@ def build_context() -> list[str]:
 
 def test_every_copy_source_exists_and_is_in_the_build_context():
     sources = copy_sources()
-    assert {"pyproject.toml", "README.md", "."} <= set(sources)
+    assert {"pyproject.toml", "README.md", "constraints.txt", "."} <= set(sources)
     rules = dockerignore_rules()
     context = build_context()
     for source in sources:
@@ -171,12 +171,12 @@ def test_dockerignore_keeps_the_context_small():
     assert in_build_context("saintpipe/cli/health_probe.py", rules)
     included = [f for f in tracked_files() if in_build_context(f, rules)]
     assert included and all(f.split("/")[0] in {"saintpipe", "services", "trainer", "protos", "pyproject.toml",
-                                                  "README.md"} for f in included)
+                                                  "README.md", "constraints.txt"} for f in included)
 
 
 def test_default_torch_is_the_projects_cpu_pin():
     text = DOCKERFILE.read_text()
-    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = (ROOT / "constraints.txt").read_text().splitlines()  # the exact versions (pyproject.toml: ranges)
     (torch_pin,) = [p for p in pins if p.startswith("torch==")]
     assert f"ARG TORCH_VERSION={torch_pin.split('==')[1]}" in text
     assert "ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu" in text

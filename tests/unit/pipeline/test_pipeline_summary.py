@@ -56,8 +56,16 @@ def bar_lines(out: io.StringIO) -> list[str]:
     return [chunk.strip() for chunk in out.getvalue().replace("\r", "\n").splitlines() if chunk.strip()]
 
 
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal: the bars are drawn (tests/unit/pipeline/test_pipeline_progress.py
+    has the plain lines written to anything else)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def test_one_bar_per_epoch_each_finishing_full_with_its_scores():
-    out = io.StringIO()
+    out = Terminal()
     bars = EpochBars(3, file=out)
     bars.update(TrainerProgress(epoch=0, epoch_fraction=0.5, steps=1, subgraphs=1, loss=2.0))
     bars.update(TrainerProgress(epoch=2, epoch_fraction=0.25, steps=5, subgraphs=5, loss=1.0, val_score=0.7))

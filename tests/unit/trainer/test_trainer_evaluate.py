@@ -8,7 +8,6 @@ import torch
 
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.evaluate import EvalGraph, evaluate, predict, score
-from saintpipe.trainer.induce import induce, k_hop_nodes
 from saintpipe.trainer.models import build_model
 from saintpipe.trainer.synthetic import random_subgraph
 
@@ -47,23 +46,6 @@ def test_layerwise_batches_equal_full_graph_pass_with_a_graph_classifier(arch):
     dense = build_model(ModelConfig(arch=arch, hidden=[12]), g.feature_dim, g.num_classes, False)
     dense.load_state_dict(model.state_dict())  # the same weights: only the output layer's propagation differs
     assert not torch.allclose(predict(dense, g), full)
-
-
-def test_k_hop_nodes_and_induce_match_a_bfs():
-    g = graph(n=120)
-    scratch = np.full(g.num_nodes, -1, dtype=np.int32)
-    seeds = np.array([3, 50, 51], dtype=np.int64)
-    two_hop = k_hop_nodes(g.indptr, g.indices, seeds, 2, scratch)
-    expect = set(seeds.tolist())
-    for _ in range(2):
-        expect |= {int(u) for v in list(expect) for u in g.indices[g.indptr[v] : g.indptr[v + 1]]}
-    assert two_hop.tolist() == sorted(expect)
-    assert (scratch == -1).all()
-    sub_indptr, sub_indices = induce(g.indptr, g.indices, two_hop, scratch)
-    for i, v in enumerate(two_hop):
-        neigh = set(g.indices[g.indptr[v] : g.indptr[v + 1]].tolist()) & expect
-        assert two_hop[sub_indices[sub_indptr[i] : sub_indptr[i + 1]]].tolist() == sorted(neigh)
-    assert (scratch == -1).all()
 
 
 def test_scores():

@@ -1,0 +1,136 @@
+"""The pipeline a loader starts itself: what ``saintpipe run`` starts, minus its trainers.
+
+:class:`EmbeddedPipeline` is :class:`~saintpipe.pipeline.runner.LocalPipeline`
+with the trainer steps left out: the same start-up code starts a private Redis
+(or uses ``[pool] url``), one feature-shard process per shard, a local Ray and
+the sampler service, in that order, each registered with the runner's
+supervisor as it starts; :meth:`EmbeddedPipeline.close` stops them in reverse
+order and leaves nothing behind: no process, no port, no shared-memory slot of
+the job. The training loop is the caller's, through
+:class:`~saintpipe.loader.stream.SubgraphLoader`.
+
+Two things differ from ``saintpipe run``, because a library runs inside
+someone else's program: it installs no SIGINT/SIGTERM handler of its own
+(``ray.init`` still sets Ray's; Ctrl-C raises KeyboardInterrupt in the caller,
+whose ``with`` block or ``close()`` stops everything), and a component that dies is not restarted: the loader reports it
+(``failure``) instead of waiting for subgraphs that will not come.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+from typing import Any
+
+from saintpipe.core.errors import ConfigError, ServiceUnavailable
+from saintpipe.pipeline.config import PipelineConfig
+from saintpipe.pipeline.runner import LocalPipeline, Stopped
+from saintpipe.pipeline.supervision import Supervisor
+
+log = logging.getLogger(__name__)
+
+
+class _LibrarySupervisor(Supervisor):
+    """The runner's supervisor, leaving the host program's signal handlers alone."""
+
+    def install_signal_handlers(self) -> None:
+        return None
+
+
+class EmbeddedPipeline(LocalPipeline):
+    """Redis, the feature shards, a local Ray and the sampler service of one dataset, started in this process.
+
+    Args:
+        config: the pipeline's configuration (``config.run.data`` must be set); its ``[trainer]`` feeding
+            fields (``pool_timeout_s``, ``prefetch``, ...) are the loader's, its model fields unused.
+
+    Example::
+
+        with EmbeddedPipeline.from_options("data/demo") as pipeline:
+            print(pipeline.endpoints.redis, pipeline.endpoints.shards)
+
+    Raises (on :meth:`start`):
+        ConfigError: Ray is already initialized in this process (the pipeline starts its own local Ray).
+        ServiceUnavailable: a component did not come up (everything started so far is stopped again).
+        DatasetError: the dataset directory is unreadable.
+    """
+
+    def __init__(self, config: PipelineConfig) -> None:
+        super().__init__(config, out=io.StringIO())
+        self.supervisor = _LibrarySupervisor(interval=config.run.watch_interval_s, budget=self.supervisor.budget)
+        self.dataset = None
+        self.redis_url = ""
+        self._started = False
+
+    @classmethod
+    def from_options(cls, data: Path | str, config_file: Path | str | None = None,
+                     overrides: dict[str, Any] | None = None) -> EmbeddedPipeline:
+        """Configure from a ``saintpipe run`` config file, the environment and ``overrides`` (highest).
+
+        Args:
+            data: the dataset directory.
+            config_file: a TOML, YAML or JSON file with ``[pool]``, ``[samplers]``, ``[trainer]``, ``[run]``.
+            overrides: sections as nested dicts, e.g. ``{"samplers": {"sampler": {"roots": 500}}}``.
+
+        Raises:
+            ConfigError: naming the file, variable or field at fault.
+        """
+        from saintpipe.core.config import deep_merge, load_config
+
+        flags = deep_merge({"run": {"data": Path(data)}}, overrides or {})
+        return cls(load_config(PipelineConfig, Path(config_file) if config_file is not None else None, flags))
+
+    def start(self) -> EmbeddedPipeline:
+        """Start every component, each waited for; on any failure stop what started and raise."""
+        import ray
+
+        from saintpipe.services.dataset.store import open_dataset
+
+        if self._started:
+            return self
+        if ray.is_initialized():
+            raise ConfigError("the embedded pipeline starts its own local Ray, but Ray is already initialized in "
+                              "this process: call ray.shutdown() first, or run the pipeline apart (saintpipe serve "
+                              "...) and use SubgraphLoader.connect")
+        self.dataset = open_dataset(self.config.run.data)
+        self._started = True
+        try:
+            self._start_redis()
+            self._checkpoint()
+            self._start_shards(self.dataset)
+            self._checkpoint()
+            self._start_ray()
+            self._checkpoint()
+            self._start_samplers(self.dataset)
+            self._checkpoint()
+        except Stopped:  # a component died while the others started
+            self.close()
+            raise ServiceUnavailable(f"embedded pipeline: {self.supervisor.failure or 'stopped while starting'}; "
+                                     "everything it started was stopped") from None
+        except BaseException:
+            self.close()
+            raise
+        self.supervisor.start_watching()
+        log.info("embedded pipeline up: redis %s, shards %s", self.endpoints.redis, self.endpoints.shards)
+        return self
+
+    @property
+    def feature_token_file(self) -> Path | None:
+        """The file holding the shards' token (clients read it; deleted when the shards stop)."""
+        return self.shards.token_file
+
+    @property
+    def failure(self) -> str | None:
+        """Why a component stopped, once one did (None while all run)."""
+        return self.supervisor.failure
+
+    def close(self) -> None:
+        """Stop every component started, last started first. Idempotent."""
+        self.supervisor.close()
+
+    def __enter__(self) -> EmbeddedPipeline:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
