@@ -204,7 +204,7 @@ class LocalPipeline:
         from saintpipe.services.pool.shared_memory import sweep
         from saintpipe.services.sampler_service.sequence import delete_sequences
 
-        server = RedisServer(self.config.pool.url)
+        server = RedisServer(self.config.pool.url, own_process_group=True)  # Ctrl-C reaches it through us, last
         self.supervisor.on_stop("redis", server.stop)
         server.start()
         # Stopped after the samplers and trainers (registered before them): the job's shared-memory slots go

@@ -55,8 +55,9 @@ class PipelineProcess:
         full_env.update(env or {})
         self.stdout_path, self.stderr_path = workdir / "stdout.txt", workdir / "stderr.txt"
         self._out, self._err = self.stdout_path.open("w"), self.stderr_path.open("w")
+        # A session of its own, as a shell gives a foreground job: signal_group() is then a terminal's Ctrl-C.
         self.proc = subprocess.Popen([*command, *args], stdout=self._out, stderr=self._err, env=full_env,
-                                     stdin=subprocess.DEVNULL, cwd=workdir)
+                                     stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True)
         self.seen: dict[int, psutil.Process] = {}
         self.ports: set[int] = set()
 
@@ -150,6 +151,11 @@ class PipelineProcess:
     def signal(self, sig: int) -> None:
         self.sample_tree(ports=True)
         self.proc.send_signal(sig)
+
+    def signal_group(self, sig: int) -> None:
+        """``sig`` to the run's whole process group, as a terminal's Ctrl-C sends SIGINT."""
+        self.sample_tree(ports=True)
+        os.killpg(self.proc.pid, sig)
 
     def wait(self, timeout: float) -> int:
         """Wait for the run to exit, sampling its process tree meanwhile."""

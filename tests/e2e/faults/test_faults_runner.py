@@ -33,6 +33,21 @@ def test_a_signal_stops_the_run_with_its_summary_and_nothing_left(fault_run, sig
     assert run.left_behind() == []
 
 
+def test_ctrl_c_at_the_terminal_stops_every_component_in_order(fault_run):
+    """SIGINT to the whole foreground group, as a terminal sends it: the run still stops every component in
+    its own order (Redis and the shards run in process groups of their own, so the signal reaches them
+    only through the run), reports, and leaves nothing behind."""
+    run = fault_run().training()
+    run.signal_group(signal.SIGINT)
+    assert run.finish(120) == 130, run.output()
+    summary = run.summary()
+    assert summary["stopped_by"] == "SIGINT"
+    assert_accounted(summary)
+    assert "unreachable" not in run.stderr, run.output()
+    assert "Traceback" not in run.stderr, run.output()
+    assert run.left_behind() == []
+
+
 def test_a_sigkilled_runner_takes_its_children_along_and_doctor_removes_its_shared_memory(fault_run, tmp_path):
     run = fault_run().training()
     run.sample_tree(ports=True)
