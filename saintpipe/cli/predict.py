@@ -35,6 +35,9 @@ def register(groups: argparse._SubParsersAction) -> None:
     predict.add_argument("--nodes", metavar="IDS|FILE|SPLIT",
                          help="node ids: comma-separated (3,17,42), a file (.npy of integers, or text with one "
                               "or more ids per line), or a split name (train, val, test); default: every node")
+    predict.add_argument("--original-ids", action="store_true",
+                         help="--nodes are the ids of the imported edge list (strings with --string-ids), and the "
+                              "CSV names nodes by them (the dataset's node_ids.npy)")
     _common(predict, default_out="predictions.npy")
     predict.set_defaults(func=_predict)
 
@@ -70,12 +73,18 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from saintpipe.pipeline.predict import predict_labels, read_nodes
+    from saintpipe.pipeline.predict import original_ids, predict_labels, read_nodes, read_original_nodes
 
     session = _open(args)
-    nodes = read_nodes(args.nodes, session.dataset) if args.nodes else None
+    if args.original_ids:
+        names = original_ids(session.dataset)  # checked before the inference, which takes a while
+        nodes = read_original_nodes(args.nodes, session.dataset) if args.nodes else None
+    else:
+        nodes = read_nodes(args.nodes, session.dataset) if args.nodes else None
     labels = predict_labels(session.inference(), session.saved.model.multilabel, nodes)
     ids = nodes if nodes is not None else np.arange(session.dataset.num_nodes, dtype=np.int64)
+    if args.original_ids:
+        ids = names[ids]
     out = args.out or str(_beside(args.run_dir) / "predictions.npy")
     if out != "-":
         _check_out(Path(out))

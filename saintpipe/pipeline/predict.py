@@ -111,6 +111,70 @@ def read_nodes(spec: str, dataset) -> np.ndarray:
     return ids
 
 
+ORIGINAL_IDS_FILE = "node_ids.npy"
+
+
+def original_ids(dataset) -> np.ndarray:
+    """The ids nodes had in the imported file (``node_ids.npy``, row i = node i's), read-only.
+
+    Raises:
+        InvalidArgument: the dataset keeps none (only edge-list imports write them).
+    """
+    path = Path(dataset.path) / ORIGINAL_IDS_FILE
+    if not path.is_file():
+        raise InvalidArgument(f"--original-ids: {dataset.path} keeps no original ids (no {ORIGINAL_IDS_FILE}: only "
+                              "`saintpipe data import` of an edge list writes them)")
+    return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
+def map_original_ids(tokens: list[str], dataset, where: str) -> np.ndarray:
+    """The node ids (int64) of ``tokens``, ids as the imported edge list wrote them (strings or integers).
+
+    One sort of the id column, then a binary search per token: no per-node Python object.
+
+    Raises:
+        InvalidArgument: a token that is no node's original id, named with ``where``.
+    """
+    known = original_ids(dataset)
+    if np.issubdtype(known.dtype, np.integer):
+        try:
+            wanted = np.array([int(t) for t in tokens], dtype=np.int64)
+        except ValueError:
+            bad = next(t for t in tokens if not t.lstrip("-").isdigit())
+            raise InvalidArgument(f"{where}: {bad[:40]!r} is not an original id (this dataset's are integers)") from None
+    else:
+        wanted = np.array(tokens, dtype=known.dtype if len(tokens) else str)
+    order = np.argsort(known, kind="stable")
+    at = np.searchsorted(known, wanted, sorter=order)
+    at = np.minimum(at, known.size - 1)
+    found = known[order[at]] == wanted
+    if not found.all():
+        missing = tokens[int(np.flatnonzero(~found)[0])]
+        raise InvalidArgument(f"{where}: {missing[:40]!r} is no node's original id ({int((~found).sum()):,} of "
+                              f"{len(tokens):,} not found)")
+    return order[at].astype(np.int64)
+
+
+def read_original_nodes(spec: str, dataset) -> np.ndarray:
+    """``--nodes`` as original ids: comma-separated, or a text file with ids separated by spaces/commas/lines."""
+    path = Path(spec)
+    if path.is_file():
+        from saintpipe.core.files import TooLarge, read_capped
+
+        try:
+            text = read_capped(path, MAX_NODE_FILE_BYTES).decode("utf-8")
+        except TooLarge:
+            raise InvalidArgument(f"--nodes {path}: larger than {MAX_NODE_FILE_BYTES >> 20} MiB") from None
+        except UnicodeDecodeError:
+            raise InvalidArgument(f"--nodes {path}: not a text file of ids") from None
+        tokens, where = text.replace(",", " ").split(), f"--nodes {path}"
+    else:
+        tokens, where = [t.strip() for t in spec.split(",") if t.strip()], "--nodes"
+    if not tokens:
+        raise InvalidArgument(f"{where}: no node ids")
+    return map_original_ids(tokens, dataset, where)
+
+
 def _read_node_file(path: Path) -> np.ndarray:
     from saintpipe.core.files import TooLarge, read_capped
 
