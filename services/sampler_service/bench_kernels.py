@@ -13,6 +13,15 @@ rounds, with its spread (interquartile range, % of the median), and each
 ratio is given also as the median of the per-round ratios ("paired").
 Kronecker graphs are generated once and cached as datasets under
 ``$SAINTPIPE_HOME/datasets/``.
+
+With two or more Kronecker scales, a last phase measures how the cost of one
+subgraph grows with the graph: every sampler on every scale, one core, all in
+the same interleaved rounds, and the summary keys ``<kind> growth
+s<a>->s<b>``: seconds per subgraph at the largest scale over the smallest
+(the median of the per-round ratios, with its range). The parameters are the
+same at every scale, so the subgraphs are about the same size and the ratio
+is what the graph's size alone costs: cache misses, and any O(N) work per
+subgraph (the target is 1.5 from scale 18 to 24).
 """
 
 from __future__ import annotations
@@ -207,10 +216,41 @@ def _bench(args: argparse.Namespace) -> int:
                 summary[key] = result.summary(names[(kind, 1)]).median / base["subgraphs_per_s"]
                 summary.update(ratio_figures(key, result.ratio_summary(names[(kind, 1)], names[(baseline, 1)]),
                                              sep=", "))
+    if len(scales) >= 2:
+        summary.update(_growth(scales, args.degree, args.seed, configs, seconds, rounds, rows))
     params = {"scales": scales_text, "degree": args.degree, "seconds": seconds, "rounds": rounds, "warmup": 1,
               "processes": processes, "samplers": ",".join(kinds),
               "targets": "random_walk/numpy >= 5, frontier/direct >= 5, scaling/cores >= 0.85"}
     columns = ["graph", "sampler", "cores", "subgraphs_per_s", "iqr_pct", "nodes_per_s", "edges_per_s",
-               "mean_nodes", "mean_edges", "scaling", "scaling_paired"]
+               "mean_nodes", "mean_edges", "scaling", "scaling_paired", "ms_per_subgraph"]
     emit_report("sampler", rows, params=params, summary=summary, as_json=args.json, columns=columns)
     return 0
+
+
+def _growth(scales: list[int], degree: float, seed: int, configs: dict, seconds: float, rounds: int,
+            rows: list[dict]) -> dict[str, float]:
+    """Per-subgraph time at the largest scale over the smallest, every (kind, scale) in the same rounds.
+
+    Appends one ``growth`` row per (kind, scale) to ``rows`` and returns the summary keys.
+    """
+    from saintpipe.core.rounds import ratio_figures
+    from saintpipe.services.sampler.sampler import make_sampler
+
+    graphs = {name: (indptr, indices) for name, indptr, indices in _graphs(scales, degree, seed, cora=False)}
+    small, large = f"kronecker-s{min(scales)}", f"kronecker-s{max(scales)}"
+    sources = {f"{kind}@{graph}": (make_sampler(config, *graphs[graph]), 1)
+               for kind, config in configs.items() for graph in graphs}
+    result, runs = _measure_in_rounds(sources, seconds, rounds, seed)
+    summary: dict[str, float] = {}
+    for kind in configs:
+        for graph in graphs:
+            row = _row(graph, kind, 1, runs[f"{kind}@{graph}"], result.summary(f"{kind}@{graph}"))
+            row["sampler"] = f"{kind} (growth phase)"
+            row["ms_per_subgraph"] = 1000.0 / row["subgraphs_per_s"]
+            rows.append(row)
+        key = f"{kind} growth s{min(scales)}->s{max(scales)}"
+        # time per subgraph large / small = rate small / rate large, paired round by round
+        ratios = result.ratio_summary(f"{kind}@{small}", f"{kind}@{large}")
+        summary[key] = ratios.median
+        summary.update(ratio_figures(key, ratios, sep=", "))
+    return summary

@@ -36,6 +36,24 @@ def test_bench_sampler_quick_json(cli, saintpipe_home):
     assert (saintpipe_home / "datasets" / "kronecker-s9-d16-seed0" / "manifest.json").is_file()
 
 
+def test_bench_sampler_growth_across_scales(cli, saintpipe_home):
+    """Two scales: a growth phase measures every sampler on both in the same rounds."""
+    proc = cli("bench", "sampler", "--quick", "--scales", "8,10", "--no-cora", "--seconds", "0.05",
+               "--processes", "1", "--samplers", "frontier,node", "--json")
+    report = json.loads(proc.stdout)
+    growth = {(r["sampler"], r["graph"]): r for r in report["rows"] if r["sampler"].endswith("(growth phase)")}
+    assert set(growth) == {(f"{k} (growth phase)", f"kronecker-s{s}") for k in ("frontier", "node") for s in (8, 10)}
+    summary = report["summary"]
+    for kind in ("frontier", "node"):
+        key = f"{kind} growth s8->s10"
+        small, large = growth[(f"{kind} (growth phase)", "kronecker-s8")], growth[(f"{kind} (growth phase)",
+                                                                                  "kronecker-s10")]
+        assert large["ms_per_subgraph"] == 1000.0 / large["subgraphs_per_s"] > 0
+        low, high = summary[f"{key}, paired, range"]
+        assert 0 < low <= summary[key] == summary[f"{key}, paired"] <= high
+        assert small["mean_nodes"] > 0 and large["mean_nodes"] > 0
+
+
 def test_bench_sampler_rejects_bad_flags(cli, saintpipe_home):
     proc = cli("bench", "sampler", "--scales", "x", check=False)
     assert proc.returncode == 2 and "--scales" in proc.stderr and "Traceback" not in proc.stderr
