@@ -78,7 +78,7 @@ def _predict(args: argparse.Namespace) -> int:
     session = _open(args)
     if args.original_ids:
         names = original_ids(session.dataset)  # checked before the inference, which takes a while
-        nodes = read_original_nodes(args.nodes, session.dataset) if args.nodes else None
+        nodes = read_original_nodes(args.nodes, names) if args.nodes else None
     else:
         nodes = read_nodes(args.nodes, session.dataset) if args.nodes else None
     labels = predict_labels(session.inference(), session.saved.model.multilabel, nodes)

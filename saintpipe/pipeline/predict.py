@@ -127,15 +127,15 @@ def original_ids(dataset) -> np.ndarray:
     return np.load(path, mmap_mode="r", allow_pickle=False)
 
 
-def map_original_ids(tokens: list[str], dataset, where: str) -> np.ndarray:
-    """The node ids (int64) of ``tokens``, ids as the imported edge list wrote them (strings or integers).
+def map_original_ids(tokens: list[str], known: np.ndarray, where: str) -> np.ndarray:
+    """The node ids (int64) of ``tokens``, ids as the imported edge list wrote them (strings or integers),
+    ``known`` being :func:`original_ids`.
 
     One sort of the id column, then a binary search per token: no per-node Python object.
 
     Raises:
         InvalidArgument: a token that is no node's original id, named with ``where``.
     """
-    known = original_ids(dataset)
     if np.issubdtype(known.dtype, np.integer):
         try:
             wanted = np.array([int(t) for t in tokens], dtype=np.int64)
@@ -155,29 +155,32 @@ def map_original_ids(tokens: list[str], dataset, where: str) -> np.ndarray:
     return order[at].astype(np.int64)
 
 
-def read_original_nodes(spec: str, dataset) -> np.ndarray:
-    """``--nodes`` as original ids: comma-separated, or a text file with ids separated by spaces/commas/lines."""
+def read_original_nodes(spec: str, known: np.ndarray) -> np.ndarray:
+    """``--nodes`` as original ids (``known``: :func:`original_ids`): comma-separated, or a text file with ids
+    separated by spaces, commas or lines."""
     path = Path(spec)
     if path.is_file():
-        from saintpipe.core.files import TooLarge, read_capped
-
-        try:
-            text = read_capped(path, MAX_NODE_FILE_BYTES).decode("utf-8")
-        except TooLarge:
-            raise InvalidArgument(f"--nodes {path}: larger than {MAX_NODE_FILE_BYTES >> 20} MiB") from None
-        except UnicodeDecodeError:
-            raise InvalidArgument(f"--nodes {path}: not a text file of ids") from None
-        tokens, where = text.replace(",", " ").split(), f"--nodes {path}"
+        tokens, where = _read_node_text(path).replace(",", " ").split(), f"--nodes {path}"
     else:
         tokens, where = [t.strip() for t in spec.split(",") if t.strip()], "--nodes"
     if not tokens:
         raise InvalidArgument(f"{where}: no node ids")
-    return map_original_ids(tokens, dataset, where)
+    return map_original_ids(tokens, known, where)
+
+
+def _read_node_text(path: Path) -> str:
+    """A text file of node ids, capped at ``MAX_NODE_FILE_BYTES``; errors name the file."""
+    from saintpipe.core.files import TooLarge, read_capped
+
+    try:
+        return read_capped(path, MAX_NODE_FILE_BYTES).decode("utf-8")
+    except TooLarge:
+        raise InvalidArgument(f"--nodes {path}: larger than {MAX_NODE_FILE_BYTES >> 20} MiB, not a node list") from None
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"--nodes {path}: not a text file of node ids (nor .npy)") from None
 
 
 def _read_node_file(path: Path) -> np.ndarray:
-    from saintpipe.core.files import TooLarge, read_capped
-
     if path.suffix == ".npy":
         try:
             ids = np.load(path, allow_pickle=False)
@@ -186,12 +189,7 @@ def _read_node_file(path: Path) -> np.ndarray:
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
             raise InvalidArgument(f"--nodes {path}: expected a 1-D integer array, got {ids.dtype} {ids.shape}")
         return ids.astype(np.int64)
-    try:
-        text = read_capped(path, MAX_NODE_FILE_BYTES).decode("utf-8")
-    except TooLarge:
-        raise InvalidArgument(f"--nodes {path}: larger than {MAX_NODE_FILE_BYTES >> 20} MiB, not a node list") from None
-    except UnicodeDecodeError:
-        raise InvalidArgument(f"--nodes {path}: not a text file of node ids (nor .npy)") from None
+    text = _read_node_text(path)
     ids: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         for token in line.replace(",", " ").split():

@@ -69,3 +69,14 @@ def rewrite_file():
 def make_tiny():
     """``make_tiny(n, seed)``: a fresh dict of small valid dataset arrays."""
     return tiny_arrays
+
+
+@pytest.fixture(scope="module")
+def demo_1500(tmp_path_factory):
+    """A 1,500-node demo dataset (seed 2, 4 feature columns), written once per test module."""
+    from saintpipe.services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.store import open_dataset, write_dataset
+
+    path = tmp_path_factory.mktemp("demo-1500") / "demo"
+    write_dataset(path, **generate_demo(num_nodes=1500, feature_dim=4, seed=2))
+    return open_dataset(path)

@@ -12,28 +12,21 @@ from saintpipe.core.errors import ConfigError, DecodeError
 from saintpipe.core.subgraph import Induction, SubgraphNodes
 from saintpipe.services.dataset import normalization as stored_normalization
 from saintpipe.services.dataset import norm_files
-from saintpipe.services.dataset.demo import generate_demo
 from saintpipe.services.dataset.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate, norm_dir
-from saintpipe.services.dataset.store import open_dataset, write_dataset
+from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.codec import encode_subgraph
 from saintpipe.services.pool.compact import decode_entry, encode_nodes
 from saintpipe.services.sampler.config import parse_sampler_config
 from saintpipe.services.sampler_service.worker import build_sampler, induction_for
+from tests.support.small_samplers import SMALL_SAMPLERS
 
-KINDS = {
-    "random_walk": {"roots": 60, "walk_length": 2},
-    "frontier": {"frontier_size": 20, "node_budget": 300},
-    "edge": {"edge_budget": 150},
-    "node": {"node_budget": 250},
-}
+KINDS = SMALL_SAMPLERS
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    path = tmp_path_factory.mktemp("expand") / "demo"
-    write_dataset(path, **generate_demo(num_nodes=1500, feature_dim=4, seed=2))
-    return open_dataset(path)
+def dataset(demo_1500):
+    return demo_1500
 
 
 def through_the_pool(sampler, dataset, norm, seed: int, step: int | None = None) -> SubgraphNodes:
