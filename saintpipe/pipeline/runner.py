@@ -245,10 +245,12 @@ class LocalPipeline:
     def _start_ray(self) -> None:
         import ray
 
+        from saintpipe.pipeline.ray_start import init_local_ray
+
         cpus = self.config.ray_cpus()
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
-                 logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
+        init_local_ray(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
+                       logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
         self.supervisor.on_stop("ray", ray.shutdown)
         self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
         if not verbose:
