@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_bench_sampler_quick_json(cli, saintpipe_home):
     proc = cli("bench", "sampler", "--quick", "--scales", "9", "--seconds", "0.1", "--processes", "2",
@@ -52,6 +54,13 @@ def test_bench_sampler_growth_across_scales(cli, saintpipe_home):
         low, high = summary[f"{key}, paired, range"]
         assert 0 < low <= summary[key] == summary[f"{key}, paired"] <= high
         assert small["mean_nodes"] > 0 and large["mean_nodes"] > 0
+        # the split: work (entries scanned, larger on the larger graph) times the time per entry
+        for row in (small, large):
+            assert row["ns_per_scanned_entry"] == pytest.approx(1e6 * row["ms_per_subgraph"]
+                                                                / row["scanned_per_subgraph"])
+        work = summary[f"{kind} scanned entries growth s8->s10"]
+        assert work == pytest.approx(large["scanned_per_subgraph"] / small["scanned_per_subgraph"]) and work > 1
+        assert summary[f"{kind} growth per scanned entry s8->s10"] == pytest.approx(summary[key] / work)
 
 
 def test_bench_sampler_rejects_bad_flags(cli, saintpipe_home):
