@@ -84,3 +84,18 @@ def test_serve_trainer_names_missing_flags(cli, tmp_path):
         check=False,
     )
     assert proc.returncode == 2 and "not a dataset directory (no manifest.json)" in proc.stderr
+
+
+def test_bench_inference_compares_layerwise_with_one_product_per_layer(cli):
+    proc = cli("bench", "inference", "--scale", "9", "--features", "16", "--hidden", "32", "--repeats", "1",
+               "--block-rows", "128", "--json")
+    report = json.loads(proc.stdout)
+    modes = {row["mode"]: row for row in report["rows"]}
+    base = modes["baseline: one sparse-dense product per layer"]
+    assert base["max_abs_diff"] is None and base["median_s"] >= 0
+    for name in ("layer-wise, outputs in memory", "layer-wise, outputs in files"):
+        assert modes[name]["max_abs_diff"] < 1e-4  # equal to the one-pass logits
+    summary = report["summary"]
+    assert summary["blocks per pass"] > 1
+    assert summary["layer-wise (in memory) / one spmm per layer"] > 0
+    assert summary["layer-wise (in files) / one spmm per layer"] > 0
