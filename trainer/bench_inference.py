@@ -1,15 +1,16 @@
 """``saintpipe bench inference``: layer-wise full-graph inference on a power-law (Kronecker) graph.
 
 A 2-layer GNN (GraphSAGE by default) with random weights and features on an
-R-MAT graph of 2^scale nodes. Timed (median of the repeats): the one-pass forward over the
-whole graph, layer-wise inference with the layer outputs in memory, and
-layer-wise with them in memory-mapped files; each layer-wise result is compared
-with the one-pass logits. The baseline, in the same run: one sparse-dense
-product of the whole graph per layer (as wide as the layer's input, the same
-spmm kernel), and the ratios of layer-wise inference to it. What makes the layer-wise form bounded: a block
-gathers its one-hop sources only, while the k-hop form it replaced induced each
-block's 2-hop neighbourhood for a 2-layer model; the summary gives both sizes,
-measured on the first blocks.
+R-MAT graph of 2^scale nodes. Timed (median of the repeats): the one-pass
+forward over the whole graph, layer-wise inference with the layer outputs in
+memory, and layer-wise with them in memory-mapped files; each layer-wise
+result is compared with the one-pass logits. The baseline, in the same run:
+one sparse-dense product of the whole graph per layer (as wide as the layer's
+input, the same spmm kernel), and the ratios of layer-wise inference to it.
+What makes the layer-wise form bounded: a block gathers its one-hop sources
+only, while the k-hop form it replaced induced each block's 2-hop
+neighbourhood for a 2-layer model; the summary gives both sizes, measured on
+the first blocks.
 """
 
 from __future__ import annotations
