@@ -6,7 +6,8 @@ activations fit the configured memory bound it is one forward pass; otherwise
 it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output
 is computed for a block of rows from their one-hop neighbours' rows of layer
 ℓ-1's stored output, never from an induced k-hop neighbourhood. The same layer
-code runs in both modes.
+code runs in both modes. An :class:`~saintpipe.trainer.eval_watch.EvalWatch`
+shows another thread how far it is and cuts it at a deadline.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from saintpipe.trainer.batch import GraphBatch, full_graph_batch
+from saintpipe.trainer.eval_watch import EvalWatch
 from saintpipe.trainer.layers import MixHopLayer
 from saintpipe.trainer.models import GNN
 
@@ -153,26 +155,52 @@ def predict(
     batch_nodes: int = 65_536,
     device: torch.device | str = "cpu",
     progress: bool = False,
+    watch: EvalWatch | None = None,
 ) -> torch.Tensor:
     """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer
-    (:class:`~saintpipe.trainer.inference.LayerwiseInference`, ``batch_nodes`` rows per block)."""
+    (:class:`~saintpipe.trainer.inference.LayerwiseInference`, ``batch_nodes`` rows per block).
+
+    Raises:
+        EvaluationCancelled: ``watch`` cut it (its deadline, or a cancel).
+    """
+    if not one_pass(graph, model, max_full_bytes):
+        # Two layer outputs are held at a time: past half the bound, each goes to a memory-mapped file.
+        return _predict_layerwise(model, graph, layerwise_limits(batch_nodes, max_full_bytes), device, progress,
+                                  watch)
     was_training = model.training
     model.eval()
+    completed = False
     try:
-        if estimate_full_bytes(graph, model) <= max_full_bytes:
-            return model(graph.full_batch(device)).cpu()
-        # Two layer outputs are held at a time: past half the bound, each goes to a memory-mapped file.
-        return _predict_layerwise(model, graph, batch_nodes, max_full_bytes // 2, device, progress)
+        if watch is not None:
+            watch.begin(1)
+            watch.next_pass("one pass")
+        logits = model(graph.full_batch(device)).cpu()
+        completed = True
+        return logits
     finally:
+        if watch is not None:
+            watch.end(completed)
         model.train(was_training)
 
 
-def _predict_layerwise(model: GNN, graph: EvalGraph, batch_nodes: int, spill_bytes: int, device,
-                       progress: bool) -> torch.Tensor:
-    from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
+def one_pass(graph: EvalGraph, model: GNN, max_full_bytes: int) -> bool:
+    """Whether :func:`predict` scores ``graph`` in one forward pass (else layer by layer)."""
+    return estimate_full_bytes(graph, model) <= max_full_bytes
 
-    limits = InferenceLimits(block_rows=batch_nodes, spill_bytes=spill_bytes)
-    return torch.from_numpy(LayerwiseInference(model, graph, limits, device=device, progress=progress).logits())
+
+def layerwise_limits(batch_nodes: int, max_full_bytes: int):
+    """The :class:`~saintpipe.trainer.inference.InferenceLimits` :func:`predict` goes layer by layer with."""
+    from saintpipe.trainer.inference import InferenceLimits
+
+    return InferenceLimits(block_rows=batch_nodes, spill_bytes=max_full_bytes // 2)
+
+
+def _predict_layerwise(model: GNN, graph: EvalGraph, limits, device, progress: bool,
+                       watch: EvalWatch | None) -> torch.Tensor:
+    from saintpipe.trainer.inference import LayerwiseInference
+
+    return torch.from_numpy(LayerwiseInference(model, graph, limits, device=device, progress=progress,
+                                               watch=watch).logits())
 
 
 def evaluate(

@@ -26,12 +26,18 @@ directory (removed at the end); a block holds at most ``block_rows`` rows and
 about ``block_bytes`` of CSR, inputs and outputs. The layers' own code runs on
 each block (the same code as training and the one-pass evaluation), so the
 results equal a full-graph forward pass up to float rounding.
+
+Every pass over the row blocks reports to an optional
+:class:`~saintpipe.trainer.eval_watch.EvalWatch` (which pass, how far), which
+cuts the inference at a deadline; :meth:`LayerwiseInference.estimate_seconds`
+times a few blocks of each pass to say beforehand about how long it takes.
 """
 
 from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +48,7 @@ import torch
 
 from saintpipe.core.bars import ProgressBar
 from saintpipe.trainer.batch import GraphBatch
+from saintpipe.trainer.eval_watch import EvalWatch
 from saintpipe.trainer.induce import block_bounds, row_block
 from saintpipe.trainer.layers import GATLayer, MixHopLayer
 from saintpipe.trainer.models import GNN
@@ -85,6 +92,7 @@ class LayerwiseInference:
         limits: the memory bounds.
         device: where the blocks compute.
         progress: a progress bar per pass on stderr.
+        watch: told of every pass and block; it may cut the inference (:class:`EvaluationCancelled`).
 
     Example:
         >>> logits = LayerwiseInference(model, graph).logits()          # doctest: +SKIP
@@ -92,8 +100,8 @@ class LayerwiseInference:
     """
 
     def __init__(self, model: GNN, graph, limits: InferenceLimits | None = None,
-                 device: torch.device | str = "cpu", progress: bool = False) -> None:
-        self.model, self.graph = model, graph
+                 device: torch.device | str = "cpu", progress: bool = False, watch: EvalWatch | None = None) -> None:
+        self.model, self.graph, self.watch = model, graph, watch
         self.limits = limits or InferenceLimits()
         self.device = torch.device(device)
         self.progress = progress
@@ -127,7 +135,7 @@ class LayerwiseInference:
         layer = depth if layer is None else layer
         if not 1 <= layer <= depth:
             raise ValueError(f"layer {layer}: the model has graph layers 1 to {depth}")
-        with self._evaluating(), self._workdir() as tmp:
+        with self._evaluating(), self._watching(layer, classifier=False), self._workdir() as tmp:
             h = self._layers(layer, tmp, out)
             # a memory map in tmp would vanish with it
             return np.array(h) if out is None and isinstance(h, np.memmap) else h
@@ -135,19 +143,94 @@ class LayerwiseInference:
     def logits(self) -> np.ndarray:
         """The classifier's logits [N, C] of every node (before softmax/sigmoid)."""
         model = self.model
-        with self._evaluating(), self._workdir() as tmp:
+        with self._evaluating(), self._watching(len(model.layers), classifier=True), self._workdir() as tmp:
             h = self._layers(len(model.layers), tmp, None)
             out = np.empty((self.num_nodes, model.num_classes), dtype=np.float32)
             if model.config.classifier == "graph":  # Â·(H·W): one more aggregation, H·W on the gathered rows
                 self._gathered("classifier", lambda ids: h[ids], h.shape[1], out,
                                lambda batch: model.classify(batch.x, batch))
             else:
-                for start, stop in self._ranges(np.arange(0, self.num_nodes + 1, self.limits.block_rows)):
+                for start, stop in self._ranges(np.arange(0, self.num_nodes + 1, self.limits.block_rows),
+                                                "classifier"):
                     x = torch.from_numpy(np.ascontiguousarray(h[start:stop])).to(self.device)
                     out[start:stop] = model.classify(x).cpu().numpy()
             return out
 
+    def estimate_seconds(self, samples: int = 2, seed: int = 0) -> float:
+        """About how long :meth:`logits` takes here: ``samples`` row blocks of each pass are timed, with their
+        inputs gathered (the features for the first layer, stand-in rows for later ones), and scaled by the
+        pass's rows and CSR entries over theirs. Gathering each block's inputs costs more than the sliced
+        passes' in-place reads, so this errs long; it does not see the page cache of spilled layer outputs.
+        """
+        model, n = self.model, self.num_nodes
+        if n == 0:
+            return 0.0
+        rng = np.random.default_rng(seed)
+        width, total = self.graph.feature_dim, 0.0
+        # No model.eval(): a training thread may be using the model meanwhile (dropout's cost only errs long).
+        with torch.no_grad():
+            for i, layer in enumerate(model.layers):
+                if i == 0:
+                    rows: Rows = self._features
+                else:
+                    stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
+                    rows = (lambda ids, h=stand_in: h[ids % h.shape[0]])
+                if isinstance(layer, MixHopLayer):  # a hop's cost, once per hop: the block's rows of Â times X
+                    hop = self._timed_blocks(rows, width, width, lambda batch: spmm(batch.adj_hat, batch.x), samples)
+                    total += max(layer.powers) * hop
+                else:
+                    def compute(batch, layer=layer):
+                        return model.act(layer(batch.x, batch, self.scheduler))
+                    total += self._timed_blocks(rows, width, layer.f_out, compute, samples,
+                                                heads=getattr(layer, "heads", 0))
+                width = layer.f_out
+            stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
+            if model.config.classifier == "graph":
+                total += self._timed_blocks(lambda ids: stand_in[ids % stand_in.shape[0]], width, model.num_classes,
+                                            lambda batch: model.classify(batch.x, batch), samples)
+            else:
+                t0 = time.perf_counter()
+                model.classify(torch.from_numpy(stand_in).to(self.device)).cpu()
+                total += (time.perf_counter() - t0) * n / stand_in.shape[0]
+        return total
+
+    def _timed_blocks(self, rows: Rows, width_in: int, width_out: int,
+                      compute: Callable[[GraphBatch], torch.Tensor], samples: int, heads: int = 0) -> float:
+        """Seconds of one pass: ``samples`` blocks spread over the rows, timed and scaled by rows + entries."""
+        cuts = self._cuts(width_in, width_out, heads)
+        cuts = np.append(cuts[cuts < self.num_nodes], self.num_nodes)
+        picks = np.unique(np.linspace(0, cuts.size - 2, num=max(1, samples)).round().astype(np.int64))
+        seconds = work = 0.0
+        for b in picks.tolist():
+            start, stop = int(cuts[b]), int(cuts[b + 1])
+            t0 = time.perf_counter()
+            compute(self._gather(start, stop, rows)).cpu()
+            seconds += time.perf_counter() - t0
+            work += (stop - start) + float(self.indptr[stop] - self.indptr[start])
+        return seconds * (self.num_nodes + self.indices.size) / max(1.0, work)
+
     # --- passes ------------------------------------------------------------------------------------------
+    @contextmanager
+    def _watching(self, upto: int, classifier: bool) -> Iterator[None]:
+        """Tell the watch how many passes over the rows are coming (each :meth:`_ranges` loop is one), and
+        whether they all ran."""
+        if self.watch is None:
+            yield
+            return
+        layers = list(self.model.layers)[:upto]
+        first = layers[0] if layers else None
+        materialized = isinstance(first, MixHopLayer) or (self.sliced and first is not None
+                                                           and not isinstance(first, GATLayer))
+        passes = int(materialized) + int(classifier)
+        passes += sum(max(layer.powers) + 1 if isinstance(layer, MixHopLayer) else 1 for layer in layers)
+        completed = False
+        self.watch.begin(passes)
+        try:
+            yield
+            completed = True
+        finally:
+            self.watch.end(completed)
+
     def _layers(self, upto: int, tmp: Path, last_out: np.ndarray | None) -> np.ndarray:
         model = self.model
         previous: np.ndarray | None = None  # the previous layer's output; None: the input features
@@ -197,7 +280,8 @@ class LayerwiseInference:
             else:
                 self._gathered(name, lambda ids, h=hops[-1]: h[ids], x.shape[1], hop, propagate)
             hops.append(hop)
-        for start, stop in self._ranges(np.arange(0, self.num_nodes + 1, self.limits.block_rows)):
+        for start, stop in self._ranges(np.arange(0, self.num_nodes + 1, self.limits.block_rows),
+                                        f"{layer.name} combine"):
             parts = [as_tensor(hops[p][start:stop], np.float32).to(self.device) for p in layer.powers]
             out[start:stop] = self.model.act(layer.combine(parts)).cpu().numpy()
         for hop in hops[1:]:
@@ -259,10 +343,15 @@ class LayerwiseInference:
         cuts = np.append(cuts[cuts < self.num_nodes], self.num_nodes)
         bar = ProgressBar(total=self.num_nodes, desc=f"inference {name}".rstrip(), unit="node",
                           disable=not self.progress, leave=False)
+        watch, n = self.watch, max(1, self.num_nodes)
+        if watch is not None:
+            watch.next_pass(name)
         try:
             for start, stop in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
                 yield start, stop
                 bar.update(stop - start)
+                if watch is not None:
+                    watch.advance(stop / n)  # raises EvaluationCancelled past its deadline
         finally:
             bar.close()
 

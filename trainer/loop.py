@@ -10,7 +10,16 @@ over all data-parallel trainers) and closes an epoch each time they add up to
 After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the
 loop scores the validation split, keeps the best weights, checkpoints, and
 stops after ``patience`` validations without improvement. The final test score
-is that of the best weights.
+is that of the best weights: each validation scores the test split from the
+same full-graph pass (selection still looks at validation only), so the end
+of training needs no pass of its own unless nothing was validated yet.
+
+Evaluation is followed and bounded through the loop's
+:class:`~saintpipe.trainer.eval_watch.EvalWatch` (``loop.watch``): another
+thread sees which pass it is in, cancels a validation, or sets a deadline past
+which the final scoring is cut; a cut evaluation leaves NaN scores and
+``TrainResult.evaluation`` says so. :meth:`TrainLoop.snapshot` is the result so
+far, for a run that is interrupted before the loop returns.
 
 Every step's loss and the epoch it belonged to, and every validation's
 (epoch, score), are recorded and travel back in the :class:`TrainResult`
@@ -32,7 +41,8 @@ import torch
 from saintpipe.trainer.batch import batch_from_subgraph
 from saintpipe.trainer.checkpoint import Checkpointer
 from saintpipe.trainer.config import TrainerConfig
-from saintpipe.trainer.evaluate import EvalGraph, evaluate
+from saintpipe.trainer.eval_watch import EvaluationCancelled, EvalWatch
+from saintpipe.trainer.evaluate import EvalGraph, evaluate, layerwise_limits
 from saintpipe.trainer.feeds import Feed
 from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
@@ -62,6 +72,10 @@ class TrainResult:
         val_history: (epoch, validation score) of every validation, in order; the epoch is fractional for a
             validation in mid-epoch (``eval_every_steps``). best_val_epoch: the epoch of the validation whose
             weights were kept (NaN: never validated). device: the torch device it trained on.
+        evaluation: how the final scoring went: "complete", "cut at the deadline" (its scores NaN), or "not
+            run" (a snapshot of a loop that had not finished). final_evaluation_seconds: its time (0 when the best
+            validation's pass had scored the test split already). evaluation_estimate_seconds: what the loop last
+            expected one full-graph evaluation to take (NaN: never asked).
     """
 
     test_score: float
@@ -85,6 +99,9 @@ class TrainResult:
     val_history: list[tuple[float, float]] = field(default_factory=list)
     best_val_epoch: float = float("nan")
     device: str = ""
+    evaluation: str = "complete"
+    evaluation_estimate_seconds: float = float("nan")
+    final_evaluation_seconds: float = float("nan")
 
     @property
     def loss_spike_ratio(self) -> float:
@@ -167,6 +184,9 @@ class TrainLoop:
         # Training batches' self-loops use the degrees of the graph the subgraphs were drawn from.
         self.degrees = graph.degrees if sampled_degrees is None else sampled_degrees
         self.stopper = EarlyStopping(config.patience, config.min_delta)
+        self.best_test = float("nan")  # the test score of the stopper's best weights, from their validation pass
+        self.watch = EvalWatch()
+        self._estimate_s = float("nan")
         self.progress = LoopProgress()
         self.times = TimeBreakdown()
         self.resumed_from = -1
@@ -195,6 +215,7 @@ class TrainLoop:
             losses = saved["records"]["step_losses"]
             self.step_losses.load_state_dict({k: v.cpu().numpy() for k, v in losses.items()})
             self.val_history = [(float(e), float(v)) for e, v in saved["records"]["val_history"]]
+            self.best_test = float(saved["records"].get("best_test", float("nan")))
         else:  # their validations' epochs are unknown; the list stays in step with the stopper's history
             self.val_history = [(float("nan"), float(v)) for _, v in self.stopper.history]
         log.info(
@@ -216,7 +237,7 @@ class TrainLoop:
                 "progress": asdict(self.progress),
                 # tensors: compact, and what a weights_only load accepts
                 "records": {"step_losses": {k: torch.from_numpy(v) for k, v in self.step_losses.state_dict().items()},
-                            "val_history": [list(h) for h in self.val_history]},
+                            "val_history": [list(h) for h in self.val_history], "best_test": self.best_test},
                 "config": self.config.model_dump(mode="json"),
             },
             step=self.state.steps,
@@ -295,34 +316,42 @@ class TrainLoop:
             self._checkpoint()
 
     def _validate(self, epoch: float) -> None:
-        decision = [0.0, 0.0]
-        if self.is_leader:
-            t0 = time.perf_counter()
-            val = self._scores(("val",))["val"]
-            best_before = self.stopper.best_state
-            stop = self.stopper.update(val, self.state.steps, self.state.model)
-            self.times.evaluation += time.perf_counter() - t0
-            self._record("validation", epoch, val_score=val)
-            if self.outputs is not None and self.stopper.best_state is not best_before:  # a new best: keep it now
-                self.outputs.save_best(self.state.model, step=self.state.steps, epoch=epoch, val_score=val)
-            decision = [float(stop), val]
-            log.info(
-                "%s: epoch %d step %d val %.4f (best %.4f at step %d)",
-                self.name,
-                self.progress.epoch,
-                self.state.steps,
-                val,
-                self.stopper.best,
-                self.stopper.best_step,
-            )
+        # [stop, validation score, skipped]: rank 0 decides, every rank follows (ranks stay in lockstep)
+        decision = self._leader_validation(epoch) if self.is_leader else [0.0, 0.0, 0.0]
         if self.decide is not None:
             decision = self.decide(decision)
+        if decision[2]:  # cut on rank 0: no validation to record on any rank
+            self._checkpoint()
+            return
         self.val_history.append((epoch, decision[1]))  # rank 0's score, broadcast: the same on every rank
         if self.metrics is not None:
             self.metrics.val_score(decision[1])
         if decision[0]:
             self.progress.stopped = self.progress.stopped_early = True
         self._checkpoint()
+
+    def _leader_validation(self, epoch: float) -> list[float]:
+        """Score the validation and test splits in one pass, update early stopping, keep a new best."""
+        t0 = time.perf_counter()
+        try:
+            scores = self._scores(("val", "test"))
+        except EvaluationCancelled as exc:  # the run's end is near: its final scoring goes first
+            self.times.evaluation += time.perf_counter() - t0
+            log.info("%s: validation at step %d skipped: %s", self.name, self.state.steps, exc)
+            return [0.0, float("nan"), 1.0]
+        val = scores["val"]
+        best_before = self.stopper.best_state
+        stop = self.stopper.update(val, self.state.steps, self.state.model)
+        self.times.evaluation += time.perf_counter() - t0
+        self._record("validation", epoch, val_score=val)
+        if self.stopper.best_state is not best_before:  # a new best: keep it now, with its test score
+            self.best_test = scores["test"]
+            if self.outputs is not None:
+                self.outputs.save_best(self.state.model, step=self.state.steps, epoch=epoch, val_score=val,
+                                       test_score=scores["test"])
+        log.info("%s: epoch %d step %d val %.4f (best %.4f at step %d)", self.name, self.progress.epoch,
+                 self.state.steps, val, self.stopper.best, self.stopper.best_step)
+        return [float(stop), val, 0.0]
 
     def _scores(self, splits: tuple[str, ...]) -> dict[str, float]:
         cfg = self.config
@@ -333,33 +362,90 @@ class TrainLoop:
             max_full_bytes=cfg.eval_full_graph_max_bytes,
             batch_nodes=cfg.eval_batch_nodes,
             device=self.state.device,
+            watch=self.watch,
         )
 
+    def evaluation_estimate(self) -> float:
+        """Seconds one full-graph evaluation takes here: the last one measured, else an estimate from timing a
+        few row blocks of each layer (:meth:`LayerwiseInference.estimate_seconds`), made once. The result's
+        ``evaluation_estimate_seconds`` is the last figure given."""
+        from saintpipe.trainer.inference import LayerwiseInference
+
+        if not np.isnan(self.watch.last_seconds):
+            self._estimate_s = self.watch.last_seconds
+        elif np.isnan(self._estimate_s):
+            cfg = self.config
+            t0 = time.perf_counter()
+            limits = layerwise_limits(cfg.eval_batch_nodes, cfg.eval_full_graph_max_bytes)
+            self._estimate_s = LayerwiseInference(self.state.model, self.graph, limits,
+                                                  device=self.state.device).estimate_seconds()
+            log.info("%s: one full-graph evaluation estimated at %.1f s (estimate took %.1f s)", self.name,
+                     self._estimate_s, time.perf_counter() - t0)
+        return self._estimate_s
+
     def _finish(self, last_loss: float) -> TrainResult:
-        val = test = float("nan")
+        val = test = final_s = float("nan")
+        evaluation = "complete"
         if self.is_leader:
             t0 = time.perf_counter()
-            if self.stopper.best_state is None:  # never validated (tiny budgets): score the weights we have
-                val = self._scores(("val",))["val"]
-                self.stopper.update(val, self.state.steps, self.state.model)
-                self.val_history.append((round(self.progress.epoch + self.progress.epoch_fraction, 4), val))
-            current = {k: v.detach().clone() for k, v in self.state.model.state_dict().items()}
-            self.state.model.load_state_dict(self.stopper.best_state)
-            scores = self._scores(("val", "test"))
-            val, test = scores["val"], scores["test"]
-            if self.outputs is not None:  # the best weights again, now with their test score
-                self.outputs.save_best(self.state.model, step=self.stopper.best_step, epoch=self._best_val_epoch(),
-                                       val_score=val, test_score=test)
-            self.state.model.load_state_dict(current)
-            self.times.evaluation += time.perf_counter() - t0
+            try:
+                val, test = self._final_scores()
+            except EvaluationCancelled as exc:
+                evaluation = "cut at the deadline"
+                log.warning("%s: final evaluation not finished: %s", self.name, exc)
+            final_s = time.perf_counter() - t0
+            self.times.evaluation += final_s
             if self.outputs is not None:
                 epoch = round(self.progress.epoch + self.progress.epoch_fraction, 4)
                 self.outputs.save_final(self.state.model, step=self.state.steps, epoch=epoch)
                 self._record("end", epoch, val_score=val, test_score=test, best_epoch=self._best_val_epoch(),
                              best_step=self.stopper.best_step)
         self._checkpoint()
+        return self._result(val, test, last_loss, evaluation, final_s=final_s)
+
+    def _final_scores(self) -> tuple[float, float]:
+        """Validation and test scores of the best weights: from their validation pass when it scored the test
+        split too, else from one more pass (never validated yet, or resumed from an older checkpoint)."""
+        if self.stopper.best_state is None:  # never validated (tiny budgets): score the weights we have
+            scores = self._scores(("val", "test"))
+            self.stopper.update(scores["val"], self.state.steps, self.state.model)
+            self.val_history.append((round(self.progress.epoch + self.progress.epoch_fraction, 4), scores["val"]))
+            self.best_test = scores["test"]
+            if self.outputs is not None:
+                self.outputs.save_best(self.state.model, step=self.state.steps, epoch=self._best_val_epoch(),
+                                       val_score=scores["val"], test_score=scores["test"])
+            return scores["val"], scores["test"]
+        if not np.isnan(self.best_test):
+            return self.stopper.best, self.best_test
+        current = {k: v.detach().clone() for k, v in self.state.model.state_dict().items()}
+        self.state.model.load_state_dict(self.stopper.best_state)
+        try:
+            scores = self._scores(("val", "test"))
+            if self.outputs is not None:  # the best weights again, now with their test score
+                self.outputs.save_best(self.state.model, step=self.stopper.best_step, epoch=self._best_val_epoch(),
+                                       val_score=scores["val"], test_score=scores["test"])
+        finally:
+            self.state.model.load_state_dict(current)
+        self.best_test = scores["test"]
+        return scores["val"], scores["test"]
+
+    def snapshot(self) -> TrainResult:
+        """The result so far, without scoring: for a run interrupted before :meth:`run` returned (the scores
+        are the best validation's, when there was one; the time breakdown covers what was done)."""
+        val = self.stopper.best if self.stopper.best_state is not None else float("nan")
+        times = TimeBreakdown(**asdict(self.times))
+        times.wall += time.perf_counter() - self._started
+        return self._result(val, self.best_test, float("nan"), "not run", times=times)
+
+    def _result(self, val: float, test: float, last_loss: float, evaluation: str,
+                times: TimeBreakdown | None = None, final_s: float = float("nan")) -> TrainResult:
         features = self.feature_meter.totals() if self.feature_meter is not None else FeatureTotals()
+        losses = self.step_losses
+        n = min(len(losses.losses), len(losses.epochs))  # another thread may be appending
         return TrainResult(
+            evaluation=evaluation,
+            evaluation_estimate_seconds=self._estimate_s,
+            final_evaluation_seconds=final_s,
             test_score=test,
             val_score=val,
             epochs=self.progress.epoch,
@@ -367,7 +453,7 @@ class TrainLoop:
             subgraphs=self.progress.subgraphs,
             stopped_early=self.progress.stopped_early,
             resumed_from_step=self.resumed_from,
-            times=self.times,
+            times=times or self.times,
             history=list(self.stopper.history),
             redelivered=self.redelivered,
             last_loss=last_loss,
@@ -377,8 +463,8 @@ class TrainLoop:
             feature_cache_hits=features.cache_hits,
             feature_bytes=features.fetched_bytes,
             device=str(self.state.device),
-            step_losses=self.step_losses.losses.tolist(),
-            step_epochs=self.step_losses.epochs.tolist(),
+            step_losses=losses.losses[:n].tolist(),
+            step_epochs=losses.epochs[:n].tolist(),
             val_history=list(self.val_history),
             best_val_epoch=self._best_val_epoch(),
         )

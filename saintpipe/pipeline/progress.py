@@ -1,4 +1,5 @@
-"""The console view of a run: one bar per epoch with subgraphs/s, loss and validation score.
+"""The console view of a run: one bar per epoch with subgraphs/s, loss and validation score, and a bar of
+its own while the trainer scores the full graph (which pass, how far).
 
 On a terminal each epoch is a tqdm bar redrawn in place. When stderr is not a
 terminal (CI, ``| tee``, compose logs) the same figures come as plain lines: one
@@ -25,6 +26,8 @@ class TrainerProgress:
         epoch: completed epochs. epoch_fraction: progress into the current one, in [0, 1).
         steps: optimizer steps. subgraphs: subgraphs trained on. loss: the last training loss.
         val_score: the last validation score (NaN before the first). done: training has ended.
+        evaluating: a full-graph evaluation (a validation, or the final scoring) is running. evaluation: its
+        current pass. evaluation_fraction: how much of it is done, in [0, 1]. evaluation_s: for how long.
     """
 
     epoch: int = 0
@@ -34,6 +37,14 @@ class TrainerProgress:
     loss: float = math.nan
     val_score: float = math.nan
     done: bool = False
+    evaluating: bool = False
+    evaluation: str = ""
+    evaluation_fraction: float = 0.0
+    evaluation_s: float = 0.0
+
+
+EVAL_BAR_AFTER_S = 2.0
+"""An evaluation gets a bar once it has run this long."""
 
 
 def _fmt(value: float) -> str:
@@ -57,6 +68,7 @@ class EpochBars:
         self.file = file or sys.stderr
         self.line_interval = line_interval
         self._bar: ProgressBar | None = None
+        self._eval_bar: ProgressBar | None = None
         self._epoch = -1
         self._last = TrainerProgress()
         self._mark = (time.monotonic(), 0)  # (time, subgraphs) at the start of the rate window
@@ -92,7 +104,27 @@ class EpochBars:
             self._set(100.0, p)
         else:
             self._set(100.0 * p.epoch_fraction, p)
+        self._evaluation(p)
         self._last = p
+
+    def _evaluation(self, p: TrainerProgress) -> None:
+        """The evaluation bar: opened once a full-graph evaluation has run for ``EVAL_BAR_AFTER_S`` (a short
+        one, as on small graphs after every epoch, would only add a line each time), closed when it ends."""
+        if not self.enabled or (self._eval_bar is None and p.evaluation_s < EVAL_BAR_AFTER_S):
+            return
+        if not p.evaluating:
+            if self._eval_bar is not None:
+                self._eval_bar.close()
+                self._eval_bar = None
+            return
+        if self._eval_bar is None:
+            self._eval_bar = ProgressBar(total=100, desc="evaluation (full graph)", file=self.file, leave=True,
+                                         bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
+                                         dynamic_ncols=False, ncols=100, mininterval=0.2,
+                                         line_interval=self.line_interval)
+        self._eval_bar.n = round(100.0 * min(1.0, max(0.0, p.evaluation_fraction)), 1)
+        self._eval_bar.set_postfix_str(p.evaluation or "starting", refresh=False)
+        self._eval_bar.refresh()
 
     def _set(self, percent: float, p: TrainerProgress) -> None:
         if self._bar is None:
@@ -105,3 +137,4 @@ class EpochBars:
 
     def close(self) -> None:
         self._close()
+        self._evaluation(TrainerProgress())

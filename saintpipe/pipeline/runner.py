@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.pipeline.budget import RunBudget
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
 from saintpipe.pipeline.restarts import RestartBudget
@@ -324,13 +325,19 @@ class LocalPipeline:
 
     # --- training ---------------------------------------------------------------------------------------
     def _train(self, summary: RunSummary) -> None:
+        """Follow training to its end; with ``[run] max_seconds``, end it in time for the final evaluation
+        (:mod:`saintpipe.pipeline.budget`) and stop waiting once the run's deadline has passed."""
         sup, trainers = self.supervisor, self._trainers
         bars = EpochBars(self.config.trainer.epochs, enabled=self.config.run.progress)
         limit = self.config.run.max_seconds
+        budget = RunBudget(limit, self._t0) if limit is not None else None
         summary.times.startup = time.monotonic() - self._t0
         started = time.monotonic()
         print(f"training started ({summary.times.startup:.1f} s after start-up began)", flush=True, file=self.out)
+        if budget is not None:
+            trainers.cut_evaluation_at(budget.to_wall(budget.evaluation_cut))
         sup.enable_restarts()
+        finishing, overran = False, False
         try:
             while not sup.stop_requested.wait(0.25):
                 sup.restart_pending()  # here, in the thread the children's lifetimes are tied to
@@ -342,11 +349,21 @@ class LocalPipeline:
                     if sup.restart_under_way:
                         continue
                     break
-                if limit is not None and time.monotonic() - started > limit:
-                    summary.stopped_by = f"max_seconds ({limit:g} s)"
-                    trainers.finish()  # ends the loop early; the trainers still score the best weights
-                    limit = None
-            if not sup.stop_requested.is_set():
+                if budget is None:
+                    continue
+                now = time.monotonic()
+                if not finishing:
+                    evaluation_s = trainers.evaluation_seconds()
+                    end = budget.training_end(evaluation_s)
+                    summary.time_budget = budget.describe(summary.times.startup, end, evaluation_s)
+                    if now >= end:
+                        summary.stopped_by = f"max_seconds ({limit:g} s, the final evaluation included)"
+                        trainers.finish()  # ends the loop early; the trainers still score the best weights
+                        finishing = True
+                elif now >= budget.deadline:  # the evaluation was cut at its deadline and has not come back
+                    overran = True
+                    break
+            if not sup.stop_requested.is_set() and not overran:
                 trainers.wait()
                 bars.update(trainers.progress())
         finally:
@@ -371,7 +388,12 @@ class LocalPipeline:
             summary.feature_cache = self.feature_cache
             summary.normalization = self.normalization
             result = self._trainers.result()
+            if result is None:  # interrupted, or past the deadline: what the trainers did so far, unscored
+                result = self._trainers.snapshot()
             if result is not None:
+                summary.evaluation = result.evaluation
+                summary.evaluation_estimate_s = result.evaluation_estimate_seconds
+                summary.final_evaluation_s = result.final_evaluation_seconds
                 summary.test_score, summary.val_score = result.test_score, result.val_score
                 summary.epochs, summary.steps, summary.subgraphs_trained = result.epochs, result.steps, \
                     result.subgraphs

@@ -62,6 +62,9 @@ class RunSummary:
         resumed run went on from (-1: started afresh); the trainers' figures then cover the whole run, both parts
         (scores, epochs, steps, losses, validations, subgraphs trained on), the rest (times, throughputs, the
         samplers' and the pool's counts) this part.
+        evaluation: how the final full-graph scoring went ("complete", "cut at the deadline", "not run"; ""
+        before the trainers reported). final_evaluation_s: its seconds. evaluation_estimate_s: what the trainer
+        last expected one full-graph evaluation to take (NaN: not asked, no max_seconds). time_budget: how ``[run] max_seconds`` was split ("" without a limit).
     """
 
     dataset: str
@@ -94,6 +97,10 @@ class RunSummary:
     step_losses: list[float] = field(default_factory=list)
     step_epochs: list[int] = field(default_factory=list)
     val_history: list[list[float]] = field(default_factory=list)
+    evaluation: str = ""
+    evaluation_estimate_s: float = math.nan
+    final_evaluation_s: float = math.nan
+    time_budget: str = ""
 
     @property
     def loss_spike(self) -> LossSpike:
@@ -185,6 +192,18 @@ def _best_epoch(s: RunSummary) -> str:
     return "" if math.isnan(s.best_val_epoch) or math.isnan(s.val_score) else f"  (epoch {s.best_val_epoch:g})"
 
 
+def _evaluation(s: RunSummary) -> str:
+    """How the final full-graph scoring went, and what it was expected to take."""
+    what = {"not run": "not run (the run ended before it; the scores are the best validation's, if any)",
+            "cut at the deadline": "cut at the run's deadline (max_seconds): not scored"}.get(s.evaluation,
+                                                                                              s.evaluation)
+    if not math.isnan(s.final_evaluation_s):
+        what += f" in {s.final_evaluation_s:.1f} s"
+    if not math.isnan(s.evaluation_estimate_s):
+        what += f"  (one full-graph evaluation estimated at {s.evaluation_estimate_s:.2g} s)"
+    return what
+
+
 def _seconds(value: float, of: float | None = None) -> str:
     share = f"  ({100 * value / of:4.1f}%)" if of else ""
     return f"{value:9.1f} s{share}"
@@ -198,7 +217,9 @@ def format_summary(s: RunSummary) -> str:
         ("dataset", s.dataset),
         (f"test {s.metric}", _score(s.test_score)),
         (f"best validation {s.metric}", _score(s.val_score) + _best_epoch(s)),
+        *([("final evaluation", _evaluation(s))] if s.evaluation else []),
         ("stopped by", s.stopped_by),
+        *([("time budget", s.time_budget)] if s.time_budget else []),
         *([("normalization", s.normalization)] if s.normalization else []),
         ("epochs", f"{s.epochs}"),
         ("optimizer steps", f"{s.steps:,}"),

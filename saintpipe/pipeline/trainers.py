@@ -16,9 +16,11 @@ and bytes fetched per step apart from evaluation's.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
+import time
 from typing import Any
 
 import ray
@@ -159,14 +161,35 @@ class _TrainerActor:
         loop = self.loop
         if loop is None:
             return TrainerProgress()
-        p = loop.progress
+        p, e = loop.progress, loop.watch.status
         return TrainerProgress(epoch=p.epoch, epoch_fraction=p.epoch_fraction, steps=loop.state.steps,
-                               subgraphs=p.subgraphs, loss=self.metrics.last_loss, val_score=self.metrics.last_val)
+                               subgraphs=p.subgraphs, loss=self.metrics.last_loss, val_score=self.metrics.last_val,
+                               evaluating=e.running, evaluation=e.phase, evaluation_fraction=e.fraction,
+                               evaluation_s=e.elapsed_s)
 
     def finish_at(self, steps: int) -> None:
         """End training once ``steps`` optimizer steps are done (every rank gets the same target)."""
         if self.loop is not None:
             self.loop.config.max_steps = max(1, steps)
+
+    def evaluation_estimate(self) -> float:
+        """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready)."""
+        with self._lock:  # one estimate at a time; the loop caches it
+            return self.loop.evaluation_estimate() if self.loop is not None else math.nan
+
+    def cancel_validation(self) -> None:
+        """Cut a validation running now (the run's end is near: its final scoring goes first)."""
+        if self.loop is not None:
+            self.loop.watch.cancel()
+
+    def cut_evaluation_at(self, deadline: float | None) -> None:
+        """Cut any evaluation still running at ``deadline`` (``time.time()``)."""
+        if self.loop is not None:
+            self.loop.watch.cut_at(deadline)
+
+    def snapshot(self):
+        """The TrainResult so far, without scoring (for a run that ends before this rank's loop returns)."""
+        return self.loop.snapshot() if self.loop is not None else None
 
 
 def _last_line(exc: BaseException) -> str:
@@ -199,6 +222,9 @@ class LocalTrainers:
         self._results: list | None = None
         self._last = TrainerProgress()
         self._finish_target: int | None = None  # finish()'s step target, given again to restarted actors
+        self._eval_deadline: float | None = None  # cut_evaluation_at()'s, given again to restarted actors
+        self._estimate = math.nan  # evaluation_seconds(): the last answer, the question in flight and since when
+        self._estimate_ref: tuple[ray.ObjectRef | None, float] = (None, -math.inf)
         self._metrics_ports: dict[int, int] = {}  # rank -> port, kept by a restarted rank
         self.metrics_urls: dict[str, str] = {}
 
@@ -231,6 +257,8 @@ class LocalTrainers:
                 self._metrics_ports[rank] = int(url.rsplit(":", 1)[1].split("/", 1)[0])
         if self._finish_target is not None:
             ray.get([a.finish_at.remote(self._finish_target) for a in self._actors], timeout=10.0)
+        if self._eval_deadline is not None:
+            ray.get([a.cut_evaluation_at.remote(self._eval_deadline) for a in self._actors], timeout=10.0)
         self._runs = [a.run.remote() for a in self._actors]
 
     def restart(self, timeout: float = 120.0) -> None:
@@ -258,7 +286,7 @@ class LocalTrainers:
             return self._last
         ended = self._ended()
         done = bool(self._runs) and len(ended) == len(self._runs) and self._failure(ended) is None
-        self._last = TrainerProgress(p.epoch, p.epoch_fraction, p.steps, p.subgraphs, p.loss, p.val_score, done)
+        self._last = dataclasses.replace(p, done=done)
         return self._last
 
     def _ended(self) -> list[ray.ObjectRef]:
@@ -281,11 +309,50 @@ class LocalTrainers:
         return None
 
     def finish(self) -> None:
-        """End training a step or two from now on every rank (they still score the best weights)."""
+        """End training a step or two from now on every rank (they still score the best weights); a validation
+        running now is cut, so that the final scoring starts at once."""
         steps = [ray.get(a.progress.remote(), timeout=10.0).steps for a in self._actors]
         target = max(steps) + (2 if self.trainers > 1 else 1)  # ranks differ by at most one step (lockstep)
         self._finish_target = target
         ray.get([a.finish_at.remote(target) for a in self._actors], timeout=10.0)
+        ray.get([a.cancel_validation.remote() for a in self._actors], timeout=10.0)
+
+    def evaluation_seconds(self, every_s: float = 5.0) -> float:
+        """Rank 0's latest figure for one full-graph evaluation, in seconds (NaN until the first arrives).
+
+        Never waits: the question goes to the actor in the background and is asked again ``every_s`` after
+        each answer (the first answer times a few blocks of each layer; later ones are the last evaluation's
+        measured time)."""
+        ref, at = self._estimate_ref
+        if ref is not None and ray.wait([ref], timeout=0)[0]:
+            try:
+                self._estimate = float(ray.get(ref, timeout=0))
+            except ray.exceptions.RayError as exc:  # a restarted rank: ask the new one
+                log.debug("evaluation estimate unavailable: %s", exc)
+            ref, at = None, time.monotonic()
+            self._estimate_ref = (ref, at)
+        if ref is None and self._actors and time.monotonic() - at >= every_s:
+            self._estimate_ref = self._actors[0].evaluation_estimate.remote(), time.monotonic()
+        return self._estimate
+
+    def cut_evaluation_at(self, deadline: float | None) -> None:
+        """Every rank cuts any evaluation still running at ``deadline`` (``time.time()``), restarted ones too."""
+        self._eval_deadline = deadline
+        ray.get([a.cut_evaluation_at.remote(deadline) for a in self._actors], timeout=10.0)
+
+    def snapshot(self):
+        """The merged TrainResult so far, asked of the running ranks (None if they cannot answer): what an
+        interrupted run reports, its evaluation "not run"."""
+        from saintpipe.trainer.actor import merge_results
+
+        if not self._actors:
+            return None
+        try:
+            parts = ray.get([a.snapshot.remote() for a in self._actors], timeout=10.0)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            log.debug("trainer snapshot unavailable: %s", exc)
+            return None
+        return merge_results(parts, check=False) if parts and all(parts) else None
 
     def wait(self) -> list:
         """Every rank's TrainResult, once all have ended.

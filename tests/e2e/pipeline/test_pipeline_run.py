@@ -131,7 +131,35 @@ def test_sigint_stops_every_child_and_frees_every_port(training):
     assert code == 130, training.output()
     assert "SIGINT received: stopping every component" in training.stderr
     assert "== saintpipe run: summary ==" in training.stdout  # what ran is still reported
+    # ... the trainer's work included, though its loop never returned: steps, losses and times
+    out = training.stdout
+    assert int(re.search(r"^optimizer steps\s+([\d,]+)$", out, re.M).group(1).replace(",", "")) >= 2, out
+    assert float(re.search(r"^\s+compute \(trainers\)\s+([\d.]+) s", out, re.M).group(1)) > 0, out
+    assert re.search(r"^loss spike ratio\s+\S", out, re.M) and "final evaluation" in out, out
+    assert re.search(r"^final evaluation\s+not run \(the run ended before it", out, re.M), out
     assert_nothing_left(training)
+
+
+def test_max_seconds_bounds_the_whole_run_and_the_model_is_still_scored(tmp_path, dataset):
+    limit = 40
+    run = start(tmp_path, dataset, ENDLESS.replace("[run]\n", f"[run]\nmax_seconds = {limit}\n"), "--json")
+    try:
+        run.wait_for_line(r"^training started", STARTUP_S)
+        run.sample_tree(ports=True)
+        code = run.wait(limit + 120)
+        assert code == 0, run.output()
+        data = json.loads(run.stdout.strip().splitlines()[-1])
+        assert data["stopped_by"] == f"max_seconds ({limit} s, the final evaluation included)", data["stopped_by"]
+        assert data["time_budget"].startswith(f"{limit} s: start-up "), data["time_budget"]
+        assert data["evaluation"] == "complete" and 0 <= data["test_score"] <= 1 and data["steps"] > 0
+        assert data["evaluation_estimate_s"] > 0
+        # The limit covers start-up, training, the final evaluation and the stop (a generous bound for a
+        # loaded machine: training ends when the time left is the evaluation's and the stop's).
+        assert data["times"]["wall"] <= 1.25 * limit, data["times"]
+        assert re.search(r"^time budget\s+40 s: start-up [\d.]+ s, training until [\d.]+ s", run.stdout, re.M)
+        assert_nothing_left(run)
+    finally:
+        run.cleanup()
 
 
 def test_with_restarts_off_a_killed_feature_shard_stops_the_run_with_a_clear_message(tmp_path, dataset):

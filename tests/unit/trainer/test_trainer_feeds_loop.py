@@ -175,16 +175,24 @@ def test_an_epoch_is_train_nodes_over_labelled_nodes_per_subgraph():
 def test_early_stopping_after_patience_validations_without_improvement(monkeypatch):
     import saintpipe.trainer.loop as loop_mod
 
-    scores = iter([0.5, 0.7, 0.6, 0.65, 0.69, 0.9, 0.8])
-    monkeypatch.setattr(
-        loop_mod, "evaluate", lambda model, graph, splits, **kw: {s: next(scores) for s in splits}
-    )
+    # (validation, test) of each pass; one pass more would be a final scoring the loop must not need
+    scores = iter([(0.5, 0.1), (0.7, 0.8), (0.6, 0.2), (0.65, 0.3), (0.69, 0.4), (0.9, 0.9)])
+    splits_asked = []
+
+    def fake_evaluate(model, graph, splits, **kw):
+        splits_asked.append(splits)
+        val, test = next(scores)
+        return {"val": val, "test": test}
+
+    monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)
     graph = small_graph()
     result = make_loop(graph, epochs=50, patience=3).run(ListFeed(graph))
     assert result.stopped_early and result.epochs == 5  # best 0.7 at epoch 2, then three worse
     assert result.val_history == [(1.0, 0.5), (2.0, 0.7), (3.0, 0.6), (4.0, 0.65), (5.0, 0.69)]
     assert result.best_val_epoch == 2.0
-    assert (result.val_score, result.test_score) == (0.9, 0.8)  # the final scoring of the best weights
+    # The best weights' test score comes from their own validation pass: five passes, none at the end.
+    assert (result.val_score, result.test_score) == (0.7, 0.8) and len(splits_asked) == 5
+    assert result.evaluation == "complete"
 
 
 def test_checkpoint_resume_continues_the_same_epoch_count(tmp_path):
@@ -215,3 +223,48 @@ def test_early_stopping_state_round_trips():
     copy.load_state_dict(stop.state_dict())
     assert copy.update(0.45, 3, model)  # second bad round in a row
     assert copy.best == 0.5 and copy.best_step == 1
+
+
+def test_a_final_evaluation_past_the_deadline_is_cut_and_the_result_says_so():
+    graph = small_graph()
+    loop = make_loop(graph, epochs=50, patience=0, eval_every=1000, max_steps=3)  # never validated in training
+    loop.watch.cut_at(time.time() - 1.0)  # the run's deadline has passed already
+    result = loop.run(ListFeed(graph))
+    assert result.steps == 3 and result.evaluation == "cut at the deadline"
+    assert np.isnan(result.test_score) and np.isnan(result.val_score)
+    assert len(result.step_losses) == 3  # what the trainer did is still reported
+    loop.watch.cut_at(None)
+    again = make_loop(graph, epochs=50, patience=0, eval_every=1000, max_steps=3).run(ListFeed(graph))
+    assert again.evaluation == "complete" and 0.0 <= again.test_score <= 1.0
+    assert again.final_evaluation_seconds > 0
+
+
+def test_a_cancelled_validation_is_skipped_and_training_goes_on(monkeypatch):
+    import saintpipe.trainer.loop as loop_mod
+    from saintpipe.trainer.eval_watch import EvaluationCancelled
+
+    calls = []
+
+    def evaluate(model, graph, splits, **kw):
+        calls.append(splits)
+        if len(calls) == 2:  # the second validation is cut (the runner cancelled it)
+            raise EvaluationCancelled("evaluation cancelled")
+        return {"val": 0.5 + 0.1 * len(calls), "test": 0.25 * len(calls)}
+
+    monkeypatch.setattr(loop_mod, "evaluate", evaluate)
+    graph = small_graph()
+    result = make_loop(graph, epochs=3, patience=0).run(ListFeed(graph))
+    assert result.steps == 12 and len(calls) == 3
+    assert result.val_history == [(1.0, 0.6), (3.0, 0.8)]  # epoch 2's validation left no trace
+    assert (result.val_score, result.test_score) == (0.8, 0.75)  # the best's own pass scored its test split
+
+
+def test_a_snapshot_reports_the_work_so_far_without_scoring(monkeypatch):
+    graph = small_graph()
+    loop = make_loop(graph, epochs=2, patience=0)
+    empty = loop.snapshot()
+    assert empty.steps == 0 and empty.evaluation == "not run" and np.isnan(empty.val_score)
+    loop.run(ListFeed(graph))
+    snap = loop.snapshot()
+    assert snap.steps == 8 and len(snap.step_losses) == 8 and snap.times.compute > 0
+    assert snap.evaluation == "not run" and snap.val_score == loop.stopper.best
