@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 Rows = Callable[[np.ndarray], np.ndarray]
 """Rows of a layer's input for an array of node ids, in order (features, or the previous layer's output)."""
 
+STAND_IN_ROWS = 1 << 19
+"""Rows of the stand-in input :meth:`LayerwiseInference.estimate_seconds` times in-place reads against: at a
+width of 64, 128 MiB, past the last-level cache, so random reads of it miss as those of an N-row output do."""
+
 
 @dataclass(frozen=True)
 class InferenceLimits:
@@ -157,46 +161,66 @@ class LayerwiseInference:
             return out
 
     def estimate_seconds(self, samples: int = 2, seed: int = 0) -> float:
-        """About how long :meth:`logits` takes here: ``samples`` row blocks of each pass are timed, with their
-        inputs gathered (the features for the first layer, stand-in rows for later ones), and scaled by the
-        pass's rows and CSR entries over theirs. Gathering each block's inputs costs more than the sliced
-        passes' in-place reads, so this errs long; it does not see the page cache of spilled layer outputs.
+        """About how long :meth:`logits` takes here, from a few timed row blocks of each pass.
+
+        Each pass is timed the way it runs. Where the features are first copied into one array (the CPU's
+        sliced layers, MixHop), one block of rows is gathered and scaled by N over its rows, and the layer's
+        blocks read their neighbours in place from a stand-in of :data:`STAND_IN_ROWS` rows (column ids
+        wrapped onto it). Where every block gathers its own inputs (GAT, a device), the first layer's
+        blocks gather the real features. ``samples`` blocks per pass, spread over the rows, are timed and
+        scaled by the pass's rows + CSR entries over theirs. It does not see the page cache of spilled
+        layer outputs.
         """
         model, n = self.model, self.num_nodes
         if n == 0:
             return 0.0
         rng = np.random.default_rng(seed)
         width, total = self.graph.feature_dim, 0.0
+        layers = list(model.layers)
         # No model.eval(): a training thread may be using the model meanwhile (dropout's cost only errs long).
         with torch.no_grad():
-            for i, layer in enumerate(model.layers):
-                if i == 0:
-                    rows: Rows = self._features
-                else:
+            for i, layer in enumerate(layers):
+                gathered = isinstance(layer, GATLayer) or (not self.sliced and not isinstance(layer, MixHopLayer))
+                if i == 0 and not gathered:  # the features copied into one array first: one block of that copy
+                    t0 = time.perf_counter()
+                    first = self.graph.gather(np.arange(min(n, self.limits.block_rows), dtype=np.int64))
+                    total += (time.perf_counter() - t0) * n / max(1, first.shape[0])
+                if gathered:
+                    # every block gathers its sources' rows: the real features for the first layer
                     stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
-                    rows = (lambda ids, h=stand_in: h[ids % h.shape[0]])
+                    rows: Rows = self._features if i == 0 else (lambda ids, h=stand_in: h[ids % h.shape[0]])
+                    source = (lambda start, stop, rows=rows: self._gather(start, stop, rows))
+                else:
+                    # blocks read their neighbours in place from the whole previous output: a stand-in larger
+                    # than the caches, column ids wrapped onto it, so that the reads miss as theirs would
+                    wrap = min(n, max(STAND_IN_ROWS, self.limits.block_rows))
+                    x_stand = torch.from_numpy(rng.standard_normal((wrap, width), dtype=np.float32))
+                    source = (lambda start, stop, x=x_stand, wrap=wrap: self._slice(start, stop, x, wrap=wrap))
                 if isinstance(layer, MixHopLayer):  # a hop's cost, once per hop: the block's rows of Â times X
-                    hop = self._timed_blocks(rows, width, width, lambda batch: spmm(batch.adj_hat, batch.x), samples)
+                    hop = self._timed_blocks(source, width, width, lambda batch: spmm(batch.adj_hat, batch.x),
+                                             samples)
                     total += max(layer.powers) * hop
                 else:
                     def compute(batch, layer=layer):
                         return model.act(layer(batch.x, batch, self.scheduler))
-                    total += self._timed_blocks(rows, width, layer.f_out, compute, samples,
+                    total += self._timed_blocks(source, width, layer.f_out, compute, samples,
                                                 heads=getattr(layer, "heads", 0))
                 width = layer.f_out
             stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
             if model.config.classifier == "graph":
-                total += self._timed_blocks(lambda ids: stand_in[ids % stand_in.shape[0]], width, model.num_classes,
-                                            lambda batch: model.classify(batch.x, batch), samples)
+                total += self._timed_blocks(
+                    lambda start, stop: self._gather(start, stop, lambda ids: stand_in[ids % stand_in.shape[0]]),
+                    width, model.num_classes, lambda batch: model.classify(batch.x, batch), samples)
             else:
                 t0 = time.perf_counter()
                 model.classify(torch.from_numpy(stand_in).to(self.device)).cpu()
                 total += (time.perf_counter() - t0) * n / stand_in.shape[0]
         return total
 
-    def _timed_blocks(self, rows: Rows, width_in: int, width_out: int,
+    def _timed_blocks(self, source: Callable[[int, int], GraphBatch], width_in: int, width_out: int,
                       compute: Callable[[GraphBatch], torch.Tensor], samples: int, heads: int = 0) -> float:
-        """Seconds of one pass: ``samples`` blocks spread over the rows, timed and scaled by rows + entries."""
+        """Seconds of one pass: ``samples`` blocks spread over the rows (each made by ``source(start, stop)``
+        and computed), timed and scaled by the pass's rows + entries over theirs."""
         cuts = self._cuts(width_in, width_out, heads)
         cuts = np.append(cuts[cuts < self.num_nodes], self.num_nodes)
         picks = np.unique(np.linspace(0, cuts.size - 2, num=max(1, samples)).round().astype(np.int64))
@@ -204,7 +228,7 @@ class LayerwiseInference:
         for b in picks.tolist():
             start, stop = int(cuts[b]), int(cuts[b + 1])
             t0 = time.perf_counter()
-            compute(self._gather(start, stop, rows)).cpu()
+            compute(source(start, stop)).cpu()
             seconds += time.perf_counter() - t0
             work += (stop - start) + float(self.indptr[stop] - self.indptr[start])
         return seconds * (self.num_nodes + self.indices.size) / max(1.0, work)
@@ -306,15 +330,19 @@ class LayerwiseInference:
         per_unit = 4 * (width_in + width_out) + 12 + 16 * heads
         return block_bounds(self.indptr, self.limits.block_rows, max(1, self.limits.block_bytes // per_unit))
 
-    def _slice(self, start: int, stop: int, x_all: torch.Tensor) -> GraphBatch:
-        """Rows [start, stop) over all N columns, Ã = D⁻¹A and Â = (I+D)⁻¹(I+A) with the full graph's degrees."""
+    def _slice(self, start: int, stop: int, x_all: torch.Tensor, wrap: int = 0) -> GraphBatch:
+        """Rows [start, stop) over all N columns, Ã = D⁻¹A and Â = (I+D)⁻¹(I+A) with the full graph's degrees.
+
+        ``wrap``: over ``wrap`` stand-in columns instead (column ids modulo ``wrap``, the block's own rows
+        first), for timing a block against a stand-in input smaller than N rows.
+        """
         a, b = int(self.indptr[start]), int(self.indptr[stop])
         crow = self.indptr[start : stop + 1] - a
         counts = np.diff(crow)
-        col = self.indices[a:b]
+        col = self.indices[a:b] if not wrap else (self.indices[a:b] % wrap).astype(np.int32)
         w = np.repeat(self.inv_degree[start:stop], counts)
-        n_all = self.num_nodes
-        adj = SparseOperand.from_csr(crow, col, w, w, cols=n_all, first=start)
+        n_all = self.num_nodes if not wrap else wrap
+        adj = SparseOperand.from_csr(crow, col, w, w, cols=n_all, first=start if not wrap else 0)
         # What with_self_loops makes of D⁻¹A: (d/(1+d))·(1/d) = 1/(1+d) per entry of row v, and 1/(1+d) on the
         # diagonal; computed for the block's rows only (with_self_loops would mix all N degrees per block).
         self_weight = np.float32(1.0) / (np.float32(1.0) + self.degrees[start:stop])

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Peak memory of a process tree as PSS, per process, while it runs (docs/scale.md's memory columns).
+
+PSS (proportional set size, from /proc/PID/smaps_rollup) counts a shared page
+once across the processes that map it, split between them: the memory-mapped
+CSR and feature files that every sampler worker, shard and trainer maps are
+not counted once per process, as RSS would count them.
+
+    python scripts/pss_monitor.py --pid $(pgrep -f 'saintpipe run') --interval 2 --out pss.json
+
+Samples every ``--interval`` seconds until the root process exits, then
+prints one line per process (its label, peak PSS, peak RSS) and the peak of
+their sum, and writes the same as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+LABELS = [  # first match wins: what a process of the pipeline is, from its command line
+    (re.compile(r"ray::_SamplerWorkerActor"), "sampler worker"),
+    (re.compile(r"ray::_TrainerActor"), "trainer"),
+    (re.compile(r"--shard (\d+)"), "feature shard {0}"),
+    (re.compile(r"redis-server"), "redis"),
+    (re.compile(r"saintpipe(?:\s+-\S+)*\s+run\b"), "saintpipe run (driver)"),
+    (re.compile(r"raylet|gcs_server|dashboard|log_monitor|runtime_env|ray/_private"), "ray (system)"),
+]
+
+
+def label(cmdline: str) -> str:
+    for pattern, name in LABELS:
+        m = pattern.search(cmdline)
+        if m:
+            return name.format(*m.groups())
+    return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "?"
+
+
+def rollup(pid: int) -> tuple[int, int]:
+    """(PSS, RSS) in bytes, (0, 0) if the process is gone or unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0, 0
+    fields = dict(re.findall(r"^(\w+):\s+(\d+) kB", text, re.M))
+    return int(fields.get("Pss", 0)) * 1024, int(fields.get("Rss", 0)) * 1024
+
+
+def children(root: int) -> list[int]:
+    """``root`` and its descendants, from /proc (no psutil: the script runs with any python3)."""
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, frontier = [root], [root]
+    while frontier:
+        frontier = [pid for pid, ppid in parent.items() if ppid in frontier]
+        tree += frontier
+    return tree
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pid", type=int, required=True, help="root of the process tree")
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between samples (default 2)")
+    parser.add_argument("--out", type=Path, help="write the peaks here as JSON")
+    args = parser.parse_args(argv)
+    peaks: dict[int, dict] = {}
+    total_peak = 0
+    while Path(f"/proc/{args.pid}").exists():
+        total = 0
+        for pid in children(args.pid):
+            pss, rss = rollup(pid)
+            if not pss:
+                continue
+            total += pss
+            row = peaks.setdefault(pid, {"pid": pid, "label": label(cmdline(pid)), "pss": 0, "rss": 0})
+            row["pss"], row["rss"] = max(row["pss"], pss), max(row["rss"], rss)
+        total_peak = max(total_peak, total)
+        time.sleep(args.interval)
+    rows = sorted(peaks.values(), key=lambda r: -r["pss"])
+    for r in rows:
+        if r["pss"] >= 20 << 20:  # the rest are small helpers
+            print(f"{r['label']:<28} pid {r['pid']:>7}  peak PSS {r['pss'] / 2**30:6.2f} GiB  "
+                  f"peak RSS {r['rss'] / 2**30:6.2f} GiB")
+    print(f"{'sum of PSS (peak)':<28} {'':>11}  {total_peak / 2**30:15.2f} GiB")
+    if args.out:
+        args.out.write_text(json.dumps({"processes": rows, "total_pss_peak": total_peak}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
