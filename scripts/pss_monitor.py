@@ -90,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             if not pss:
                 continue
             total += pss
-            row = peaks.setdefault(pid, {"pid": pid, "label": label(cmdline(pid)), "pss": 0, "rss": 0})
+            row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0})
+            if row["label"] == "ray::IDLE":  # a Ray worker is named after its actor only once it holds one
+                row["label"] = label(cmdline(pid))
             row["pss"], row["rss"] = max(row["pss"], pss), max(row["rss"], rss)
         total_peak = max(total_peak, total)
         time.sleep(args.interval)

@@ -298,7 +298,8 @@ class LocalPipeline:
     def _start_trainers(self) -> None:
         trainers = self._trainers
         self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
-        trainers.start(timeout=self.config.run.startup_timeout_s)
+        trainers.start(timeout=self.config.run.startup_timeout_s,
+                       estimate_evaluation=self.config.run.max_seconds is not None)
         self.supervisor.watch("trainers", trainers.failure, restart=self._restart_trainers)
         self.endpoints.metrics.update(trainers.metrics_urls)
         if (resumed := trainers.progress()).steps:

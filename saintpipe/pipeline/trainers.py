@@ -235,8 +235,11 @@ class LocalTrainers:
                                                    max_restarts=0)
         self._actors = [remote.remote(self.spec, rank, self.trainers, self.cache) for rank in range(self.trainers)]
 
-    def start(self, timeout: float = 120.0) -> None:
+    def start(self, timeout: float = 120.0, estimate_evaluation: bool = False) -> None:
         """Wait until every actor is connected (and in the data-parallel group), then start training.
+
+        ``estimate_evaluation``: rank 0 first estimates one full-graph evaluation (a run with a deadline
+        needs it), before its training steps compete with the estimate for its core.
 
         Raises:
             ServiceUnavailable: an actor failed to start or did not start in time.
@@ -259,6 +262,12 @@ class LocalTrainers:
             ray.get([a.finish_at.remote(self._finish_target) for a in self._actors], timeout=10.0)
         if self._eval_deadline is not None:
             ray.get([a.cut_evaluation_at.remote(self._eval_deadline) for a in self._actors], timeout=10.0)
+        if estimate_evaluation:
+            try:
+                self._estimate = float(ray.get(self._actors[0].evaluation_estimate.remote(), timeout=timeout))
+            except (ray.exceptions.RayError, TimeoutError) as exc:  # asked again while training runs
+                log.warning("the evaluation estimate failed before training: %s", exc)
+            self._estimate_ref = (None, time.monotonic())
         self._runs = [a.run.remote() for a in self._actors]
 
     def restart(self, timeout: float = 120.0) -> None:
