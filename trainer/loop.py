@@ -365,6 +365,12 @@ class TrainLoop:
             watch=self.watch,
         )
 
+    @property
+    def needs_final_evaluation(self) -> bool:
+        """Whether ending now takes a full-graph pass: not when the best weights' validation pass scored the
+        test split too (it did unless nothing was validated yet, or a checkpoint from before that resumed)."""
+        return self.stopper.best_state is None or bool(np.isnan(self.best_test))
+
     def evaluation_estimate(self) -> float:
         """Seconds one full-graph evaluation takes here: the last one measured, else an estimate from timing a
         few row blocks of each layer (:meth:`LayerwiseInference.estimate_seconds`), made once. The result's

@@ -57,9 +57,10 @@ class RunBudget:
         """``time.monotonic()`` seconds as ``time.time()`` seconds (what another process can compare with)."""
         return time.time() + (t - time.monotonic())
 
-    def describe(self, startup_s: float, training_end: float, evaluation_s: float) -> str:
-        """One line for the summary: how the limit was split."""
+    def describe(self, startup_s: float, training_end: float, evaluation_s: float, needed: bool = True) -> str:
+        """One line for the summary: how the limit was split (``needed``: the final evaluation takes a pass)."""
         estimate = "no estimate" if math.isnan(evaluation_s) else f"estimated {evaluation_s:.2g} s"
+        final = (f"then the final evaluation ({estimate}; cut at {self.evaluation_cut - self.started:.1f} s)" if needed
+                 else "no final pass (the best validation scored the test split)")
         return (f"{self.limit_s:g} s: start-up {startup_s:.1f} s, training until {training_end - self.started:.1f} s, "
-                f"then the final evaluation ({estimate}; cut at {self.evaluation_cut - self.started:.1f} s), "
-                f"{self.stop_margin_s:.1f} s to stop")
+                f"{final}, {self.stop_margin_s:.1f} s to stop")

@@ -355,8 +355,9 @@ class LocalPipeline:
                 now = time.monotonic()
                 if not finishing:
                     evaluation_s = trainers.evaluation_seconds()
-                    end = budget.training_end(evaluation_s)
-                    summary.time_budget = budget.describe(summary.times.startup, end, evaluation_s)
+                    needed = trainers.final_evaluation_needed
+                    end = budget.training_end(evaluation_s if needed else 0.0)
+                    summary.time_budget = budget.describe(summary.times.startup, end, evaluation_s, needed)
                     if now >= end:
                         summary.stopped_by = f"max_seconds ({limit:g} s, the final evaluation included)"
                         trainers.finish()  # ends the loop early; the trainers still score the best weights

@@ -172,10 +172,13 @@ class _TrainerActor:
         if self.loop is not None:
             self.loop.config.max_steps = max(1, steps)
 
-    def evaluation_estimate(self) -> float:
-        """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready)."""
+    def evaluation_estimate(self) -> tuple[float, bool]:
+        """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready), and
+        whether the end of training needs one (not when the best validation's pass scored the test split)."""
         with self._lock:  # one estimate at a time; the loop caches it
-            return self.loop.evaluation_estimate() if self.loop is not None else math.nan
+            if self.loop is None:
+                return math.nan, True
+            return self.loop.evaluation_estimate(), self.loop.needs_final_evaluation
 
     def cancel_validation(self) -> None:
         """Cut a validation running now (the run's end is near: its final scoring goes first)."""
@@ -224,6 +227,7 @@ class LocalTrainers:
         self._finish_target: int | None = None  # finish()'s step target, given again to restarted actors
         self._eval_deadline: float | None = None  # cut_evaluation_at()'s, given again to restarted actors
         self._estimate = math.nan  # evaluation_seconds(): the last answer, the question in flight and since when
+        self.final_evaluation_needed = True  # with it: whether the end of training needs a full-graph pass
         self._estimate_ref: tuple[ray.ObjectRef | None, float] = (None, -math.inf)
         self._metrics_ports: dict[int, int] = {}  # rank -> port, kept by a restarted rank
         self.metrics_urls: dict[str, str] = {}
@@ -264,7 +268,8 @@ class LocalTrainers:
             ray.get([a.cut_evaluation_at.remote(self._eval_deadline) for a in self._actors], timeout=10.0)
         if estimate_evaluation:
             try:
-                self._estimate = float(ray.get(self._actors[0].evaluation_estimate.remote(), timeout=timeout))
+                self._estimate, self.final_evaluation_needed = ray.get(self._actors[0].evaluation_estimate.remote(),
+                                                                       timeout=timeout)
             except (ray.exceptions.RayError, TimeoutError) as exc:  # asked again while training runs
                 log.warning("the evaluation estimate failed before training: %s", exc)
             self._estimate_ref = (None, time.monotonic())
@@ -331,11 +336,11 @@ class LocalTrainers:
 
         Never waits: the question goes to the actor in the background and is asked again ``every_s`` after
         each answer (the first answer times a few blocks of each layer; later ones are the last evaluation's
-        measured time)."""
+        measured time). ``final_evaluation_needed`` comes with each answer."""
         ref, at = self._estimate_ref
         if ref is not None and ray.wait([ref], timeout=0)[0]:
             try:
-                self._estimate = float(ray.get(ref, timeout=0))
+                self._estimate, self.final_evaluation_needed = ray.get(ref, timeout=0)
             except ray.exceptions.RayError as exc:  # a restarted rank: ask the new one
                 log.debug("evaluation estimate unavailable: %s", exc)
             ref, at = None, time.monotonic()

@@ -35,3 +35,9 @@ def test_the_description_names_every_share():
     assert text.startswith("120 s: start-up 12.3 s, training until 83.0 s") and "estimated 20 s" in text
     assert "cut at 108.0 s" in text and "12.0 s to stop" in text
     assert "no estimate" in b.describe(1.0, b.training_end(math.nan), math.nan)
+
+
+def test_the_description_says_when_no_final_pass_is_needed():
+    b = RunBudget(limit_s=100.0, started=0.0)
+    text = b.describe(5.0, b.training_end(0.0), 30.0, needed=False)
+    assert "training until 90.0 s, no final pass (the best validation scored the test split)" in text

@@ -186,7 +186,10 @@ def test_early_stopping_after_patience_validations_without_improvement(monkeypat
 
     monkeypatch.setattr(loop_mod, "evaluate", fake_evaluate)
     graph = small_graph()
-    result = make_loop(graph, epochs=50, patience=3).run(ListFeed(graph))
+    loop = make_loop(graph, epochs=50, patience=3)
+    assert loop.needs_final_evaluation  # nothing validated yet
+    result = loop.run(ListFeed(graph))
+    assert not loop.needs_final_evaluation
     assert result.stopped_early and result.epochs == 5  # best 0.7 at epoch 2, then three worse
     assert result.val_history == [(1.0, 0.5), (2.0, 0.7), (3.0, 0.6), (4.0, 0.65), (5.0, 0.69)]
     assert result.best_val_epoch == 2.0
