@@ -1,8 +1,16 @@
-"""Edge lists to sorted, deduplicated CSR, vectorized (no Python loop over edges)."""
+"""Edge lists to sorted, deduplicated CSR (no Python loop over edges).
+
+:func:`edges_to_csr` places every entry in its row by counting (one pass to
+count, one to scatter), then sorts and deduplicates each row in place, in a
+Numba kernel: O(E) work plus the rows' own sorts, and int32 scratch. Sorting
+int64 keys ``row * N + col`` of all entries instead took 3.8 s for 16.8 M
+entries (Kronecker scale 20) and three int64 arrays of them.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from saintpipe.core.errors import DatasetError
 
@@ -39,19 +47,49 @@ def edges_to_csr(
         raise DatasetError(f"{num_nodes} nodes do not fit int32 indices")
     if src.size and (min(src.min(), dst.min()) < 0 or max(src.max(), dst.max()) >= num_nodes):
         raise DatasetError(f"edge endpoint out of range [0, {num_nodes})")
-    keys = src * num_nodes + dst
-    if symmetrize:
-        keys = np.concatenate([keys, dst * num_nodes + src])
-    del src, dst
-    keys = sorted_unique(keys)  # sorted, so rows and then columns come out ascending
-    rows, cols = np.divmod(keys, num_nodes)
-    del keys
-    if drop_self_loops:
-        keep = rows != cols
-        rows, cols = rows[keep], cols[keep]
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
-    return indptr, cols.astype(np.int32)
+    return _counting_csr(src, dst, num_nodes, symmetrize, drop_self_loops)
+
+
+@njit(cache=True)
+def _counting_csr(src, dst, n, symmetrize, drop_self_loops):  # pragma: no cover - compiled
+    """CSR by counting: rows' sizes, entries scattered into their rows, each row sorted and deduplicated."""
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    for i in range(src.size):
+        u, v = src[i], dst[i]
+        if drop_self_loops and u == v:
+            continue
+        indptr[u + 1] += 1
+        if symmetrize:
+            indptr[v + 1] += 1
+    for r in range(n):
+        indptr[r + 1] += indptr[r]
+    cols = np.empty(indptr[n], dtype=np.int32)
+    fill = indptr[:-1].copy()
+    for i in range(src.size):
+        u, v = src[i], dst[i]
+        if drop_self_loops and u == v:
+            continue
+        cols[fill[u]] = v
+        fill[u] += 1
+        if symmetrize:
+            cols[fill[v]] = u
+            fill[v] += 1
+    # Sort each row, drop its duplicates, and move it down over the room they left.
+    out = 0
+    start = 0
+    for r in range(n):
+        stop = indptr[r + 1]
+        row = cols[start:stop]
+        row.sort()
+        first = out
+        for k in range(row.size):
+            if k == 0 or row[k] != row[k - 1]:
+                cols[out] = row[k]
+                out += 1
+        indptr[r] = first
+        start = stop
+    indptr[n] = out
+    return indptr, cols[:out].copy()
 
 
 def csr_to_symmetric(indptr: np.ndarray, indices: np.ndarray, where: str = "topology") -> tuple[np.ndarray, np.ndarray]:

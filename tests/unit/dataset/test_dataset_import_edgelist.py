@@ -149,3 +149,23 @@ def test_npy_side_file_needs_integer_ids(tmp_path):
     np.save(tmp_path / "x.npy", np.ones((3, 2), dtype=np.float32))
     with pytest.raises(DatasetError, match="x.npy: a .npy side file is indexed by integer node id"):
         import_edgelist(edges, features=tmp_path / "x.npy", string_ids=True)
+
+
+def test_the_dense_id_table_and_the_sorted_ids_agree_and_name_an_unknown_id():
+    from saintpipe.services.dataset.import_edgelist import _IdMap
+
+    rng = np.random.default_rng(3)
+    src, dst = rng.integers(0, 5000, 2000), rng.integers(0, 5000, 2000)  # gaps: ids that never occur
+    dense = _IdMap.of([src, dst])
+    assert dense.rank is not None  # small non-negative integers: one gather per lookup
+    sparse = _IdMap.of([src * 10**12, dst * 10**12])  # ids far larger than their count: sorted and searched
+    assert sparse.rank is None
+    np.testing.assert_array_equal(dense.ids * 10**12, sparse.ids)
+    np.testing.assert_array_equal(dense.lookup(src, "e"), sparse.lookup(src * 10**12, "e"))
+    assert dense.lookup(src, "e").tolist() == np.searchsorted(np.unique(np.r_[src, dst]), src).tolist()
+    absent = np.setdiff1d(np.arange(5000), dense.ids)[:1]
+    assert absent.size == 1
+    for ids, keys in ((dense, np.r_[src[:3], absent, 10**6, -4]), (sparse, np.r_[src[:3] * 10**12, 7])):
+        with pytest.raises(DatasetError, match=r"^e: node id -?\d+ does not occur in the edge list"):
+            ids.lookup(keys, "e")
+    assert _IdMap.of([np.array([-3, 5]), np.array([2])]).rank is None  # negative ids: the sorted path
