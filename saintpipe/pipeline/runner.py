@@ -89,6 +89,7 @@ class LocalPipeline:
         self._t0 = time.monotonic()
         self._sampler_service = None
         self._trainers = None
+        self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
 
@@ -291,6 +292,13 @@ class LocalPipeline:
         cache = cfg.feature_cache_rows(dataset.num_nodes)
         self.feature_cache = (f"{cache.static_rows:,} pinned + {cache.lru_rows:,} LRU rows of "
                               f"{dataset.num_nodes:,}") if cache.enabled else ""
+        from saintpipe.core.memory import available_memory
+        from saintpipe.trainer.evaluate import spill_warning
+
+        warning = spill_warning(dataset.num_nodes, dataset.manifest.feature_dim, cfg.trainer.model,
+                                available_memory())
+        if warning:  # said before training, not discovered an hour into the first validation
+            print(f"saintpipe: warning: {warning}", file=sys.stderr, flush=True)
         trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
         trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
         self._trainers = trainers
@@ -363,7 +371,7 @@ class LocalPipeline:
                         trainers.finish()  # ends the loop early; the trainers still score the best weights
                         finishing = True
                 elif now >= budget.deadline:  # the evaluation was cut at its deadline and has not come back
-                    overran = True
+                    overran = self._overran = True
                     break
             if not sup.stop_requested.is_set() and not overran:
                 trainers.wait()
@@ -393,7 +401,9 @@ class LocalPipeline:
             if result is None:  # interrupted, or past the deadline: what the trainers did so far, unscored
                 result = self._trainers.snapshot()
             if result is not None:
-                summary.evaluation = result.evaluation
+                # Past the deadline, the trainer's final scoring was running when the run stopped waiting.
+                summary.evaluation = ("cut at the deadline" if self._overran and result.evaluation == "not run"
+                                      else result.evaluation)
                 summary.evaluation_estimate_s = result.evaluation_estimate_seconds
                 summary.final_evaluation_s = result.final_evaluation_seconds
                 summary.test_score, summary.val_score = result.test_score, result.val_score

@@ -55,8 +55,8 @@ class RunSummary:
         0's (each rank steps once per optimizer step, on its own subgraph, so it has exactly ``steps`` entries).
         step_epochs: the 0-based epoch each of those steps belonged to. val_history: ``[epoch, score]`` of every
         validation (epoch fractional for one in mid-epoch). best_val_epoch: the epoch of the validation whose
-        weights were kept (``val_score`` is theirs, scored again at the end). Empty/NaN when training never
-        reported back (interrupted before its end).
+        weights were kept (``val_score`` is theirs; their test score came from the same pass). Empty/NaN when
+        training never reported back (interrupted before its end).
         run_dir: the run directory (models, metrics history, config, this summary as summary.json).
         checkpoint_dir: where the checkpoints went ("" without). resumed_from_step: the checkpoint's step a
         resumed run went on from (-1: started afresh); the trainers' figures then cover the whole run, both parts
@@ -64,7 +64,8 @@ class RunSummary:
         samplers' and the pool's counts) this part.
         evaluation: how the final full-graph scoring went ("complete", "cut at the deadline", "not run"; ""
         before the trainers reported). final_evaluation_s: its seconds. evaluation_estimate_s: what the trainer
-        last expected one full-graph evaluation to take (NaN: not asked, no max_seconds). time_budget: how ``[run] max_seconds`` was split ("" without a limit).
+        last expected one full-graph evaluation to take (NaN: not asked, no max_seconds). time_budget: how
+        ``[run] max_seconds`` was split ("" without a limit).
     """
 
     dataset: str

@@ -114,3 +114,17 @@ def test_the_estimate_is_a_positive_figure_for_every_layer_kind(arch, extra):
     model = model_for(arch, g, **extra)
     estimate = LayerwiseInference(model, g, InferenceLimits(block_rows=16)).estimate_seconds(samples=3)
     assert math.isfinite(estimate) and estimate > 0
+
+
+def test_layerwise_peak_bytes_and_the_warning_when_they_outgrow_memory():
+    from saintpipe.trainer.evaluate import layerwise_peak_bytes, spill_warning
+
+    n = 16_777_216  # Kronecker scale 24
+    default = ModelConfig(arch="sage", hidden=[256, 256])
+    assert layerwise_peak_bytes(n, 50, default) == 4 * n * 512  # layer 2: 256 in, 256 out
+    assert layerwise_peak_bytes(n, 50, ModelConfig(arch="sage", hidden=[64, 64])) == 4 * n * 128
+    mixhop = ModelConfig(arch="mixhop", hidden=[6], mixhop_powers=[0, 1, 2])
+    assert layerwise_peak_bytes(n, 50, mixhop) == 4 * n * (3 * 50 + 6)  # X, AX, A²X and the output
+    text = spill_warning(n, 50, default, available=20 << 30)
+    assert text and "hidden [256, 256]" in text and "more than the 20.0 GiB of memory available" in text
+    assert spill_warning(n, 50, ModelConfig(arch="sage", hidden=[64, 64]), available=20 << 30) is None
