@@ -44,13 +44,14 @@ class EvalWatch:
         self._cancel = threading.Event()
         self._status = EvalStatus()
         self._started = math.nan
+        self._passes, self._pass, self._phase = 1, -1, ""  # begin() and next_pass() set them per evaluation
         self.last_seconds = math.nan  # the last evaluation that ran to its end, in seconds
 
     # --- the evaluating thread ----------------------------------------------------------------------------
     def begin(self, passes: int) -> None:
         """An evaluation of ``passes`` passes over the nodes starts (the cancel of an earlier one is forgotten)."""
         self._cancel.clear()
-        self._passes, self._pass = max(1, passes), -1
+        self._passes, self._pass, self._phase = max(1, passes), -1, ""
         self._started = time.monotonic()
         self._status = EvalStatus(True, "", 0.0)
         self.check()
@@ -63,7 +64,7 @@ class EvalWatch:
     def advance(self, within: float) -> None:
         """The current pass is ``within`` (0..1) done. Raises :class:`EvaluationCancelled` past the deadline."""
         done = (max(0, self._pass) + min(1.0, within)) / self._passes
-        self._status = EvalStatus(True, getattr(self, "_phase", ""), min(1.0, done))
+        self._status = EvalStatus(True, self._phase, min(1.0, done))
         self.check()
 
     def end(self, completed: bool) -> None:

@@ -346,7 +346,7 @@ class LocalPipeline:
         if budget is not None:
             trainers.cut_evaluation_at(budget.to_wall(budget.evaluation_cut))
         sup.enable_restarts()
-        finishing, overran = False, False
+        finishing = False
         try:
             while not sup.stop_requested.wait(0.25):
                 sup.restart_pending()  # here, in the thread the children's lifetimes are tied to
@@ -371,9 +371,9 @@ class LocalPipeline:
                         trainers.finish()  # ends the loop early; the trainers still score the best weights
                         finishing = True
                 elif now >= budget.deadline:  # the evaluation was cut at its deadline and has not come back
-                    overran = self._overran = True
+                    self._overran = True
                     break
-            if not sup.stop_requested.is_set() and not overran:
+            if not sup.stop_requested.is_set() and not self._overran:
                 trainers.wait()
                 bars.update(trainers.progress())
         finally:
