@@ -2,9 +2,9 @@
 """The scale table of docs/scale.md: each step of the pipeline on Kronecker graphs of growing scale.
 
 For every scale: generation (seconds, peak RSS, bytes written), verify, text
-import (an edge list written once, imported with ``saintpipe data import
-edgelist``, against numpy's C CSV reader alone on the same file in the same
-run),
+import (an edge list written once, imported as ``saintpipe data import
+edgelist`` does, against pyarrow's CSV reader alone on the same file in the
+same run: :mod:`saintpipe.services.dataset.bench_import`),
 and a ``saintpipe run`` with ``[run] max_seconds`` (start-up, trained and
 sampled subgraphs/s, the trainer's wait fraction, full-graph evaluation, peak
 PSS per process from scripts/pss_monitor.py). Steps run one after another, so
@@ -43,29 +43,6 @@ def timed(argv: list[str], **kw) -> tuple[float, float, str]:
 
 def size_gb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e9
-
-
-def write_edge_list(dataset: Path, out: Path) -> None:
-    """Every directed entry of the dataset's CSR as a ``source target`` line, in chunks of a million rows."""
-    import numpy as np
-
-    indptr = np.load(dataset / "indptr.npy", mmap_mode="r")
-    indices = np.load(dataset / "indices.npy", mmap_mode="r")
-    with out.open("w") as f:
-        step = 1 << 20
-        for start in range(0, indptr.size - 1, step):
-            stop = min(indptr.size - 1, start + step)
-            src = np.repeat(np.arange(start, stop, dtype=np.int64), np.diff(indptr[start:stop + 1]))
-            np.savetxt(f, np.column_stack([src, indices[indptr[start]:indptr[stop]]]), fmt="%d", delimiter=" ")
-
-
-def reader_seconds(path: Path) -> float:
-    """A CSV reader alone on the same file: numpy's C tokenizer (``np.loadtxt``), the baseline of the import."""
-    import numpy as np
-
-    t0 = time.monotonic()
-    np.loadtxt(path, dtype=np.int64, delimiter=" ")
-    return time.monotonic() - t0
 
 
 def run_pipeline(dataset: Path, workdir: Path, max_seconds: float, workers: int) -> dict:
@@ -117,24 +94,26 @@ def main(argv: list[str] | None = None) -> int:
         row["bytes_gb"] = size_gb(data)
         row["verify_s"], row["verify_peak_gb"], _ = timed([*SAINTPIPE, "data", "verify", str(data)])
         if scale <= args.import_up_to:
+            from saintpipe.services.dataset.bench_import import measure, write_edge_list
+            from saintpipe.services.dataset.store import open_dataset
+
             text = work / "edges.txt"
-            write_edge_list(data, text)
-            row["text_gb"] = text.stat().st_size / 1e9
-            row["import_s"], row["import_peak_gb"], _ = timed([*SAINTPIPE, "data", "import", "edgelist", str(text),
-                                                               "--no-header", "--out", str(work / "imported")])
-            row["import_bytes_gb"] = size_gb(work / "imported")
-            row["reader_s"] = reader_seconds(text)
+            opened = open_dataset(data)
+            write_edge_list(opened.indptr, opened.indices, text)
+            del opened
+            figures = measure(text, work / "imported")
+            row.update({f"import_{k}": v for k, v in figures.items()})
             text.unlink()
             shutil.rmtree(work / "imported")
         row.update(run_pipeline(data, work, args.max_seconds, args.workers))
         rows.append(row)
         print(json.dumps(row), flush=True, file=sys.stderr)
-    print("| scale | gen s (peak GB / written GB) | verify s | text import s (peak GB) / np.loadtxt s | start-up s "
+    print("| scale | gen s (peak GB / written GB) | verify s | text import s (peak GB) / its read s / pyarrow.csv s | start-up s "
           "| trained/s (sampled/s) | wait | evaluation s | PSS GB (total) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        text = (f"{r['import_s']:.1f} ({r['import_peak_gb']:.2f}) / {r['reader_s']:.1f}" if "import_s" in r
-                else "not measured")
+        text = (f"{r['import_import_s']:.1f} ({r['import_peak_rss_gb']:.2f}) / {r['import_read_s']:.1f} / "
+                f"{r['import_reader_s']:.1f}" if "import_import_s" in r else "not measured")
         pss = ", ".join(f"{k} {v}" for k, v in r["pss_gb"].items())
         print(f"| {r['scale']} | {r['gen_s']:.1f} ({r['gen_peak_gb']:.2f} / {r['bytes_gb']:.2f}) | {r['verify_s']:.1f} "
               f"| {text} | {r['startup_s']:.1f} | {r['trained_per_s']:.1f} ({r['sampled_per_s']:.1f}) "

@@ -9,6 +9,7 @@ from saintpipe.cli.registry import register_all
 # One module per benchmark; each defines register(subparsers).
 BENCHMARKS: tuple[str, ...] = (
     "saintpipe.services.dataset.bench",
+    "saintpipe.services.dataset.bench_import",
     "saintpipe.services.feature_shard.bench",
     "saintpipe.pipeline.bench_accuracy",
     "saintpipe.services.sampler_service.bench_kernels",

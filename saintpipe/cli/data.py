@@ -325,12 +325,16 @@ def _import_npz(args: argparse.Namespace) -> int:
 def _import_edgelist(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.import_edgelist import import_edgelist
 
+    from saintpipe.services.dataset.edge_stream import scratch_beside
+
     delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
     _check_out(args, args.file, args.features, args.labels, args.split, args.train, args.val, args.test)
-    return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
-                                        train=args.train, val=args.val, test=args.test, delimiter=delimiter,
-                                        header=args.header, seed=args.seed, max_classes=args.max_classes,
-                                        string_ids=args.string_ids))
+    # The streamed CSR's indices stay a file in the scratch directory until the dataset is written.
+    with scratch_beside(args.out) as scratch:
+        return _write(args, import_edgelist(args.file, features=args.features, labels=args.labels, split=args.split,
+                                            train=args.train, val=args.val, test=args.test, delimiter=delimiter,
+                                            header=args.header, seed=args.seed, max_classes=args.max_classes,
+                                            string_ids=args.string_ids, scratch=scratch))
 
 
 def _import_arrays(args: argparse.Namespace) -> int:

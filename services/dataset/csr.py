@@ -74,9 +74,17 @@ def _counting_csr(src, dst, n, symmetrize, drop_self_loops):  # pragma: no cover
         if symmetrize:
             cols[fill[v]] = u
             fill[v] += 1
-    # Sort each row, drop its duplicates, and move it down over the room they left.
+    out = compact_rows(indptr, cols)
+    return indptr, cols[:out].copy()
+
+
+@njit(cache=True, nogil=True)
+def compact_rows(indptr, cols):  # pragma: no cover - compiled
+    """Sort each row of ``cols`` (rows ``indptr``), drop its duplicates and move it down over the room
+    they left, in place; ``indptr`` becomes the compacted rows' offsets. Returns the entries kept."""
+    n = indptr.size - 1
     out = 0
-    start = 0
+    start = indptr[0]
     for r in range(n):
         stop = indptr[r + 1]
         row = cols[start:stop]
@@ -89,7 +97,7 @@ def _counting_csr(src, dst, n, symmetrize, drop_self_loops):  # pragma: no cover
         indptr[r] = first
         start = stop
     indptr[n] = out
-    return indptr, cols[:out].copy()
+    return out
 
 
 def csr_to_symmetric(indptr: np.ndarray, indices: np.ndarray, where: str = "topology") -> tuple[np.ndarray, np.ndarray]:

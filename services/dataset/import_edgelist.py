@@ -17,91 +17,63 @@ split, labelled nodes are split at random 60 / 20 / 20.
 from __future__ import annotations
 
 import logging
+import tempfile
 from pathlib import Path
 
 import numpy as np
-from numba import njit
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
 from saintpipe.services.dataset.params import require_seed
-from saintpipe.services.dataset.csr import edges_to_csr, sorted_unique
+from saintpipe.services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.edge_stream import StreamUnsupported, stream_csr
+from saintpipe.services.dataset.id_map import IdMap
 from saintpipe.services.dataset.kronecker import random_splits
 from saintpipe.services.dataset.layout import SPLITS
 
 log = logging.getLogger(__name__)
 
 
-def read_edges(path: Path, *, delimiter: str | None = None, header: bool | None = None,
-               string_ids: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The first two columns of an edge table as (src, dst): int64, or str with ``string_ids``."""
-    fmt = tabular.sniff(path, delimiter=delimiter, header=header)
-    if fmt.num_columns < 2:
-        raise DatasetError(f"{path}: an edge list needs two columns (source, target), found {fmt.num_columns}")
+def _in_memory_graph(path: Path, fmt: tabular.TableFormat, string_ids: bool,
+                     side_keys: list[np.ndarray]) -> tuple[IdMap, np.ndarray, np.ndarray]:
+    """The graph read whole by numpy's parser: string ids, or a table too irregular to stream."""
     pairs = tabular.read_ids(path, fmt, (0, 1), string_ids)
     if pairs.shape[0] == 0:
         raise DatasetError(f"{path}: holds no edges")
-    return pairs[:, 0], pairs[:, 1]
+    ids = IdMap.of([pairs[:, 0], pairs[:, 1], *side_keys])
+    src, dst = ids.lookup(pairs[:, 0], str(path)), ids.lookup(pairs[:, 1], str(path))
+    del pairs
+    indptr, indices = edges_to_csr(src, dst, ids.ids.size, symmetrize=True)
+    return ids, indptr, indices
 
 
-# Integer ids up to this many times the number of id occurrences (plus a little) are remapped through a
-# dense table indexed by id instead of a sort: O(occurrences + largest id), and 9 bytes per possible id.
-_DENSE_SPAN = 4
+def read_graph(path: Path, *, delimiter: str | None = None, header: bool | None = None, string_ids: bool = False,
+               side_keys: list[np.ndarray] | None = None,
+               scratch: Path | None = None) -> tuple[IdMap, np.ndarray, np.ndarray]:
+    """An edge table's node ids and symmetrized CSR (indptr, indices), its ids the first two columns.
 
-
-class _IdMap:
-    """Original node ids (sorted, distinct) <-> dense ids 0..N-1.
-
-    ``rank``: for integer ids that are non-negative and not much larger than their count, the dense id of
-    every possible id (-1: absent), so that a lookup is one gather; None: lookups binary-search ``ids``.
+    Integer ids are streamed (:func:`~saintpipe.services.dataset.edge_stream.stream_csr`): with
+    ``scratch``, ``indices`` is a memory map of a file there (the caller keeps the directory until it
+    is written); without, a temporary directory is used and ``indices`` comes back in memory.
     """
-
-    def __init__(self, ids: np.ndarray, rank: np.ndarray | None = None):
-        self.ids, self.rank = ids, rank
-
-    @classmethod
-    def of(cls, keys: list[np.ndarray]) -> _IdMap:
-        """The map of every id occurring in ``keys`` (arrays of the same kind: integers or strings)."""
-        count = sum(k.size for k in keys)
-        if all(k.dtype.kind in "iu" for k in keys) and count:
-            lo = min(int(k.min()) for k in keys if k.size)
-            hi = max(int(k.max()) for k in keys if k.size)
-            if lo >= 0 and hi < _DENSE_SPAN * count + 1024:
-                present = np.zeros(hi + 1, dtype=bool)
-                for k in keys:
-                    present[k] = True
-                ids = np.flatnonzero(present).astype(np.int64)
-                rank = np.full(hi + 1, -1, dtype=np.int64)
-                rank[ids] = np.arange(ids.size, dtype=np.int64)
-                return cls(ids, rank)
-        return cls(sorted_unique(np.concatenate(keys)))
-
-    def lookup(self, keys: np.ndarray, where: str) -> np.ndarray:
-        if self.rank is not None:
-            pos = np.empty(keys.size, dtype=np.int64)
-            first_missing = _dense_lookup(self.rank, np.ascontiguousarray(keys, dtype=np.int64), pos)
-        else:
-            pos = np.minimum(np.searchsorted(self.ids, keys), self.ids.size - 1).astype(np.int64, copy=False)
-            missing = np.flatnonzero(self.ids[pos] != keys)
-            first_missing = int(missing[0]) if missing.size else -1
-        if first_missing >= 0:
-            bad = keys[first_missing]
-            raise DatasetError(f"{where}: node id {sidefiles.show_id(bad)} does not occur in the edge list or the feature/label files")
-        return pos
+    fmt = tabular.sniff(path, delimiter=delimiter, header=header)
+    if fmt.num_columns < 2:
+        raise DatasetError(f"{path}: an edge list needs two columns (source, target), found {fmt.num_columns}")
+    side_keys = side_keys or []
+    if not string_ids:
+        try:
+            if scratch is not None:
+                built = stream_csr(path, fmt, scratch, side_keys)
+                return built.ids, built.indptr, built.indices
+            with tempfile.TemporaryDirectory(prefix="saintpipe-import-") as tmp:
+                built = stream_csr(path, fmt, Path(tmp), side_keys)
+                return built.ids, built.indptr, np.array(built.indices)
+        except StreamUnsupported as exc:
+            log.info("%s; reading the table in memory instead", exc)
+    return _in_memory_graph(path, fmt, string_ids, side_keys)
 
 
-@njit(cache=True, nogil=True)
-def _dense_lookup(rank, keys, out):  # pragma: no cover - compiled
-    """``out[i] = rank[keys[i]]``; the position of the first key outside the table or absent from it, or -1."""
-    for i in range(keys.size):
-        k = keys[i]
-        if k < 0 or k >= rank.size or rank[k] < 0:
-            return i
-        out[i] = rank[k]
-    return -1
-
-
-def _scatter(keyed: sidefiles.Keyed, ids: _IdMap, n: int, fill, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _scatter(keyed: sidefiles.Keyed, ids: IdMap, n: int, fill, dtype) -> tuple[np.ndarray, np.ndarray]:
     """Values of a keyed side file in dense node order; returns (array, has-a-row mask)."""
     rows = ids.lookup(keyed.keys, keyed.where)
     out = np.full((n, *keyed.values.shape[1:]), fill, dtype=dtype)
@@ -126,6 +98,7 @@ def import_edgelist(
     seed: int = 0,
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
     string_ids: bool = False,
+    scratch: Path | None = None,
 ) -> dict[str, object]:
     """Read an edge list and its side files into arrays ready for ``write_dataset``.
 
@@ -141,6 +114,8 @@ def import_edgelist(
         seed: seed of the random split used when no split is given (``[0, 2**63 - 1]``).
         max_classes: refuse labels that imply more classes (``--max-classes``).
         string_ids: read every node id as a string (``--string-ids``); without it ids are integers.
+        scratch: a directory for the streamed build's files (see :func:`read_graph`); the returned
+            ``indices`` may map a file there, so keep it until the dataset is written.
 
     Returns:
         ``write_dataset`` arguments, with ``extra`` holding ``node_ids.npy``
@@ -153,7 +128,6 @@ def import_edgelist(
     """
     require_seed(seed)
     edges = Path(edges)
-    src, dst = read_edges(edges, delimiter=delimiter, header=header, string_ids=string_ids)
     paths = {k: Path(v) for k, v in (("features", features), ("labels", labels), ("split", split),
                                      ("train", train), ("val", val), ("test", test)) if v is not None}
     if "split" in paths and paths.keys() & {"train", "val", "test"}:
@@ -163,10 +137,9 @@ def import_edgelist(
     feat = sidefiles.read_features(paths["features"], string_ids) if "features" in paths else None
     lab = sidefiles.read_labels(paths["labels"], string_ids) if "labels" in paths else None
 
-    ids = _IdMap.of([src, dst] + [k.keys for k in (feat, lab) if k is not None])
+    ids, indptr, indices = read_graph(edges, delimiter=delimiter, header=header, string_ids=string_ids,
+                                      side_keys=[k.keys for k in (feat, lab) if k is not None], scratch=scratch)
     n = ids.ids.size
-    indptr, indices = edges_to_csr(ids.lookup(src, str(edges)), ids.lookup(dst, str(edges)), n, symmetrize=True)
-    del src, dst
     log.info("edge list %s: %d nodes, %d directed edges after symmetrizing", edges, n, indices.size)
 
     if feat is not None:
@@ -208,7 +181,7 @@ def import_edgelist(
     }
 
 
-def _read_splits(paths: dict[str, Path], ids: _IdMap, n: int, string_ids: bool):
+def _read_splits(paths: dict[str, Path], ids: IdMap, n: int, string_ids: bool):
     if "split" in paths:
         keyed = sidefiles.read_split_codes(paths["split"], string_ids)
         # A .npy of codes covers ids 0..R-1; ids outside the graph may appear there only as "none".

@@ -144,19 +144,29 @@ def _shown(field: str) -> str:
     return repr(field if len(field) <= 40 else field[:40] + "...")
 
 
-def _parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,
-                 exc: ValueError, hint: str = "") -> DatasetError:
-    """A one-line error naming the file, line and column, from a failed ``np.loadtxt``."""
+def parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,
+                hint: str = "") -> DatasetError | None:
+    """The one-line error naming the file, line and column of the first line a parser should have refused
+    (see :func:`locate`); None when every line is fine by the format's rules."""
     found = locate(path, fmt, usecols, kind)
     if found is None:
-        note = f" (data rows counted from 0 after {fmt.skiprows} skipped line(s))" if fmt.skiprows else ""
-        return DatasetError(f"{path}: {exc}{note}")
+        return None
     line, col, field = found
     if field is None:
         needed = (usecols if isinstance(usecols, int) else max(usecols)) + 1
         return DatasetError(f"{path}, line {line}: {col} column(s), expected at least {needed}")
     article = "an integer" if kind == "integer" else "a number"
     return DatasetError(f"{path}, line {line}, column {col}: {what} {_shown(field)} is not {article}{hint}")
+
+
+def _parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,
+                 exc: ValueError, hint: str = "") -> DatasetError:
+    """A one-line error naming the file, line and column, from a failed ``np.loadtxt``."""
+    error = parse_error(path, fmt, usecols, kind, what, hint)
+    if error is None:
+        note = f" (data rows counted from 0 after {fmt.skiprows} skipped line(s))" if fmt.skiprows else ""
+        return DatasetError(f"{path}: {exc}{note}")
+    return error
 
 
 def read_columns(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, dtype: type | str) -> np.ndarray:

@@ -87,3 +87,32 @@ def test_help_describes_every_data_command(cli):
     for args in (["data", "import", "edgelist"], ["data", "generate", "kronecker"], ["data", "shard"]):
         r = cli(*args, "--help")
         assert r.returncode == 0 and "usage: saintpipe" in r.stdout
+
+
+def test_import_of_an_integer_edge_list_streams_and_leaves_no_scratch(cli, tmp_path):
+    rng = np.random.default_rng(2)
+    pairs = rng.integers(0, 400, (3000, 2)) * 3  # ids with gaps
+    np.savetxt(tmp_path / "g.txt", pairs, fmt="%d", header="a SNAP-style comment")
+    out = tmp_path / "data" / "g"
+    r = cli("-v", "data", "import", "edgelist", str(tmp_path / "g.txt"), "--out", str(out))
+    assert "3000 lines read" in r.stderr  # the streamed build ran
+    ids = np.unique(pairs)
+    assert np.load(out / "node_ids.npy").tolist() == ids.tolist()
+    indptr, indices = np.load(out / "indptr.npy"), np.load(out / "indices.npy")
+    rows = np.repeat(np.arange(ids.size), np.diff(indptr))
+    got = {(int(ids[a]), int(ids[b])) for a, b in zip(rows, indices)}
+    want = {(int(u), int(v)) for u, v in pairs if u != v} | {(int(v), int(u)) for u, v in pairs if u != v}
+    assert got == want
+    assert "OK" in cli("data", "verify", str(out)).stdout
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["g"]  # the scratch directory is gone
+
+
+def test_bench_import_json(cli, tmp_path):
+    report = json.loads(cli("bench", "import", "--scale", "10", "--workdir", str(tmp_path), "--json").stdout)
+    row = report["rows"][0]
+    assert report["benchmark"] == "import" and row["lines"] == row["edges_directed"] > 1024
+    assert 0 < row["read_s"] <= row["import_s"] and row["reader_s"] > 0
+    assert row["read_ratio"] == row["reader_s"] / row["read_s"]
+    assert row["peak_rss_gb"] >= row["base_rss_gb"] > 0 and row["dataset_gb"] > 0
+    assert set(report["summary"]) == {"read rate / pyarrow.csv alone", "whole import rate / pyarrow.csv alone",
+                                      "peak / dataset bytes"}

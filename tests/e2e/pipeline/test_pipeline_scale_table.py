@@ -20,8 +20,8 @@ def test_the_scale_table_measures_every_step_at_scale_16(tmp_path):
     lines = proc.stdout.strip().splitlines()
     assert lines[0].startswith("| scale | gen s") and lines[2].startswith("| 16 | ")
     (row,) = json.loads(lines[-1])
-    for key in ("gen_s", "gen_peak_gb", "bytes_gb", "verify_s", "import_s", "import_peak_gb", "reader_s",
-                "startup_s", "trained_per_s", "sampled_per_s", "evaluation_s", "pss_total_gb"):
+    for key in ("gen_s", "gen_peak_gb", "bytes_gb", "verify_s", "import_import_s", "import_read_s",
+                "import_reader_s", "import_peak_rss_gb", "import_dataset_gb", "startup_s", "trained_per_s", "sampled_per_s", "evaluation_s", "pss_total_gb"):
         assert math.isfinite(row[key]) and row[key] > 0, (key, row)
     assert row["evaluation"] == "complete" and 0 <= row["wait_fraction"] <= 1
     assert row["wall_s"] <= 1.25 * limit  # max_seconds bounds the whole run
