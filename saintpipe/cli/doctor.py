@@ -1,7 +1,7 @@
 """``saintpipe doctor``: list saintpipe's files in shared memory and remove those that dead processes left.
 
-A run killed with SIGKILL leaves its pool slots and feature regions in
-``/dev/shm``, holding memory until reboot. Each file's name states the process
+A run killed with SIGKILL leaves its pool slots, feature regions and shared
+online-normalization state in ``/dev/shm``, holding memory until reboot. Each file's name states the process
 that made it; this command shows whether that process still runs and, with
 ``--clean``, removes the files of processes that are gone (never a live
 process's, nor one of another PID namespace). The next producer or feature
@@ -20,8 +20,8 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser(
         "doctor",
         help="list saintpipe's files in /dev/shm; --clean removes those of dead processes",
-        description="List saintpipe's shared-memory files (pool slots, feature regions) with their size and "
-        "owner process, alive or dead. With --clean, remove those whose owner is dead: never a live "
+        description="List saintpipe's shared-memory files (pool slots, feature regions, online normalization "
+        "state) with their size and owner process, alive or dead. With --clean, remove those whose owner is dead: never a live "
         "process's file, nor one of another PID namespace (a container sharing /dev/shm), nor the pool's "
         "namespace marker. A dead producer's slots stay while another producer of their job runs (Redis "
         "entries may still name them). Exits 0.",
@@ -55,8 +55,9 @@ def _doctor(args: argparse.Namespace) -> int:
     from saintpipe.core import shm_owners
     from saintpipe.services.feature_shard import shm
     from saintpipe.services.pool import shared_memory
+    from saintpipe.services.sampler import online_shared
 
-    files = shm_owners.scan(args.shm_dir, [*shared_memory.KINDS, *shm.KINDS])
+    files = shm_owners.scan(args.shm_dir, [*shared_memory.KINDS, *shm.KINDS, *online_shared.KINDS])
     leftovers = [f for f in files if f.leftover]
     removed = shm_owners.remove(leftovers) if args.clean else []
     unknown = [f for f in files if f.status == shm_owners.UNKNOWN]

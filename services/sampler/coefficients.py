@@ -30,6 +30,9 @@ class Normalization:
     # saintpipe.services.sampler.online) or "reference" (pre-sampled counts with GraphSAINT's floors).
     method: str = "reference"
     strength: float = 0.0  # smoothed and online: the prior's weight in pseudo-subgraphs
+    # online: the /dev/shm file of the state the sampler service's workers share (online_shared); "" or a
+    # file this host does not have: each sampler keeps its own.
+    shared_state: str = ""
 
     def check_graph(self, num_nodes: int, num_edges: int) -> None:
         """Raise InvalidArgument unless the arrays fit a graph of this size."""

@@ -11,6 +11,12 @@ smoothed estimator (:func:`~saintpipe.services.sampler.normalization.smoothed_co
 posterior means that start at the prior and tend to the counts' estimate), so
 the next subgraphs carry weights that converge as the counts do.
 
+The sampler service shares one such state among the workers of a host
+(:mod:`saintpipe.services.sampler.online_shared`): one copy of the per-edge
+arrays, every worker's subgraphs counted, the supervisor refreshing. The
+private state below is what a sampler on its own, or a worker that cannot
+see the shared file, uses.
+
 Why counting the training subgraphs themselves is sound: they are independent
 draws of the same law as pre-sampled ones (one subgraph's law does not depend
 on kappa or on the worker), and a subgraph's weights are computed before it
@@ -25,8 +31,8 @@ Counting itself costs a random increment per node and edge of the subgraph
 (about a fifth of a random-walk subgraph's sampling time on the demo), so it
 stops once ``max_subgraphs`` were counted, the number the blocking pre-pass
 would have drawn: the coefficients are final from then on and sampling runs
-at full speed. Each sampler (one per worker process) keeps its own counts and
-coefficients; with ``W`` workers each estimate uses ``1/W`` of the subgraphs.
+at full speed. A private sampler keeps its own counts and coefficients; with
+``W`` such workers each estimate uses ``1/W`` of the subgraphs.
 """
 
 from __future__ import annotations
@@ -70,6 +76,9 @@ class OnlineNormalization:
         strength: the prior's weight in pseudo-subgraphs (see ``smoothed_coefficients``).
         max_interval: the most subgraphs between two recomputations.
         max_subgraphs: count this many subgraphs, then keep the coefficients (0: count for ever).
+        arrays: ``(loss, alpha, node_counts, edge_counts)`` to use in place of private ones (the shared
+            state of :mod:`saintpipe.services.sampler.online_shared`), already holding the prior and the
+            counts so far; None: private arrays, the prior copied and zero counts.
 
     ``loss`` and ``alpha`` are the live coefficients: the sampler reads them
     (through read-only views) for every subgraph; :meth:`observe` counts a
@@ -77,7 +86,8 @@ class OnlineNormalization:
     """
 
     def __init__(self, indptr: np.ndarray, prior_loss: np.ndarray, prior_alpha: np.ndarray, train_mask: np.ndarray,
-                 strength: float, max_interval: int = DEFAULT_MAX_INTERVAL, max_subgraphs: int = 0) -> None:
+                 strength: float, max_interval: int = DEFAULT_MAX_INTERVAL, max_subgraphs: int = 0,
+                 arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
         num_nodes = indptr.size - 1
         if prior_loss.shape != (num_nodes,) or prior_alpha.shape != (int(indptr[-1]),):
             raise InvalidArgument(f"online normalization: prior shapes {prior_loss.shape} and {prior_alpha.shape} "
@@ -100,10 +110,16 @@ class OnlineNormalization:
         with np.errstate(divide="ignore"):
             self.prior_p = np.where(loss64 > 0, 1.0 / (loss64 * max(num_train, 1)), 0.0)
         self.prior_alpha = np.ascontiguousarray(prior_alpha, dtype=np.float32)
-        self.loss = np.array(prior_loss, dtype=np.float32)  # private, writable: refreshed in place
-        self.alpha = self.prior_alpha.copy()
-        self.node_counts = np.zeros(num_nodes, dtype=np.int32)
-        self.edge_counts = np.zeros(self.alpha.size, dtype=np.int32)
+        if arrays is None:
+            self.loss = np.array(prior_loss, dtype=np.float32)  # private, writable: refreshed in place
+            self.alpha = self.prior_alpha.copy()
+            self.node_counts = np.zeros(num_nodes, dtype=np.int32)
+            self.edge_counts = np.zeros(self.alpha.size, dtype=np.int32)
+        else:
+            self.loss, self.alpha, self.node_counts, self.edge_counts = arrays
+            if (self.loss.shape, self.node_counts.shape) != ((num_nodes,),) * 2 or \
+                    (self.alpha.shape, self.edge_counts.shape) != (self.prior_alpha.shape,) * 2:
+                raise InvalidArgument("online normalization: the given arrays do not fit the graph")
         self.subgraphs = 0
         self.refreshes = 0
         self._next_refresh = 1

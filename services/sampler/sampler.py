@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, NoReturn
@@ -59,10 +60,13 @@ from saintpipe.services.sampler.kernels.node import build_node_table, node_selec
 from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
 from saintpipe.services.sampler.online import OnlineNormalization
+from saintpipe.services.sampler.online_shared import SharedOnlineCounts, SharedOnlineState
 from saintpipe.core.subgraph import Subgraph
 
 if TYPE_CHECKING:
     from saintpipe.services.sampler.coefficients import Normalization
+
+log = logging.getLogger(__name__)
 
 _EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
 _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
@@ -127,16 +131,14 @@ class Sampler:
         if train_nodes is not None:
             self._train_mask = readonly(train_mask(train_nodes, self.num_nodes), np.uint8)
         self._alpha, self._loss_coef = _EMPTY_F32, _EMPTY_F32
-        # Online normalization: this sampler counts what it produces and refines its own coefficients.
-        self.online: OnlineNormalization | None = None
+        # Online normalization: this sampler counts what it produces, into the state the service's workers on
+        # this host share (the supervisor refreshes it) or into its own (it refreshes its coefficients itself).
+        self.online: OnlineNormalization | SharedOnlineCounts | None = None
         if normalization is not None:
             normalization.check_graph(self.num_nodes, self.num_edges)
             if normalization.method == "online":
-                self.online = OnlineNormalization(self.indptr, normalization.loss_coefficients,
-                                                  normalization.aggregator_coefficients, self._train_mask,
-                                                  normalization.strength,
-                                                  max_subgraphs=normalization.num_subgraphs)
-                # Read-only views of the live arrays, which observe() refreshes in place.
+                self.online = self._online(normalization)
+                # Read-only views of the live arrays, which are refreshed in place.
                 self._alpha = readonly(self.online.alpha, np.float32)
                 self._loss_coef = readonly(self.online.loss, np.float32)
             else:
@@ -148,6 +150,16 @@ class Sampler:
         self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
         self._bits = np.zeros(bitset_words(self.num_nodes), dtype=np.uint64)
         self._sel = np.empty(max(1, min(self._selection_bound(), self.num_nodes)), dtype=np.int32)
+
+    def _online(self, normalization: Normalization) -> OnlineNormalization | SharedOnlineCounts:
+        if normalization.shared_state:
+            state = SharedOnlineState.attach(normalization.shared_state, self.num_nodes, self.num_edges)
+            if state is not None:
+                return SharedOnlineCounts(state)
+            log.info("online normalization: no shared state %s on this host; this sampler keeps its own",
+                     normalization.shared_state)
+        return OnlineNormalization(self.indptr, normalization.loss_coefficients, normalization.aggregator_coefficients,
+                                   self._train_mask, normalization.strength, max_subgraphs=normalization.num_subgraphs)
 
     def _selection_bound(self) -> int:
         """An upper bound on the node set's size before clipping."""

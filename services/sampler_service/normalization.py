@@ -5,9 +5,12 @@ normalization``, docs/trainer.md):
 
 * ``exact`` (node and edge samplers): closed-form inclusion probabilities, a
   pass over the graph in the supervisor; nothing is drawn.
-* ``online``: the prior (closed forms or their approximations); every worker
-  then refines its own copy from the subgraphs it produces
-  (:mod:`saintpipe.services.sampler.online`). Training starts at once.
+* ``online``: the prior (closed forms or their approximations), refined from
+  the subgraphs the workers produce. The workers of this host count into one
+  shared state that the supervisor refreshes (:func:`share_online`,
+  :mod:`saintpipe.services.sampler.online_shared`); a worker that cannot see
+  it refines its own copy (:mod:`saintpipe.services.sampler.online`).
+  Training starts at once.
 * ``smoothed`` and ``reference``: counts of pre-sampled subgraphs, ``C(v)`` and
   ``C(u, v)``. Each worker draws a contiguous share of them and returns its
   counts; the supervisor sums them and turns them into coefficients, shrunk
@@ -30,6 +33,7 @@ graph's (:func:`~saintpipe.services.dataset.norm_files.store_key`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Sequence
 
@@ -43,6 +47,9 @@ from saintpipe.services.dataset.normalization import graph_norm_dir, load_stored
 from saintpipe.services.dataset.sample_graph import SampleGraph, as_sample_graph
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
+from saintpipe.services.sampler.online_shared import OnlineRefresher, SharedOnlineState
+from saintpipe.services.sampler.online_shared import remove_leftovers as remove_shared_leftovers
+from saintpipe.services.sampler.sampler import train_mask
 from saintpipe.services.sampler_service.seeds import split_range
 
 if TYPE_CHECKING:
@@ -137,3 +144,38 @@ def _presample_counts(graph: SampleGraph, config: SamplerConfigModel, workers: S
             edge_counts += edges
             bar.update(refs[done[0]])
     return node_counts, edge_counts
+
+
+@dataclasses.dataclass
+class SharedOnline:
+    """The online state the supervisor shares with this host's workers, and the thread that refreshes it."""
+
+    state: SharedOnlineState
+    refresher: OnlineRefresher
+    normalization: Normalization  # the prior, naming the state for the workers
+
+    def close(self) -> None:
+        """Stop refreshing and remove the file (workers that still map it keep their mapping)."""
+        self.refresher.stop()
+        self.state.unlink()
+        self.state.close()
+
+
+def share_online(graph: SampleGraph, norm: Normalization) -> SharedOnline | None:
+    """Put the online prior in a state file for this host's workers and start refreshing it.
+
+    None (every worker then keeps its own state) when the file cannot be made: no writable ``/dev/shm``,
+    or too little room there for the per-edge arrays.
+    """
+    remove_shared_leftovers()
+    try:
+        state = SharedOnlineState.create(norm.loss_coefficients, norm.aggregator_coefficients, norm.num_subgraphs)
+    except OSError as exc:
+        log.warning("online normalization: cannot share the state among the workers (%s); each keeps its own",
+                    exc.strerror or exc)
+        return None
+    mask = train_mask(graph.train_nodes, graph.num_nodes) if graph.train_nodes is not None else np.empty(0, np.uint8)
+    refresher = OnlineRefresher(state, graph.indptr, norm.loss_coefficients, norm.aggregator_coefficients, mask,
+                                norm.strength).start()
+    log.info("online normalization: the workers of this host share %s", state.path)
+    return SharedOnline(state, refresher, dataclasses.replace(norm, shared_state=state.name))

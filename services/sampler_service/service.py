@@ -92,6 +92,7 @@ class SamplerService:
         self._pool = None
         self._spec: WorkerSpec | None = None
         self._norm_ref = None
+        self._online = None  # online normalization: the state this host's workers share, and its refresher
         self._wire: str | None = None  # overrides the pool config's wire for every worker ("full"), or None
 
     # --- life cycle ----------------------------------------------------------
@@ -107,7 +108,7 @@ class SamplerService:
             raise InvalidArgument(f"workers must be >= 1, got {n}")
         from saintpipe.services.dataset.sample_graph import open_sample_graph
         from saintpipe.services.dataset.store import open_dataset
-        from saintpipe.services.sampler_service.normalization import ensure_normalization
+        from saintpipe.services.sampler_service.normalization import ensure_normalization, share_online
 
         dataset = open_dataset(self.config.data)  # fail here, naming the path, not inside N actors
         # The training graph is opened (its checksums checked) or built and stored here, once, not in N actors.
@@ -132,6 +133,9 @@ class SamplerService:
                 self.config.presamples(int(dataset.splits["train"].size)),
                 self.config.norm_seed, method=self.config.normalization_method(),
                 strength=self.config.norm_strength)
+            if norm is not None and norm.method == "online":
+                self._online = share_online(graph, norm)
+                norm = self._online.normalization if self._online is not None else norm
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
@@ -160,6 +164,8 @@ class SamplerService:
         with self._lock:
             slots = list(self._slots.values())
         self._stop_slots(slots)
+        if self._online is not None:
+            self._online.close()
         if self._metrics is not None:
             self._metrics.close()
         if self._pool is not None:

@@ -3,6 +3,8 @@ smoothed (pre-sampled, stored apart from the reference)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -62,3 +64,28 @@ def test_smoothed_is_stored_apart_from_the_reference(make_service, svc_dataset):
 def test_exact_for_a_sampler_without_a_closed_form_names_the_field(svc_dataset):
     with pytest.raises(ValueError, match="normalization: 'exact' needs closed-form probabilities"):
         SamplerServiceConfig(data=svc_dataset, normalization="exact", sampler={"kind": "frontier"})
+
+
+def test_online_workers_share_one_state_that_the_supervisor_refreshes_and_removes(make_service, drain_pool, wait):
+    from saintpipe.services.sampler.online_shared import SharedOnlineState
+
+    service = make_service(workers=2, normalization="online", transport="redis")
+    online = service._online
+    assert online is not None and online.state.path.exists()
+    assert online.state.path.parent == Path("/dev/shm") and online.normalization.shared_state == online.state.name
+    pool = SubgraphPool(service.redis_url, service.config.job)
+    wait(lambda: len(drain_pool(pool, 1)) and all(w.counters.subgraphs > 0 for w in service.stats().workers), 60,
+         "both workers producing")
+    # Draining keeps the workers producing (they wait while the pool is full). The small test graph's
+    # count ends at a few subgraphs; the supervisor then writes the final coefficients.
+    wait(lambda: drain_pool(pool, 1) and online.state.converged
+         and online.refresher.estimator.subgraphs == online.state.subgraphs, 60, "the final refresh")
+    assert online.state.subgraphs == online.state.max_subgraphs > 1 and online.state.refreshes >= 1
+    # One state for both: every subgraph they produced was counted there (a private worker counts its own).
+    pushed = sum(w.counters.subgraphs for w in service.stats().workers)
+    assert online.state.subgraphs >= min(pushed, online.state.max_subgraphs or pushed)
+    assert not np.array_equal(online.state.alpha, online.normalization.aggregator_coefficients)
+    path = online.state.path
+    service.stop()
+    assert not path.exists()
+    assert SharedOnlineState.attach(path.name, 1, 1) is None  # gone for a worker that restarts late
