@@ -9,7 +9,7 @@ not counted once per process, as RSS would count them.
     python scripts/pss_monitor.py --pid $(pgrep -f 'saintpipe run') --interval 2 --out pss.json
 
 Samples every ``--interval`` seconds until the root process exits, then
-prints one line per process (its label, peak PSS, peak RSS) and the peak of
+prints one line per process (its label, peak PSS, RSS and USS) and the peak of
 their sum, and writes the same as JSON.
 """
 
@@ -41,14 +41,15 @@ def label(cmdline: str) -> str:
     return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "?"
 
 
-def rollup(pid: int) -> tuple[int, int]:
-    """(PSS, RSS) in bytes, (0, 0) if the process is gone or unreadable."""
+def rollup(pid: int) -> tuple[int, int, int]:
+    """(PSS, RSS, USS) in bytes, zeros if the process is gone or unreadable. USS, the pages this process
+    alone maps, is what one more such process adds: shared pages only move between the others' PSS."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0, 0
-    fields = dict(re.findall(r"^(\w+):\s+(\d+) kB", text, re.M))
-    return int(fields.get("Pss", 0)) * 1024, int(fields.get("Rss", 0)) * 1024
+        return 0, 0, 0
+    fields = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
+    return fields.get("Pss", 0), fields.get("Rss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
 
 
 def children(root: int) -> list[int]:
@@ -86,21 +87,21 @@ def main(argv: list[str] | None = None) -> int:
     while Path(f"/proc/{args.pid}").exists():
         total = 0
         for pid in children(args.pid):
-            pss, rss = rollup(pid)
+            pss, rss, uss = rollup(pid)
             if not pss:
                 continue
             total += pss
-            row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0})
+            row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0, "uss": 0})
             if row["label"] == "ray::IDLE":  # a Ray worker is named after its actor only once it holds one
                 row["label"] = label(cmdline(pid))
-            row["pss"], row["rss"] = max(row["pss"], pss), max(row["rss"], rss)
+            row["pss"], row["rss"], row["uss"] = max(row["pss"], pss), max(row["rss"], rss), max(row["uss"], uss)
         total_peak = max(total_peak, total)
         time.sleep(args.interval)
     rows = sorted(peaks.values(), key=lambda r: -r["pss"])
     for r in rows:
         if r["pss"] >= 20 << 20:  # the rest are small helpers
             print(f"{r['label']:<28} pid {r['pid']:>7}  peak PSS {r['pss'] / 2**30:6.2f} GiB  "
-                  f"peak RSS {r['rss'] / 2**30:6.2f} GiB")
+                  f"peak RSS {r['rss'] / 2**30:6.2f} GiB  peak USS {r['uss'] / 2**30:6.2f} GiB")
     print(f"{'sum of PSS (peak)':<28} {'':>11}  {total_peak / 2**30:15.2f} GiB")
     if args.out:
         args.out.write_text(json.dumps({"processes": rows, "total_pss_peak": total_peak}, indent=1))

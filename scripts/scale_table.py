@@ -71,6 +71,9 @@ def run_pipeline(dataset: Path, workdir: Path, max_seconds: float, workers: int)
             "evaluation_s": summary["evaluation_estimate_s"], "final_evaluation_s": summary["final_evaluation_s"],
             "wall_s": t["wall"], "evaluation": summary["evaluation"],
             "pss_gb": {k: round(v, 2) for k, v in by_label.items() if v >= 0.05},
+            # What one more sampler worker adds: its private pages (the shared ones only move between PSSs).
+            "sampler_worker_uss_gb": max((p["uss"] for p in peaks["processes"] if p["label"] == "sampler worker"),
+                                         default=0) / 1e9,
             "pss_total_gb": peaks["total_pss_peak"] / 1e9}
 
 

@@ -122,9 +122,14 @@ class SharedOnlineState:
         path = directory / f"{PREFIX}{shm_owners.current().tag}-{secrets.token_hex(8)}"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
-            os.ftruncate(fd, size)  # zero-filled: counts start at 0
-        finally:
+            # Allocated now, not on first touch: /dev/shm too small for it (a container's shm_size) is ENOSPC
+            # here, where a sparse file would kill its first writer with SIGBUS. Zero-filled: counts start at 0.
+            os.posix_fallocate(fd, 0, size)
+        except BaseException:
             os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
+        os.close(fd)
         try:
             state = cls(path, num_nodes, num_edges)
             state.loss[:] = prior_loss

@@ -151,18 +151,27 @@ class SharedOnline:
     """The online state the supervisor shares with this host's workers, and the thread that refreshes it."""
 
     state: SharedOnlineState
-    refresher: OnlineRefresher
     normalization: Normalization  # the prior, naming the state for the workers
+    refresher: OnlineRefresher | None = None
+
+    def start(self, graph: SampleGraph, prior: Normalization) -> None:
+        """Refresh the shared coefficients from now on, against ``prior``'s (the object store's copy)."""
+        mask = (train_mask(graph.train_nodes, graph.num_nodes) if graph.train_nodes is not None
+                else np.empty(0, dtype=np.uint8))
+        self.refresher = OnlineRefresher(self.state, graph.indptr, prior.loss_coefficients,
+                                         prior.aggregator_coefficients, mask, prior.strength).start()
 
     def close(self) -> None:
         """Stop refreshing and remove the file (workers that still map it keep their mapping)."""
-        self.refresher.stop()
+        if self.refresher is not None:
+            self.refresher.stop()
         self.state.unlink()
         self.state.close()
 
 
-def share_online(graph: SampleGraph, norm: Normalization) -> SharedOnline | None:
-    """Put the online prior in a state file for this host's workers and start refreshing it.
+def share_online(norm: Normalization) -> SharedOnline | None:
+    """Put the online prior in a state file for this host's workers (:meth:`SharedOnline.start` then
+    refreshes it).
 
     None (every worker then keeps its own state) when the file cannot be made: no writable ``/dev/shm``,
     or too little room there for the per-edge arrays.
@@ -174,8 +183,5 @@ def share_online(graph: SampleGraph, norm: Normalization) -> SharedOnline | None
         log.warning("online normalization: cannot share the state among the workers (%s); each keeps its own",
                     exc.strerror or exc)
         return None
-    mask = train_mask(graph.train_nodes, graph.num_nodes) if graph.train_nodes is not None else np.empty(0, np.uint8)
-    refresher = OnlineRefresher(state, graph.indptr, norm.loss_coefficients, norm.aggregator_coefficients, mask,
-                                norm.strength).start()
     log.info("online normalization: the workers of this host share %s", state.path)
-    return SharedOnline(state, refresher, dataclasses.replace(norm, shared_state=state.name))
+    return SharedOnline(state, dataclasses.replace(norm, shared_state=state.name))

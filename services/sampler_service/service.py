@@ -134,11 +134,14 @@ class SamplerService:
                 self.config.norm_seed, method=self.config.normalization_method(),
                 strength=self.config.norm_strength)
             if norm is not None and norm.method == "online":
-                self._online = share_online(graph, norm)
+                self._online = share_online(norm)
                 norm = self._online.normalization if self._online is not None else norm
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
+            if self._online is not None:
+                # The refresher's prior is the object store's copy: the supervisor keeps no private one of it.
+                self._online.start(graph, ray.get(self._norm_ref))
             self._wire = self._wire_fallback(graph, norm)
             with self._lock:
                 for slot in self._slots.values():

@@ -144,3 +144,13 @@ def test_a_dead_supervisors_file_is_a_leftover_and_a_live_ones_is_not(state, tmp
     removed = remove_leftovers(tmp_path)
     assert [f.name for f in removed] == [dead.name]
     assert state.path.exists()
+
+
+def test_no_room_in_shared_memory_is_an_error_at_creation_not_a_crash_later(tmp_path, monkeypatch):
+    def full(fd, offset, length):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space left"):
+        SharedOnlineState.create(LOSS, ALPHA, max_subgraphs=4, directory=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing half made is left
