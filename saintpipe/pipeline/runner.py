@@ -476,7 +476,7 @@ def run_pipeline(config: PipelineConfig, out: TextIO | None = None) -> RunSummar
 def _describe_normalization(method: str, reused: bool | None, kind: str) -> str:
     """One line for the summary: which estimator made the samplers' coefficients."""
     what = {"exact": f"exact (closed-form probabilities of the {kind} sampler)",
-            "online": f"online (the {kind} sampler's prior, refined by each worker from what it produces)",
+            "online": f"online (the {kind} sampler's prior, refined from what the workers produce)",
             "smoothed": "smoothed (pre-sampled counts shrunk toward the prior)",
             "reference": "reference (pre-sampled counts with GraphSAINT's floors)",
             "none": "none (plain mean aggregation)"}.get(method, method)
