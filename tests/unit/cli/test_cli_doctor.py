@@ -82,3 +82,21 @@ def test_doctor_on_an_empty_or_missing_directory(tmp_path, capsys):
     assert "no saintpipe files" in capsys.readouterr().out
     assert main(["doctor", "--shm-dir", str(tmp_path), "--clean", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == []
+
+
+def test_doctor_lists_and_cleans_online_normalization_state(tmp_path, capsys):
+    from saintpipe.services.sampler import online_shared
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    gone, me = Owner(shm_owners.pid_namespace(), proc.pid, 4242), shm_owners.current()
+    dead = tmp_path / f"{online_shared.PREFIX}{gone.tag}-0123456789abcdef"
+    live = tmp_path / f"{online_shared.PREFIX}{me.tag}-fedcba9876543210"
+    dead.write_bytes(b"x" * 4096)
+    live.write_bytes(b"x")
+    assert main(["doctor", "--shm-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.endswith(dead.name))
+    assert "online normalization" in line and "dead: leftover" in line
+    assert main(["doctor", "--shm-dir", str(tmp_path), "--clean"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name]
