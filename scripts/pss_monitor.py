@@ -33,6 +33,11 @@ LABELS = [  # first match wins: what a process of the pipeline is, from its comm
 ]
 
 
+# Labels a process may still grow out of: a Ray worker starts as ``.../ray/_private/workers/default_worker.py``
+# ("ray (system)" by its command line), then is "ray::IDLE", and takes its actor's name only once it holds one.
+_PROVISIONAL = {"ray::IDLE", "ray (system)"}
+
+
 def label(cmdline: str) -> str:
     for pattern, name in LABELS:
         m = pattern.search(cmdline)
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             total += pss
             row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0, "uss": 0})
-            if row["label"] == "ray::IDLE":  # a Ray worker is named after its actor only once it holds one
+            if row["label"] in _PROVISIONAL:  # a Ray worker is named after its actor only once it holds one
                 row["label"] = label(cmdline(pid))
             row["pss"], row["rss"], row["uss"] = max(row["pss"], pss), max(row["rss"], rss), max(row["uss"], uss)
         total_peak = max(total_peak, total)
