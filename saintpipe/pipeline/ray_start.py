@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -19,9 +20,12 @@ def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) 
     to go), Ray's wait for the new raylet can run out although nothing is wrong; measured in about one of
     four full test runs. Any other error is raised at once, and the last attempt's too.
     """
+    import psutil
     import ray
 
+    me = psutil.Process()
     for attempt in range(1, attempts + 1):
+        before = {p.pid for p in me.children(recursive=True)}
         try:
             ray.init(**init_kwargs)
             return
@@ -31,4 +35,22 @@ def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) 
             log.warning("local Ray node did not come up in time (attempt %d of %d); starting it again",
                         attempt, attempts)
             ray.shutdown()
+            _stop_new_children(me, before)
             time.sleep(pause_s)
+
+
+def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
+    """Stop the processes the failed attempt started (its GCS, dashboard, monitors): a node that did not
+    come up was never Ray's global node, so ``ray.shutdown`` does not know them and they would outlive us.
+    The children that appeared during the attempt are its: callers start nothing else meanwhile (the local
+    run starts its components one after another)."""
+    import psutil
+
+    started = [p for p in me.children(recursive=True) if p.pid not in before]
+    for p in started:
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _, alive = psutil.wait_procs(started, timeout=timeout_s)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()

@@ -37,3 +37,22 @@ def test_other_errors_and_the_last_attempt_are_raised(monkeypatch):
     with pytest.raises(Exception, match="timed out during startup"):
         init_local_ray(attempts=2, pause_s=0)
     assert calls == ["init", "shutdown", "init"]
+
+
+def test_the_processes_of_a_failed_attempt_are_stopped_before_the_next(monkeypatch):
+    import subprocess
+
+    started: list[subprocess.Popen] = []
+
+    def init(**kwargs):
+        # A real child, as Ray's GCS and monitors are; the first attempt times out with it running.
+        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]))
+        if len(started) == 1:
+            raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(init=init, shutdown=lambda: None))
+    init_local_ray(attempts=2, pause_s=0)
+    assert started[0].wait(10) is not None  # the failed attempt's process is gone
+    assert started[1].poll() is None  # the running attempt's is not
+    started[1].kill()
+    started[1].wait()
