@@ -509,6 +509,10 @@ class FeatureClient:
                 scatter_float16_rows(rows, where, out)
             elif contiguous:
                 out[base + offset : base + end] = rows
+            elif rows.dtype == out.dtype:
+                from saintpipe.services.feature_shard.scatter import scatter_rows  # Numba: loaded on first use
+
+                scatter_rows(rows, positions[offset:end], out)
             else:
                 out[positions[offset:end]] = rows
             return rows.shape[0]

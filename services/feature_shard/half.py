@@ -3,69 +3,124 @@
 numpy's ``astype`` between float32 and float16 runs a scalar loop: on the
 development machine it converted 4 MB of float32 in 11 ms, twenty times slower
 than copying them, which made the half-size transfer slower than the full one.
-These Numba kernels do the same IEEE conversion on the bit patterns (the
-algorithm of numpy's ``npy_floatbits_to_halfbits`` / ``npy_halfbits_to_floatbits``:
-round to nearest, ties to even; overflow to infinity; subnormals kept; NaN
-stays NaN) and give bit-identical results for every non-NaN value (tests check
-them against numpy).
+These Numba kernels do the same IEEE conversion on the bit patterns (round to
+nearest, ties to even; overflow to infinity; subnormals kept; NaN stays NaN)
+and give bit-identical results for every non-NaN value (tests check them
+against numpy). Where the CPU has conversion instructions (x86 F16C, AArch64)
+the kernels use them through LLVM's casts: a gather of 4,000 random rows of
+500 out of a 100 MB file, narrowed to float16, takes 0.51 ms against 0.58 ms
+for numpy's float32 ``take`` of the same rows (the bit-pattern kernels: 1.9 ms).
+Elsewhere they work on the bit patterns, branch-free so that the loops vectorize.
 """
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+
+def _cpu_converts_half() -> bool:
+    """Whether the CPU Numba compiles for has float16 conversion instructions (x86 F16C, every AArch64).
+
+    LLVM lowers a float <-> half cast to them; without them it would call
+    compiler-rt helpers that Numba's JIT does not link, so the bit-pattern
+    kernels below are used instead. An explicit ``NUMBA_CPU_NAME`` (a portable
+    cache) is trusted only as far as its ``NUMBA_CPU_FEATURES`` say.
+    """
+    from numba.core import config
+
+    machine = platform.machine().lower()
+    if machine in ("aarch64", "arm64"):
+        return True
+    if machine not in ("x86_64", "amd64"):
+        return False
+    if config.CPU_NAME:
+        return "+f16c" in (config.CPU_FEATURES or "")
+    try:
+        import llvmlite.binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("f16c"))
+    except Exception:  # noqa: BLE001 - no feature list: take the portable kernels
+        return False
+
+
+HARDWARE = _cpu_converts_half()
+
+
+@intrinsic
+def _narrow_by_instruction(typingctx, bits):
+    """float32 bits -> float16 bits by LLVM's ``fptrunc`` (IEEE round to nearest even, like numpy's cast)."""
+    def codegen(context, builder, signature, args):
+        value = builder.bitcast(args[0], ir.FloatType())
+        return builder.bitcast(builder.fptrunc(value, ir.HalfType()), ir.IntType(16))
+
+    return types.uint16(types.uint32), codegen
+
+
+@intrinsic
+def _widen_by_instruction(typingctx, bits):
+    """float16 bits -> float32 bits by LLVM's ``fpext`` (exact)."""
+    def codegen(context, builder, signature, args):
+        value = builder.bitcast(args[0], ir.HalfType())
+        return builder.bitcast(builder.fpext(value, ir.FloatType()), ir.IntType(32))
+
+    return types.uint32(types.uint16), codegen
 
 
 @njit(cache=True, inline="always")
 def _float_bits_to_half_bits(f: np.uint32) -> np.uint16:
-    sign = (f & 0x80000000) >> 16
-    exp = f & 0x7F800000
-    if exp >= 0x47800000:  # overflow, infinity or NaN
-        if exp == 0x7F800000 and (f & 0x007FFFFF) != 0:
-            nan = 0x7C00 + ((f & 0x007FFFFF) >> 13)
-            return np.uint16(sign + (nan if nan != 0x7C00 else 0x7C01))
-        return np.uint16(sign + 0x7C00)
-    if exp <= 0x38000000:  # zero or a float16 subnormal
-        if exp < 0x33000000:
-            return np.uint16(sign)
-        e = exp >> 23
-        sig = 0x00800000 + (f & 0x007FFFFF)
-        sig >>= 113 - e
-        if (sig & 0x00003FFF) != 0x00001000 or (f & 0x000007FF) != 0:
-            sig += 0x00001000
-        return np.uint16(sign + (sig >> 13))
-    half_exp = (exp - 0x38000000) >> 13
-    sig = f & 0x007FFFFF
-    if (sig & 0x00003FFF) != 0x00001000:
-        sig += 0x00001000
-    # A carry out of the significand bumps the exponent (up to infinity): the right answer.
-    return np.uint16(sign + half_exp + (sig >> 13))
+    # The portable path. Every case is computed and the answer selected,
+    # without branches, so that the row loops vectorize: 1.5x faster than the
+    # branching form on a gather of 4,000 rows of 500 (Numba's 64-bit integer
+    # arithmetic halves the lanes; the instructions above are 4x faster again).
+    one = np.uint32(1)
+    sign = (f >> 16) & np.uint32(0x8000)
+    a = f & np.uint32(0x7FFFFFFF)
+    # A normal float16: rebias the exponent, round the 13 dropped bits to nearest even
+    # (a carry out of the significand bumps the exponent, up to infinity: the right answer).
+    normal = (a - np.uint32(0x38000000) + np.uint32(0x0FFF) + ((a >> 13) & one)) >> 13
+    # A float16 subnormal (or zero): the significand with its implicit bit, shifted right
+    # by 126 - exponent (clamped: a float32 subnormal or a tiny value shifts out to 0), rounded to even.
+    e = np.minimum(a >> 23, np.uint32(125))
+    shift = np.minimum(np.uint32(126) - e, np.uint32(31))
+    sig = (a & np.uint32(0x007FFFFF)) | np.uint32(0x00800000)
+    sub = sig >> shift
+    rest = sig & ((one << shift) - one)
+    halfway = one << (shift - one)
+    sub += np.uint32((rest > halfway) | ((rest == halfway) & ((sub & one) == one)))
+    nan = np.uint32(0x7C00) | ((a & np.uint32(0x007FFFFF)) >> 13) | one  # a NaN stays a NaN
+    out = sub if a < np.uint32(0x38800000) else normal
+    out = np.uint32(0x7C00) if a >= np.uint32(0x477FF000) else out  # rounds to 65536 or more: infinity
+    out = nan if a > np.uint32(0x7F800000) else out
+    return np.uint16(out | sign)
 
 
 @njit(cache=True, inline="always")
 def _half_bits_to_float_bits(h: np.uint16) -> np.uint32:
+    # Branch-free for the same reason; a subnormal is its integer significand times 2**-24, exact in float32.
     h = np.uint32(h)
-    sign = (h & 0x8000) << 16
-    exp = h & 0x7C00
-    if exp == 0:
-        sig = h & 0x03FF
-        if sig == 0:
-            return np.uint32(sign)
-        sig <<= 1
-        shift = 0
-        while (sig & 0x0400) == 0:
-            sig <<= 1
-            shift += 1
-        return np.uint32(sign + ((127 - 15 - shift) << 23) + ((sig & 0x03FF) << 13))
-    if exp == 0x7C00:
-        return np.uint32(sign + 0x7F800000 + ((h & 0x03FF) << 13))
-    return np.uint32(sign + (((h & 0x7FFF) + 0x1C000) << 13))
+    sign = (h & np.uint32(0x8000)) << 16
+    magnitude = h & np.uint32(0x7FFF)
+    normal = (magnitude << 13) + np.uint32(0x38000000)  # rebias the exponent by 127 - 15
+    normal = normal + np.uint32(0x38000000) if magnitude >= np.uint32(0x7C00) else normal  # infinity, NaN
+    sub = np.float32(np.float32(magnitude) * np.float32(2.0**-24)).view(np.uint32)
+    out = sub if magnitude < np.uint32(0x0400) else normal
+    return out | sign
+
+
+# What the row kernels call: resolved when they compile (the on-disk cache is keyed by the CPU).
+_narrow = _narrow_by_instruction if HARDWARE else _float_bits_to_half_bits
+_widen = _widen_by_instruction if HARDWARE else _half_bits_to_float_bits
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _to_half_bits(src: np.ndarray, out: np.ndarray) -> None:
     for i in range(src.size):
-        out[i] = _float_bits_to_half_bits(src[i])
+        out[i] = _narrow(src[i])
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
@@ -74,7 +129,7 @@ def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> Non
     for i in range(rows.shape[0]):
         r = rows[i]
         for j in range(dim):
-            out[i, j] = _float_bits_to_half_bits(src[r, j])
+            out[i, j] = _narrow(src[r, j])
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
@@ -83,7 +138,7 @@ def _scatter_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> No
     for i in range(src.shape[0]):
         r = rows[i]
         for j in range(dim):
-            out[r, j] = _half_bits_to_float_bits(src[i, j])
+            out[r, j] = _widen(src[i, j])
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
@@ -93,7 +148,7 @@ def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_
         s = src_rows[i]
         o = out_rows[i]
         for j in range(dim):
-            out[o, j] = _half_bits_to_float_bits(src[s, j])
+            out[o, j] = _widen(src[s, j])
 
 
 def float32_to_float16(values: np.ndarray) -> np.ndarray:

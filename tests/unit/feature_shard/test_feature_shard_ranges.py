@@ -72,6 +72,15 @@ def test_first_occurrences():
     assert (unique[inverse] == ids).all()
 
 
+@pytest.mark.parametrize("size, high", [(0, 1), (1, 1), (8000, 50_000), (8000, 3000), (5000, 7)])
+def test_first_occurrences_is_numpys_unique(size, high):
+    ids = np.random.default_rng(size + high).integers(0, high, size)
+    got = ranges.first_occurrences(ids)
+    expected = np.unique(ids, return_index=True, return_inverse=True)
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b.reshape(-1))
+
+
 def test_address_strings_and_manifests(tmp_path):
     assert parse_shard_addresses("a:1,b:2;c:3") == [["a:1", "b:2"], ["c:3"]]
     assert parse_shard_addresses(" a:1 ; [::1]:5 ;") == [["a:1"], ["[::1]:5"]]
