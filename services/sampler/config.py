@@ -38,9 +38,15 @@ Kappa = Annotated[
     Field(ge=1, le=MAX_KAPPA, description="dependent minibatches: consecutive subgraphs of a worker share most "
                                           "nodes, renewed over kappa subgraphs (1: independent subgraphs)"),
 ]
+InductionMode = Annotated[
+    Literal["oriented", "scan"],
+    Field(description="how a node set's edges are found: 'oriented' reads each edge once from its lower-ranked "
+                      "end (lists built once per graph, 12-20 bytes per undirected edge; kernels/oriented.py), "
+                      "'scan' reads every sampled node's whole row; the subgraphs are the same"),
+]
 # Fields that do not change the law of one subgraph, left out of config_key: pre-sampling draws independent
-# subgraphs whatever kappa is, so the stored normalization is the same.
-_LAW_NEUTRAL = frozenset({"kappa"})
+# subgraphs whatever kappa is, so the stored normalization is the same; the induction mode changes only how.
+_LAW_NEUTRAL = frozenset({"kappa", "induction"})
 
 
 class FrontierConfig(StrictModel):
@@ -53,6 +59,7 @@ class FrontierConfig(StrictModel):
     eta: float = Field(2.0, gt=1.0, le=64.0, description="dashboard enlargement factor (length eta * m * d)")
     clip_multiple: ClipMultiple = 16
     kappa: Kappa = 1
+    induction: InductionMode = "oriented"
 
     @pydantic.model_validator(mode="after")
     def _budget_covers_frontier(self) -> "FrontierConfig":
@@ -70,6 +77,7 @@ class RandomWalkConfig(StrictModel):
     walk_length: int = Field(2, ge=0, le=10_000, description="h: steps per walk")
     clip_multiple: ClipMultiple = 16
     kappa: Kappa = 1
+    induction: InductionMode = "oriented"
 
 
 class EdgeConfig(StrictModel):
@@ -79,6 +87,7 @@ class EdgeConfig(StrictModel):
     edge_budget: int = Field(4000, ge=1, le=MAX_NODES, description="edges drawn (with replacement)")
     clip_multiple: ClipMultiple = 16
     kappa: Kappa = 1
+    induction: InductionMode = "oriented"
 
 
 class NodeConfig(StrictModel):
@@ -93,6 +102,7 @@ class NodeConfig(StrictModel):
         "sampler exactly")
     clip_multiple: ClipMultiple = 16
     kappa: Kappa = 1
+    induction: InductionMode = "oriented"
 
 
 SamplerConfig = Annotated[

@@ -57,6 +57,7 @@ from saintpipe.services.sampler.kernels.induce import (
     stage_subgraph,
 )
 from saintpipe.services.sampler.kernels.node import build_node_table, node_select, node_select_dependent
+from saintpipe.services.sampler.kernels.oriented import EMPTY, Orientation, orient_graph
 from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
 from saintpipe.services.sampler.online import OnlineNormalization
@@ -116,13 +117,15 @@ class Sampler:
 
     def __init__(self, config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None) -> None:
+                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None,
+                 orientation: Orientation | None = None) -> None:
         self.config = config
         self.kappa = int(config.kappa)
         self.chain = np.uint64(int(chain) & MAX_SEED)  # uint64: kernels would read a Python int as int64
         self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
         self.num_nodes = self.indptr.size - 1
         self.num_edges = self.indices.size
+        self.orientation = self._orientation(config, orientation)
         self.node_map = None if node_map is None else readonly(node_map, np.int64)
         if self.node_map is not None and self.node_map.shape != (self.num_nodes,):
             raise InvalidArgument(f"node_map has shape {self.node_map.shape}, the graph has {self.num_nodes} nodes")
@@ -150,6 +153,17 @@ class Sampler:
         self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
         self._bits = np.zeros(bitset_words(self.num_nodes), dtype=np.uint64)
         self._sel = np.empty(max(1, min(self._selection_bound(), self.num_nodes)), dtype=np.int32)
+
+    def _orientation(self, config: SamplerConfigModel, given: Orientation | None) -> Orientation:
+        """The oriented lists induction scans (``config.induction == "oriented"``), else ``EMPTY`` (plain scan)."""
+        if getattr(config, "induction", "oriented") != "oriented":
+            return EMPTY
+        if given is not None:  # built once for every worker of a host (the sampler service)
+            if given.indptr.shape != (self.num_nodes + 1,):
+                raise InvalidArgument(f"orientation has {given.indptr.size - 1} nodes, the graph {self.num_nodes}")
+            return Orientation(*(readonly(a, a.dtype) for a in given))
+        built = orient_graph(self.indptr, self.indices)
+        return EMPTY if built is None else built  # not symmetric: the scan reports it on the first subgraph
 
     def _online(self, normalization: Normalization) -> OnlineNormalization | SharedOnlineCounts:
         if normalization.shared_state:
@@ -201,8 +215,8 @@ class Sampler:
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
-            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, clip, self._state,
-            self._alpha, self._train_mask, self._loss_coef, want_positions)
+            self.indptr, self.indices, self.orientation, self._g2l, self._bits, self._sel, count, clip,
+            self._state, self._alpha, self._train_mask, self._loss_coef, want_positions)
         if status != STATUS_OK:
             _asymmetric(node_ids, bad_row)
         if self.online is not None:  # after the weights: a subgraph never weighs itself
@@ -241,8 +255,8 @@ class Sampler:
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
-            self.indptr, self.indices, self._g2l, self._bits, self._sel, count, clip, self._state,
-            self._alpha.size > 0)
+            self.indptr, self.indices, self.orientation, self._g2l, self._bits, self._sel, count, clip,
+            self._state, self._alpha.size > 0)
         n, e = node_ids.size, int(sub_indptr[-1])
         try:
             out = tuple(place(n, e))
@@ -455,7 +469,8 @@ def train_mask(train_nodes: np.ndarray, num_nodes: int) -> np.ndarray:
 
 def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
                  normalization: Normalization | None = None, train_nodes: np.ndarray | None = None,
-                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None) -> Sampler:
+                 check_graph: bool = True, chain: int = 0, node_map: np.ndarray | None = None,
+                 orientation: Orientation | None = None) -> Sampler:
     """Configure the sampler named by ``config.kind`` on a graph (alias tables etc. are built here, once).
 
     Args:
@@ -470,6 +485,8 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
             :func:`saintpipe.services.sampler.parallel.chain_key`); ignored with ``kappa == 1``.
         node_map: int64 [N], ascending: the global id of each node of this graph (a training graph);
             subgraphs then carry global ids (see :class:`Sampler`). None: the graph's ids are global.
+        orientation: this graph's :func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`, built once
+            and shared by the workers of a host; None: built here when ``config.induction`` is "oriented".
 
     Raises:
         InvalidArgument: an invalid graph, train node id, normalization shape, or a
@@ -480,4 +497,4 @@ def make_sampler(config: SamplerConfigModel, indptr: np.ndarray, indices: np.nda
     except (AttributeError, KeyError):
         raise InvalidArgument(f"unknown sampler config {config!r}; kinds: {', '.join(SAMPLERS)}") from None
     return cls(config, indptr, indices, normalization=normalization, train_nodes=train_nodes,
-               check_graph=check_graph, chain=chain, node_map=node_map)
+               check_graph=check_graph, chain=chain, node_map=node_map, orientation=orientation)

@@ -273,12 +273,15 @@ SCANNED_SAMPLES = 32
 
 
 def _scanned_entries(sampler, seed: int) -> float:
-    """Neighbour-list entries induction reads per subgraph (the sum of the node set's degrees), mean of a few.
+    """Neighbour-list entries induction reads per subgraph, mean of a few: the lengths of the node set's
+    oriented lists (``induction = "oriented"``), or of its rows (the sum of its degrees) with ``"scan"``.
 
-    The samplers reach nodes in proportion to their degree, so this grows with
-    the graph's degree tail (E[d^2] / E[d]) even at a fixed mean degree.
+    The samplers reach nodes in proportion to their degree, so the sum of the
+    degrees grows with the graph's degree tail (E[d^2] / E[d]) even at a fixed
+    mean degree; the oriented lists of hubs stay short.
     """
     import numpy as np
 
-    degrees = np.diff(sampler.indptr)
-    return float(np.mean([degrees[sampler.sample_nodes(seed + i)].sum() for i in range(SCANNED_SAMPLES)]))
+    indptr = sampler.orientation.indptr if sampler.orientation.indptr.size else sampler.indptr
+    lengths = np.diff(indptr)
+    return float(np.mean([lengths[sampler.sample_nodes(seed + i)].sum() for i in range(SCANNED_SAMPLES)]))

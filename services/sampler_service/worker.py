@@ -42,6 +42,9 @@ class WorkerSpec:
     # "train" kept in memory (the dataset directory is read-only): an object-store reference to
     # (indptr, indices, nodes); None: the training graph is stored with the dataset.
     train_graph: Any = None
+    # An object-store reference to the sampled graph's Orientation (sampler.induction "oriented"), built once by
+    # the supervisor; None: the worker builds its own when it needs one.
+    orientation: Any = None
 
 
 @dataclass(frozen=True)
@@ -58,12 +61,14 @@ class WorkerInfo:
     next_sequence: int
 
 
-def build_sampler(config, graph, normalization=None, chain: int = 0):
+def build_sampler(config, graph, normalization=None, chain: int = 0, orientation=None):
     """The configured sampler over the graph's memory-mapped topology (no copy of the graph).
 
     ``graph``: a :class:`~saintpipe.services.dataset.sample_graph.SampleGraph`, or an opened dataset (its full
     graph). On the training graph the sampler maps its node sets to global ids.
     ``chain``: the worker's dependent chain (``kappa > 1``, :func:`~saintpipe.services.sampler.parallel.chain_key`).
+    ``orientation``: the graph's oriented lists (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`)
+    when built already; None: the sampler builds them if ``config.induction`` asks for them.
     """
     from saintpipe.services.dataset.sample_graph import as_sample_graph
     from saintpipe.services.sampler.sampler import make_sampler
@@ -72,7 +77,8 @@ def build_sampler(config, graph, normalization=None, chain: int = 0):
     # The dataset store validated the CSR when it wrote it (the training graph's is derived from it, or checked
     # against its checksums); an O(E) re-check per worker start buys nothing.
     return make_sampler(config, graph.indptr, graph.indices, normalization=normalization,
-                        train_nodes=graph.train_nodes, check_graph=False, chain=chain, node_map=graph.nodes)
+                        train_nodes=graph.train_nodes, check_graph=False, chain=chain, node_map=graph.nodes,
+                        orientation=orientation)
 
 
 def induction_for(graph, normalization=None):
@@ -133,6 +139,7 @@ class _SamplerWorkerActor:
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
         self._graph = open_worker_graph(spec)
+        self._orientation = None if spec.orientation is None else ray.get(spec.orientation)  # zero-copy views
         self._pool = None
         self._cursor = None
 
@@ -172,7 +179,16 @@ class _SamplerWorkerActor:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
         from saintpipe.services.sampler.normalization import count_presamples
 
-        return count_presamples(build_sampler(self._config, self._graph, None), start, stop, norm_seed)
+        return count_presamples(build_sampler(self._config, self._graph, None, orientation=self._oriented()),
+                                start, stop, norm_seed)
+
+    def _oriented(self):
+        """The graph's oriented lists: the supervisor's, or built here once (every sampler of this actor)."""
+        if self._orientation is None and getattr(self._config, "induction", "") == "oriented":
+            from saintpipe.services.sampler.kernels.oriented import orient_graph
+
+            self._orientation = orient_graph(self._graph.indptr, self._graph.indices)
+        return self._orientation
 
     def run(self, normalization=None, wire: str | None = None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call.
@@ -188,7 +204,7 @@ class _SamplerWorkerActor:
             from saintpipe.services.sampler.parallel import chain_key
 
             sampler = build_sampler(self._config, self._graph, normalization,
-                                    chain=chain_key(self._spec.job_seed, self._index))
+                                    chain=chain_key(self._spec.job_seed, self._index), orientation=self._oriented())
             nodes = (wire or self._pool.wire) == "nodes"
             self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
                                       worker=self._index, job_seed=self._spec.job_seed,

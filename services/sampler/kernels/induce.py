@@ -20,6 +20,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
+from saintpipe.services.sampler.kernels.oriented import induce_oriented
 from saintpipe.services.sampler.kernels.rng import bounded
 from saintpipe.services.sampler.kernels.select import ABSENT, unmark
 
@@ -226,11 +227,14 @@ def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
 
 
 @njit(cache=True)
-def stage_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state, want_eids):
+def stage_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_multiple, state, want_eids):
     """The first half of :func:`finish_subgraph`: clip, sort, map and scan; sizes the subgraph.
 
     Leaves ``g2l`` holding the local ids of the returned nodes: follow with
     :func:`complete_subgraph`, or with :func:`release_nodes` when giving up.
+    ``orientation``: the graph's :class:`~saintpipe.services.sampler.kernels.oriented.Orientation`,
+    whose lists the induction then scans instead of the full rows (the same
+    result), or ``oriented.EMPTY``.
 
     Returns ``(node_ids int64 [n], sub_indptr int64 [n+1], kept, tmp_eid)``
     (see :func:`induce_scan`); the subgraph has ``e = sub_indptr[n]`` entries.
@@ -240,7 +244,12 @@ def stage_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state,
     n = node_ids.size
     for i in range(n):
         g2l[np.uint64(node_ids[i])] = i
-    sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
+    oindptr, ocolumns, oforward, oreverse = orientation
+    if oindptr.size > 0:
+        sub_indptr, kept, tmp_eid = induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids,
+                                                    want_eids)
+    else:
+        sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
     return node_ids, sub_indptr, kept, tmp_eid
 
 
@@ -307,12 +316,13 @@ def complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, t
 
 
 @njit(cache=True)
-def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state,
+def finish_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_multiple, state,
                     alpha, train_mask, loss_coef, want_eids):
     """Clip, sort, induce, weight and transpose one sampled node set; resets ``g2l``.
 
     Args:
-        indptr, indices: the full graph. g2l, sel, count: the marked node set.
+        indptr, indices: the full graph. orientation: its oriented lists, or ``oriented.EMPTY``
+            (see :func:`stage_subgraph`). g2l, sel, count: the marked node set.
         bits: the zeroed membership bitset, uint64 [ceil(N/64)] (see :func:`sorted_node_ids`).
         clip_multiple: node clipping multiple (``0`` for none). state: the random stream.
         alpha: float32 [E] aggregator coefficients, or empty for plain mean aggregation.
@@ -326,8 +336,8 @@ def finish_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple, state
         induced pattern is not symmetric, i.e. the graph is directed.
     """
     want_eids = want_eids or alpha.size > 0
-    node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, g2l, bits, sel, count, clip_multiple,
-                                                         state, want_eids)
+    node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, orientation, g2l, bits, sel, count,
+                                                         clip_multiple, state, want_eids)
     n = node_ids.size
     e = sub_indptr[n]
     sub_indices = np.empty(e, dtype=np.int32)
