@@ -92,6 +92,7 @@ class SamplerService:
         self._pool = None
         self._spec: WorkerSpec | None = None
         self._norm_ref = None
+        self._orientation_ref = None
         self._online = None  # online normalization: the state this host's workers share, and its refresher
         self._wire: str | None = None  # overrides the pool config's wire for every worker ("full"), or None
 
@@ -124,7 +125,8 @@ class SamplerService:
             self._spec = WorkerSpec(data=str(Path(self.config.data).resolve()), job_seed=self.config.seed,
                                     sampler=self.config.sampler.model_dump(mode="json"),
                                     pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s,
-                                    graph=graph.kind, train_graph=in_memory, orientation=self._share_orientation(graph))
+                                    graph=graph.kind, train_graph=in_memory)
+            self._orientation_ref = self._share_orientation(graph)
             with self._lock:
                 self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
             self._warn_if_oversubscribed(n)
@@ -269,7 +271,7 @@ class SamplerService:
     # --- internals ------------------------------------------------------------
     def _new_worker(self, index: int) -> SamplerWorker:
         return SamplerWorker(index, self._spec, num_cpus=self.config.num_cpus_per_worker,
-                             max_restarts=self.config.max_restarts)
+                             max_restarts=self.config.max_restarts, orientation=self._orientation_ref)
 
     def _connect_ray(self) -> None:
         if ray.is_initialized():

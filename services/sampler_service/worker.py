@@ -42,9 +42,6 @@ class WorkerSpec:
     # "train" kept in memory (the dataset directory is read-only): an object-store reference to
     # (indptr, indices, nodes); None: the training graph is stored with the dataset.
     train_graph: Any = None
-    # An object-store reference to the sampled graph's Orientation (sampler.induction "oriented"), built once by
-    # the supervisor; None: the worker builds its own when it needs one.
-    orientation: Any = None
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,7 @@ class _SamplerWorkerActor:
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
         self._graph = open_worker_graph(spec)
-        self._orientation = None if spec.orientation is None else ray.get(spec.orientation)  # zero-copy views
+        self._orientation = None  # the graph's oriented lists: handed in by run/presample, else built once here
         self._pool = None
         self._cursor = None
 
@@ -175,10 +172,13 @@ class _SamplerWorkerActor:
         producer = self._producer
         return os.getpid(), producer.snapshot() if producer is not None else WorkerCounters()
 
-    def presample(self, start: int, stop: int, norm_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def presample(self, start: int, stop: int, norm_seed: int,
+                  orientation=None) -> tuple[np.ndarray, np.ndarray]:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
         from saintpipe.services.sampler.normalization import count_presamples
 
+        if orientation is not None:
+            self._orientation = orientation
         return count_presamples(build_sampler(self._config, self._graph, None, orientation=self._oriented()),
                                 start, stop, norm_seed)
 
@@ -190,7 +190,7 @@ class _SamplerWorkerActor:
             self._orientation = orient_graph(self._graph.indptr, self._graph.indices)
         return self._orientation
 
-    def run(self, normalization=None, wire: str | None = None) -> int:
+    def run(self, normalization=None, wire: str | None = None, orientation=None) -> int:
         """Produce until :meth:`stop`; return the number of subgraphs pushed by this call.
 
         ``wire`` overrides the pool's (``"full"`` when the supervisor found the normalization unstored, so
@@ -199,6 +199,8 @@ class _SamplerWorkerActor:
         from saintpipe.services.sampler_service.production import Producer
 
         # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
+        if orientation is not None:
+            self._orientation = orientation
         self._connect()
         if self._producer is None:  # once per incarnation (the sampler's tables are built here)
             from saintpipe.services.sampler.parallel import chain_key
@@ -230,14 +232,20 @@ class SamplerWorker:
         spec: what to sample and where to push.
         num_cpus: Ray CPUs to reserve (one core).
         max_restarts: how often Ray restarts the actor after its process dies.
+        orientation: an object-store reference to the graph's oriented lists
+            (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`), handed to every ``run`` and
+            ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
+            every restart, and Ray logs an error line for each such actor); None: the worker builds its own.
 
     Example:
         >>> worker = SamplerWorker(0, spec)  # doctest: +SKIP
         >>> done = worker.run_async()        # produces until worker.stop()
     """
 
-    def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3) -> None:
+    def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3,
+                 orientation: "ray.ObjectRef | None" = None) -> None:
         self.index = index
+        self._orientation = orientation
         # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
         # SPREAD: the workers of a job go to as many Ray nodes as have CPUs for them, so losing one node costs
         # only its share; Ray restarts the lost ones where CPUs are left.
@@ -281,11 +289,11 @@ class SamplerWorker:
                 (shared zero-copy by the workers of a node), or None for plain weights.
             wire: overrides the pool config's ``wire`` (None: the config's, resolved by the worker's pool).
         """
-        return self._actor.run.remote(normalization, wire)
+        return self._actor.run.remote(normalization, wire, self._orientation)
 
     def presample_async(self, start: int, stop: int, norm_seed: int) -> ray.ObjectRef:
         """Pre-sample [start, stop); resolves to (node_counts, edge_counts)."""
-        return self._actor.presample.remote(start, stop, norm_seed)
+        return self._actor.presample.remote(start, stop, norm_seed, self._orientation)
 
     def stop_async(self) -> ray.ObjectRef:
         """Ask the worker to finish its current subgraph and return from run."""
