@@ -177,10 +177,16 @@ class _SamplerWorkerActor:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
         from saintpipe.services.sampler.normalization import count_presamples
 
-        if orientation is not None:
-            self._orientation = orientation
+        self._take_orientation(orientation)
         return count_presamples(build_sampler(self._config, self._graph, None, orientation=self._oriented()),
                                 start, stop, norm_seed)
+
+    def _take_orientation(self, refs) -> None:
+        """Keep the supervisor's oriented lists (a reference per array; views of the object store)."""
+        if refs is not None and self._orientation is None:
+            from saintpipe.services.sampler.kernels.oriented import Orientation
+
+            self._orientation = Orientation(*ray.get(list(refs)))
 
     def _oriented(self):
         """The graph's oriented lists: the supervisor's, or built here once (every sampler of this actor)."""
@@ -199,8 +205,7 @@ class _SamplerWorkerActor:
         from saintpipe.services.sampler_service.production import Producer
 
         # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
-        if orientation is not None:
-            self._orientation = orientation
+        self._take_orientation(orientation)
         self._connect()
         if self._producer is None:  # once per incarnation (the sampler's tables are built here)
             from saintpipe.services.sampler.parallel import chain_key
@@ -232,7 +237,7 @@ class SamplerWorker:
         spec: what to sample and where to push.
         num_cpus: Ray CPUs to reserve (one core).
         max_restarts: how often Ray restarts the actor after its process dies.
-        orientation: an object-store reference to the graph's oriented lists
+        orientation: object-store references to the arrays of the graph's oriented lists
             (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`), handed to every ``run`` and
             ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
             every restart, and Ray logs an error line for each such actor); None: the worker builds its own.
@@ -243,7 +248,7 @@ class SamplerWorker:
     """
 
     def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3,
-                 orientation: "ray.ObjectRef | None" = None) -> None:
+                 orientation: "list[ray.ObjectRef] | None" = None) -> None:
         self.index = index
         self._orientation = orientation
         # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
