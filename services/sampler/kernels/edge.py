@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from saintpipe.services.sampler.kernels.alias import build_alias, draw_alias
+from saintpipe.services.sampler.kernels.alias import DRAW_BLOCK, build_alias, draw_block
 from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
 from saintpipe.services.sampler.kernels.select import take
 
@@ -52,12 +52,26 @@ def build_edge_table(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarra
 
 @njit(cache=True)
 def edge_select(indices, edge_rows, thresh, alias, budget, state, g2l, sel):
-    """Draw ``budget`` edges and add both end points to the sampled set; returns the set size."""
+    """Draw ``budget`` edges and add both end points to the sampled set; returns the set size.
+
+    Drawn in blocks, as :func:`~saintpipe.services.sampler.kernels.node.node_select`: the end points of a
+    block are read before any is added, so their cache misses overlap too. The same set, in the same order.
+    """
+    columns = np.empty(DRAW_BLOCK, dtype=np.int64)
+    coins = np.empty(DRAW_BLOCK, dtype=np.uint32)
+    drawn = np.empty(DRAW_BLOCK, dtype=np.int64)
+    ends = np.empty((DRAW_BLOCK, 2), dtype=np.int64)
     count = 0
-    for _ in range(budget):
-        k = draw_alias(state, thresh, alias)
-        count = take(edge_rows[k], g2l, sel, count)
-        count = take(indices[k], g2l, sel, count)
+    for start in range(0, budget, DRAW_BLOCK):
+        m = min(DRAW_BLOCK, budget - start)
+        draw_block(state, thresh, alias, columns, coins, drawn, m)
+        for j in range(m):
+            k = drawn[j]
+            ends[j, 0] = edge_rows[k]
+            ends[j, 1] = indices[k]
+        for j in range(m):
+            count = take(ends[j, 0], g2l, sel, count)
+            count = take(ends[j, 1], g2l, sel, count)
     return count
 
 
