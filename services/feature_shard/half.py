@@ -51,24 +51,23 @@ def _cpu_converts_half() -> bool:
 HARDWARE = _cpu_converts_half()
 
 
-@intrinsic
-def _narrow_by_instruction(typingctx, bits):
-    """float32 bits -> float16 bits by LLVM's ``fptrunc`` (IEEE round to nearest even, like numpy's cast)."""
-    def codegen(context, builder, signature, args):
-        value = builder.bitcast(args[0], ir.FloatType())
-        return builder.bitcast(builder.fptrunc(value, ir.HalfType()), ir.IntType(16))
+def _cast_by_instruction(source, target, llvm_source, llvm_target, cast: str):
+    """An intrinsic taking a float's bits (``source``, an unsigned int) to the bits of the float LLVM's ``cast``
+    (``fptrunc``, ``fpext``) makes of it (``target``)."""
+    @intrinsic
+    def convert(typingctx, bits):
+        def codegen(context, builder, signature, args):
+            value = getattr(builder, cast)(builder.bitcast(args[0], llvm_source), llvm_target)
+            return builder.bitcast(value, ir.IntType(target.bitwidth))
 
-    return types.uint16(types.uint32), codegen
+        return target(source), codegen
+
+    return convert
 
 
-@intrinsic
-def _widen_by_instruction(typingctx, bits):
-    """float16 bits -> float32 bits by LLVM's ``fpext`` (exact)."""
-    def codegen(context, builder, signature, args):
-        value = builder.bitcast(args[0], ir.HalfType())
-        return builder.bitcast(builder.fpext(value, ir.FloatType()), ir.IntType(32))
-
-    return types.uint32(types.uint16), codegen
+# float32 -> float16 rounds to nearest even, like numpy's cast; float16 -> float32 is exact.
+_narrow_by_instruction = _cast_by_instruction(types.uint32, types.uint16, ir.FloatType(), ir.HalfType(), "fptrunc")
+_widen_by_instruction = _cast_by_instruction(types.uint16, types.uint32, ir.HalfType(), ir.FloatType(), "fpext")
 
 
 @njit(cache=True, inline="always")

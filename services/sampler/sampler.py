@@ -156,7 +156,7 @@ class Sampler:
 
     def _orientation(self, config: SamplerConfigModel, given: Orientation | None) -> Orientation:
         """The oriented lists induction scans (``config.induction == "oriented"``), else ``EMPTY`` (plain scan)."""
-        if getattr(config, "induction", "oriented") != "oriented":
+        if config.induction != "oriented":
             return EMPTY
         if given is not None:  # built once for every worker of a host (the sampler service)
             if given.indptr.shape != (self.num_nodes + 1,):

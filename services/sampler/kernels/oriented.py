@@ -131,7 +131,7 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray) -> Orientation | None:
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     indices = np.ascontiguousarray(indices)
     n = indptr.size - 1
-    degree = np.diff(indptr).astype(np.int32 if indices.size < 2**31 else np.int64)
+    degree = np.diff(indptr).astype(np.int32)  # rows hold distinct ids: a degree is below N < 2**31
     out_indptr = np.empty(n + 1, dtype=np.int64)
     _count(indptr, indices, degree, out_indptr)
     m = int(out_indptr[-1])
@@ -139,7 +139,7 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray) -> Orientation | None:
     columns = np.empty(m, dtype=np.int32)
     forward = np.empty(m, dtype=position)
     reverse = np.empty(m, dtype=position)
-    forward_next = np.zeros(n, dtype=np.int32 if indices.size < 2**31 else np.int64)
+    forward_next = np.zeros(n, dtype=np.int32)
     reverse_slot = out_indptr[:-1].copy()
     if _fill(indptr, indices, degree, out_indptr, columns, forward, reverse, forward_next, reverse_slot) >= 0:
         return None
