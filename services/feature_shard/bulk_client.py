@@ -28,6 +28,7 @@ import grpc
 import numpy as np
 
 from saintpipe.core.errors import DecodeError
+from saintpipe.services.feature_shard import bulk_socket as bs
 from saintpipe.services.feature_shard import bulk_wire as bw
 from saintpipe.services.feature_shard.bulk_server import CHUNK_BYTES
 from saintpipe.services.feature_shard.security import PLAINTEXT, ChannelSecurity
@@ -134,16 +135,16 @@ class BulkChannel:
             raise DecodeError(f"bulk {self.address}: answered {rows} rows of width {width} for {count} ids of "
                               f"width {dim}")
         nbytes = rows * dim * dtype.itemsize
+        receive = bs.recv_all if bs.kernel_timeouts(conn) else _recv_into
         if into is not None and into.dtype == dtype:
-            _settimeout(conn, deadline)
-            _recv_into(conn, memoryview(into.reshape(-1)).cast("B"), deadline)
+            receive(conn, memoryview(into.reshape(-1)).cast("B"), deadline)
             return nbytes
         rows_per_chunk = max(1, CHUNK_BYTES // (dim * dtype.itemsize))
         staging = self._stage(min(rows, rows_per_chunk) * dim * dtype.itemsize)
         for lo in range(0, rows, rows_per_chunk):
             hi = min(lo + rows_per_chunk, rows)
             chunk = staging[: (hi - lo) * dim * dtype.itemsize]
-            _recv_into(conn, memoryview(chunk), deadline)
+            receive(conn, memoryview(chunk), deadline)
             place(lo, chunk.view(dtype).reshape(hi - lo, dim))
         return nbytes
 

@@ -28,6 +28,7 @@ from typing import Protocol
 import numpy as np
 
 from saintpipe.core.errors import DecodeError, InvalidArgument, ServiceUnavailable
+from saintpipe.services.feature_shard import bulk_socket as bs
 from saintpipe.services.feature_shard import bulk_wire as bw
 from saintpipe.services.feature_shard import metrics
 from saintpipe.services.feature_shard.auth import DENIED
@@ -184,6 +185,8 @@ class BulkServer:
             self._refuse(stream, peer, bw.INVALID_ARGUMENT, str(exc))
             return True
         dim = servicer.dim
+        if bs.kernel_timeouts(stream):  # the next request's read returns to Python's timeout mode
+            bs.block_for_send(stream, _IO_TIMEOUT_S)
         stream.sendall(bw.encode_reply_head(bw.OK, send_dtype, count, dim))
         rows_per_chunk = max(1, CHUNK_BYTES // (dim * send_dtype.itemsize))
         need = min(count, rows_per_chunk) * dim * send_dtype.itemsize
