@@ -30,6 +30,7 @@ import numpy as np
 
 from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import InvalidArgument
+from saintpipe.core.malloc import tune_malloc
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ def _child(fn: Callable[[WorkerContext], Any], ctx: WorkerContext) -> None:
     try:
         if ctx.core is not None:
             os.sched_setaffinity(0, {ctx.core})
+        tune_malloc()  # as the service's workers: the kernels' per-subgraph scratch stays in the heap
         result = fn(ctx)
         ctx._queue.put(("result", ctx.worker, result))
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the parent

@@ -357,6 +357,7 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
     from saintpipe.services.dataset.normalization import load_or_estimate
+    from saintpipe.core.malloc import tune_malloc
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.services.pool.codec import encode_subgraph
     from saintpipe.services.pool.pool import resolve_transport, resolve_wire
@@ -372,6 +373,7 @@ def _bench(args: argparse.Namespace) -> int:
     if workers < 1 or args.seconds <= 0 or args.windows < 1 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
         raise InvalidArgument("--workers, --seconds, --windows, --pool-memory-mb and --norm-subgraphs must be > 0")
     args.sampler_config = None
+    tune_malloc()  # the workers' malloc settings for the plain loop too, so that the ratios compare kernels
     data = _dataset(args)
     dataset = open_dataset(data)
     with RedisServer(use_env=False) as redis_server:
