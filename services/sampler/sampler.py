@@ -130,9 +130,11 @@ class Sampler:
         if self.node_map is not None and self.node_map.shape != (self.num_nodes,):
             raise InvalidArgument(f"node_map has shape {self.node_map.shape}, the graph has {self.num_nodes} nodes")
         self.normalization = normalization
+        # The training nodes as bits (one bit per node, not a byte: 2 MiB at 16.8 M nodes, per sampler).
         self._train_mask = _EMPTY_U8
         if train_nodes is not None:
-            self._train_mask = readonly(train_mask(train_nodes, self.num_nodes), np.uint8)
+            self._train_mask = readonly(np.packbits(train_mask(train_nodes, self.num_nodes), bitorder="little"),
+                                        np.uint8)
         self._alpha, self._loss_coef = _EMPTY_F32, _EMPTY_F32
         # Online normalization: this sampler counts what it produces, into the state the service's workers on
         # this host share (the supervisor refreshes it) or into its own (it refreshes its coefficients itself).
@@ -149,9 +151,10 @@ class Sampler:
                 self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
         self._clip = int(config.clip_multiple or 0)
         self._state = rng.new_state()
-        # The global-to-local map, -1 between calls; kernels reset what they touch.
-        self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
+        # The node set: one bit per node, zero between calls (kernels reset the words they touch), and the
+        # rank of each word, from which a member's local id follows (kernels.select); no map of one entry per node.
         self._bits = np.zeros(bitset_words(self.num_nodes), dtype=np.uint64)
+        self._ranks = np.zeros(self._bits.size, dtype=np.int32)
         self._sel = np.empty(max(1, min(self._selection_bound(), self.num_nodes)), dtype=np.int32)
 
     def _orientation(self, config: SamplerConfigModel, given: Orientation | None) -> Orientation:
@@ -172,8 +175,10 @@ class Sampler:
                 return SharedOnlineCounts(state)
             log.info("online normalization: no shared state %s on this host; this sampler keeps its own",
                      normalization.shared_state)
+        mask = (np.unpackbits(self._train_mask, count=self.num_nodes, bitorder="little") if self._train_mask.size
+                else self._train_mask)
         return OnlineNormalization(self.indptr, normalization.loss_coefficients, normalization.aggregator_coefficients,
-                                   self._train_mask, normalization.strength, max_subgraphs=normalization.num_subgraphs)
+                                   mask, normalization.strength, max_subgraphs=normalization.num_subgraphs)
 
     def _selection_bound(self) -> int:
         """An upper bound on the node set's size before clipping."""
@@ -203,7 +208,7 @@ class Sampler:
         if step is None or self.kappa == 1:
             return self._select(), self._clip
         count = self._select_dependent(step)
-        return clip_nodes_dependent(self.chain, step, self.kappa, self._g2l, self._sel, count, self._clip), 0
+        return clip_nodes_dependent(self.chain, step, self.kappa, self._bits, self._sel, count, self._clip), 0
 
     def sample_arrays(self, seed: int, *, want_positions: bool = True,
                       step: int | None = None) -> tuple[Subgraph, np.ndarray]:
@@ -215,7 +220,7 @@ class Sampler:
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
-            self.indptr, self.indices, self.orientation, self._g2l, self._bits, self._sel, count, clip,
+            self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha, self._train_mask, self._loss_coef, want_positions)
         if status != STATUS_OK:
             _asymmetric(node_ids, bad_row)
@@ -232,7 +237,7 @@ class Sampler:
         """
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
-        node_ids = finish_node_set(self._g2l, self._bits, self._sel, count, clip, self._state)
+        node_ids = finish_node_set(self._bits, self._sel, count, clip, self._state)
         return node_ids if self.node_map is None else self.node_map[node_ids]
 
     def sample_into(self, seed: int, place: Callable[[int, int], tuple[np.ndarray, ...]], *,
@@ -255,14 +260,14 @@ class Sampler:
         seed, step = check_seed(seed), check_step(step)
         count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
-            self.indptr, self.indices, self.orientation, self._g2l, self._bits, self._sel, count, clip,
+            self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha.size > 0)
         n, e = node_ids.size, int(sub_indptr[-1])
         try:
             out = tuple(place(n, e))
             _check_placed(out, n, e)
         except BaseException:
-            release_nodes(self._g2l, node_ids)
+            release_nodes(self._bits, node_ids)
             raise
         ids, indptr, indices, weights, weights_t, loss = out
         if self.node_map is None:
@@ -270,7 +275,7 @@ class Sampler:
         else:  # ids in range by construction: mode "clip" writes straight into ids, unbuffered
             np.take(self.node_map, node_ids, out=ids, mode="clip")
         indptr[:] = sub_indptr
-        status, bad_row = complete_subgraph(self.indptr, self._g2l, node_ids, sub_indptr, kept, tmp_eid,
+        status, bad_row = complete_subgraph(self.indptr, self._bits, node_ids, sub_indptr, kept, tmp_eid,
                                             self._alpha, self._train_mask, self._loss_coef, indices, weights,
                                             weights_t, loss)
         if status != STATUS_OK:
@@ -361,12 +366,12 @@ class FrontierSampler(Sampler):
 
     def _select_dependent(self, step: int) -> int:
         return frontier_select_dependent(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
-                                         self.chain, step, self.kappa, self._g2l, self._sel, self._walker_node,
+                                         self.chain, step, self.kappa, self._bits, self._sel, self._walker_node,
                                          self._walker_state, self._heap_time, self._heap_walker, self._stats)
 
     def _select(self) -> int:
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
-                               self._state, self._g2l, self._sel, self._frontier, self._db, self._db_new,
+                               self._state, self._bits, self._sel, self._frontier, self._db, self._db_new,
                                self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
                                self._tile_start, self._tile_stop, self._tile_ia, self._stats)
 
@@ -401,11 +406,11 @@ class RandomWalkSampler(Sampler):
         return self.config.roots * (self.config.walk_length + 1)
 
     def _select(self) -> int:
-        return random_walk_select(self.indptr, self.indices, self._state, self._paths, self._g2l, self._sel)
+        return random_walk_select(self.indptr, self.indices, self._state, self._paths, self._bits, self._sel)
 
     def _select_dependent(self, step: int) -> int:
         return random_walk_select_dependent(self.indptr, self.indices, self.chain, step, self.kappa, self._paths,
-                                            self._g2l, self._sel)
+                                            self._bits, self._sel)
 
 
 class EdgeSampler(Sampler):
@@ -422,11 +427,11 @@ class EdgeSampler(Sampler):
 
     def _select(self) -> int:
         return edge_select(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
-                           self._state, self._g2l, self._sel)
+                           self._state, self._bits, self._sel)
 
     def _select_dependent(self, step: int) -> int:
         return edge_select_dependent(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
-                                     self.chain, step, self.kappa, self._g2l, self._sel)
+                                     self.chain, step, self.kappa, self._bits, self._sel)
 
 
 class NodeSampler(Sampler):
@@ -440,12 +445,12 @@ class NodeSampler(Sampler):
         return self.config.node_budget
 
     def _select(self) -> int:
-        return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._g2l,
+        return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._bits,
                            self._sel)
 
     def _select_dependent(self, step: int) -> int:
         return node_select_dependent(self._thresh, self._alias, self.config.node_budget, self.chain, step,
-                                     self.kappa, self._g2l, self._sel)
+                                     self.kappa, self._bits, self._sel)
 
 
 SAMPLERS: dict[str, type[Sampler]] = {

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from saintpipe.services.sampler.kernels.select import ABSENT
+from saintpipe.services.sampler.kernels.select import is_marked, unmark_node
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -163,7 +163,7 @@ def _sift_down_max(keys, idx, i, size):
 
 
 @njit(cache=True)
-def clip_nodes_dependent(chain, step, kappa, g2l, sel, count, multiple):
+def clip_nodes_dependent(chain, step, kappa, bits, sel, count, multiple):
     """Node clipping with dependent variates: drop the ``count % multiple`` nodes of ``sel[:count]`` whose keys
     are smallest; returns the new count (the kept nodes stay in ``sel[:new count]``, the dropped are unmarked).
 
@@ -193,11 +193,11 @@ def clip_nodes_dependent(chain, step, kappa, g2l, sel, count, multiple):
             idx[0] = i
             _sift_down_max(keys, idx, 0, drop)
     for j in range(drop):
-        g2l[sel[idx[j]]] = ABSENT
+        unmark_node(bits, sel[idx[j]])
     kept = 0
     for i in range(count):
         v = sel[i]
-        if g2l[v] != ABSENT:
+        if is_marked(bits, v):
             sel[kept] = v
             kept += 1
     return kept

@@ -51,7 +51,7 @@ def build_edge_table(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarra
 
 
 @njit(cache=True)
-def edge_select(indices, edge_rows, thresh, alias, budget, state, g2l, sel):
+def edge_select(indices, edge_rows, thresh, alias, budget, state, bits, sel):
     """Draw ``budget`` edges and add both end points to the sampled set; returns the set size.
 
     Drawn in blocks, as :func:`~saintpipe.services.sampler.kernels.node.node_select`: the end points of a
@@ -70,18 +70,18 @@ def edge_select(indices, edge_rows, thresh, alias, budget, state, g2l, sel):
             ends[j, 0] = edge_rows[k]
             ends[j, 1] = indices[k]
         for j in range(m):
-            count = take(ends[j, 0], g2l, sel, count)
-            count = take(ends[j, 1], g2l, sel, count)
+            count = take(ends[j, 0], bits, sel, count)
+            count = take(ends[j, 1], bits, sel, count)
     return count
 
 
 @njit(cache=True)
-def edge_select_dependent(indices, edge_rows, thresh, alias, budget, chain, step, kappa, g2l, sel):
+def edge_select_dependent(indices, edge_rows, thresh, alias, budget, chain, step, kappa, bits, sel):
     """:func:`edge_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
     c, t, kap = np.uint64(chain), np.uint64(step), np.uint64(kappa)
     count = 0
     for j in range(budget):
         k, _ = alias_draw(slot_seed(c, np.uint64(j), t, kap), thresh, alias)
-        count = take(edge_rows[k], g2l, sel, count)
-        count = take(indices[k], g2l, sel, count)
+        count = take(edge_rows[k], bits, sel, count)
+        count = take(indices[k], bits, sel, count)
     return count

@@ -32,7 +32,7 @@ NUM_STATS = 4
 
 
 @njit(cache=True)
-def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
+def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
                     db, db_new, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia,
                     stats):
     """Select the node set of one frontier-sampled subgraph; returns how many nodes are in ``sel``.
@@ -40,7 +40,7 @@ def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
     Args:
         indptr, indices: the full graph (CSR).
         m: frontier size, ``1 <= m <= N``; n: node budget (iterations = ``n - m``).
-        state: the random stream. g2l, sel: the marked node set (see ``select``).
+        state: the random stream. bits, sel: the marked node set (see ``select``).
         frontier: int32 [m] scratch for the initial frontier.
         db, db_new: the dashboard and its cleanup target, same length (the capacity).
         ia_start (int64 [c + 1]), ia_valid (uint8 [c + 1]), ia_tile (int32 [c]): the index array.
@@ -50,7 +50,7 @@ def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
     ia_cap = ia_tile.size
     for s in range(NUM_STATS):
         stats[s] = 0
-    count = uniform_subset(state, indptr.size - 1, m, g2l, sel, 0, frontier)
+    count = uniform_subset(state, indptr.size - 1, m, bits, sel, 0, frontier)
 
     # Algorithm 3 lines 7-18: IA and the dashboard from the initial frontier.
     ia_start[0] = 0
@@ -83,7 +83,7 @@ def frontier_select(indptr, indices, m, n, state, g2l, sel, frontier,
         ia_valid[tile_ia[t]] = 0
         valid -= stop - start
         stats[STAT_POPS] += 1
-        count = take(v_pop, g2l, sel, count)
+        count = take(v_pop, bits, sel, count)
 
         row = indptr[v_pop]
         v_new = indices[row + bounded(state, indptr[v_pop + 1] - row)]

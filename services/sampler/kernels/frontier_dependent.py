@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from saintpipe.services.sampler.kernels import dependent
-from saintpipe.services.sampler.kernels.select import ABSENT, take
+from saintpipe.services.sampler.kernels.select import is_marked, take
 
 
 @njit(cache=True, inline="always")
@@ -64,14 +64,14 @@ def _sift_down(times, ids, i, size):
 
 
 @njit(cache=True)
-def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, g2l, sel,
+def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, bits, sel,
                               walker_node, walker_state, heap_time, heap_walker, stats):
     """Select the node set of one frontier subgraph from the walkers' slots; returns the set size.
 
     Args:
         indptr, indices: the full graph (CSR). m: walkers, ``1 <= m <= N``; n: node budget.
         chain, step, kappa: the dependent chain (see ``kernels.dependent``).
-        g2l, sel: the marked node set (see ``select``).
+        bits, sel: the marked node set (see ``select``).
         walker_node (int32 [m]), walker_state (uint64 [m]), heap_time (float64 [m]), heap_walker (int32 [m]):
             scratch. stats: int64 [4] as ``frontier_select``'s (pops; no probes, cleanups or clamps).
     """
@@ -83,9 +83,9 @@ def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, g2l, se
     for w in range(m):
         x = dependent.slot_seed(c, np.uint64(w), t, k)
         v, x = dependent.bounded(x, num_nodes)
-        while g2l[v] != ABSENT:  # taken by an earlier walker: draw again (without replacement)
+        while is_marked(bits, v):  # taken by an earlier walker: draw again (without replacement)
             v, x = dependent.bounded(x, num_nodes)
-        count = take(v, g2l, sel, count)
+        count = take(v, bits, sel, count)
         walker_node[w] = v
         heap_time[w], x = _clock(x, indptr, v)
         heap_walker[w] = w
@@ -98,7 +98,7 @@ def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, g2l, se
             break  # every walker stands on an isolated node: nothing can be popped
         w = heap_walker[0]
         v = walker_node[w]
-        count = take(v, g2l, sel, count)
+        count = take(v, bits, sel, count)
         stats[0] += 1
         x = walker_state[w]
         row = indptr[v]

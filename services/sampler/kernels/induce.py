@@ -4,13 +4,15 @@ Steps, in one kernel call: node clipping (GraphSAINT section 6.2), sorting the
 node ids, the global-to-local map, induction row by row (FastSample's fused
 CSR construction: each kept neighbour is appended to its row as the row is
 scanned, so ``indptr`` comes for free), the aggregator weights, the
-transposed weights by Algorithm 6 and the loss weights. The map and the
-membership bitset are reset for exactly the nodes they touched, so nothing
-proportional to the full graph is allocated or cleared per subgraph.
+transposed weights by Algorithm 6 and the loss weights.
 
-The bitset (one bit per node, uint64 words) serves twice: it sorts the node
-set when that is dense (see :func:`sorted_node_ids`) and it answers
-membership during induction.
+The node set lives in a membership bitset (one bit per node, uint64 words;
+``kernels.select``), which serves three times: it sorts the node set when
+that is dense (see :func:`sorted_node_ids`), it answers membership during
+induction, and with a rank per word it gives each member's local id
+(``select.local_id``), so there is no map of one entry per node. Only the
+words the set touched are reset, so nothing proportional to the full graph
+is allocated or cleared per subgraph.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ from numba.extending import intrinsic
 
 from saintpipe.services.sampler.kernels.oriented import induce_oriented
 from saintpipe.services.sampler.kernels.rng import bounded
-from saintpipe.services.sampler.kernels.select import ABSENT, unmark
+from saintpipe.services.sampler.kernels.select import bitset_words, clear_nodes, index_ranks, local_id, unmark
+
+__all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_subgraph", "induce_scan", "release_nodes",
+           "sorted_node_ids", "stage_subgraph", "transpose_weights"]
 
 STATUS_OK = 0
 STATUS_ASYMMETRIC = 1
@@ -40,11 +45,6 @@ _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)
 
 
-def bitset_words(num_nodes: int) -> int:
-    """The length of the membership bitset (uint64 words) of a graph with ``num_nodes`` nodes."""
-    return (num_nodes + 63) // 64
-
-
 @intrinsic
 def _cttz(typingctx, x):
     """Count trailing zeros of a uint64 (one ``tzcnt``); ``x`` must not be zero."""
@@ -60,8 +60,8 @@ def _cttz(typingctx, x):
 def sorted_node_ids(bits, sel, first, count, dense_words_per_node):
     """The node set ``sel[first:count]`` (distinct ids) sorted ascending as int64; sets their bits.
 
-    ``bits`` (uint64 [ceil(N/64)], zero for these nodes) gets one bit per node,
-    which :func:`induce_csr` reads and clears. When the set's bits span at
+    ``bits`` (uint64 [ceil(N/64)]) gets one bit per node (a selection kernel
+    has set them already: setting them again changes nothing). When the set's bits span at
     most ``dense_words_per_node`` words per node, the ids are read back in
     order by scanning those words, O(span / 64 + k), instead of sorting,
     O(k log k): a random walk with 3000 roots on cora selects 90 % of the
@@ -96,7 +96,7 @@ def sorted_node_ids(bits, sel, first, count, dense_words_per_node):
 
 
 @njit(cache=True)
-def clip_nodes(state, g2l, sel, count, multiple):
+def clip_nodes(state, bits, sel, count, multiple):
     """Drop ``count % multiple`` random nodes of ``sel[:count]`` (section 6.2); returns the first kept index.
 
     A partial Fisher-Yates shuffle moves the dropped nodes to the front. Sets
@@ -111,7 +111,7 @@ def clip_nodes(state, g2l, sel, count, multiple):
         tmp = sel[i]
         sel[i] = sel[j]
         sel[j] = tmp
-    unmark(g2l, sel, 0, drop)
+    unmark(bits, sel, 0, drop)
     return drop
 
 
@@ -120,10 +120,9 @@ def induce_scan(indptr, indices, bits, node_ids, want_eids):
     """The induction's scan: ``sub_indptr`` and each kept entry's global column (and CSR position).
 
     ``bits`` (uint64 [ceil(N/64)]) is the membership bitset with exactly the
-    subgraph's nodes set (by :func:`sorted_node_ids`); it is cleared before
-    returning. Most neighbours scanned on a large graph are not in the
-    subgraph; the bitset answers that from a few hundred KiB that stay in
-    cache, where ``g2l`` (4 bytes per node) would miss cache. The scan is
+    subgraph's nodes set; it is left as it is. Most neighbours scanned on a
+    large graph are not in the subgraph; the bitset answers that from a few
+    hundred KiB to 2 MiB that stay in cache. The scan is
     branchless (every neighbour is written, the count advances by its bit),
     since on such graphs the membership branch is unpredictable.
 
@@ -159,27 +158,7 @@ def induce_scan(indptr, indices, bits, node_ids, want_eids):
                 kept[e] = u
                 e += (bits[u >> _SIX] >> (u & _LOW6)) & _ONE
             sub_indptr[i + 1] = e
-    for i in range(n):
-        bits[np.uint64(node_ids[i]) >> _SIX] = 0
     return sub_indptr, kept, tmp_eid
-
-
-@njit(cache=True)
-def induce_csr(indptr, indices, g2l, bits, node_ids, want_eids):
-    """The induced CSR of ``node_ids`` (sorted) whose ``g2l`` entries hold their local ids.
-
-    :func:`induce_scan`, then each kept neighbour mapped to its local id.
-    Returns ``(sub_indptr int64 [n+1], sub_indices int32 [e], eids int64)``
-    where, with ``want_eids``, ``eids[k]`` is the full-graph CSR position of
-    entry ``k`` (empty otherwise). Because the full graph's rows are sorted
-    and local ids follow global order, every induced row comes out sorted.
-    """
-    sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
-    e = sub_indptr[node_ids.size]
-    sub_indices = np.empty(e, dtype=np.int32)
-    for k in range(e):
-        sub_indices[k] = g2l[np.uint64(kept[k])]
-    return sub_indptr, sub_indices, tmp_eid[:e].copy() if want_eids else tmp_eid
 
 
 @njit(cache=True)
@@ -226,56 +205,63 @@ def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
     return np.int64(-1)
 
 
-@njit(cache=True)
-def stage_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_multiple, state, want_eids):
-    """The first half of :func:`finish_subgraph`: clip, sort, map and scan; sizes the subgraph.
+@njit(cache=True, inline="always")
+def in_train(train_bits, v):
+    """Whether node ``v`` is a training node, from the packed mask (one bit per node, little bit order)."""
+    uv = np.uint64(v)
+    return np.int64((train_bits[uv >> np.uint64(3)] >> (uv & np.uint64(7))) & 1)
 
-    Leaves ``g2l`` holding the local ids of the returned nodes: follow with
-    :func:`complete_subgraph`, or with :func:`release_nodes` when giving up.
-    ``orientation``: the graph's :class:`~saintpipe.services.sampler.kernels.oriented.Orientation`,
+
+@njit(cache=True)
+def stage_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_multiple, state, want_eids):
+    """The first half of :func:`finish_subgraph`: clip, sort, rank and scan; sizes the subgraph.
+
+    Leaves the node set in ``bits``: follow with :func:`complete_subgraph`,
+    or with :func:`release_nodes` when giving up. ``ranks`` (int32
+    [ceil(N/64)]) is scratch for ``select.local_id``. ``orientation``: the
+    graph's :class:`~saintpipe.services.sampler.kernels.oriented.Orientation`,
     whose lists the induction then scans instead of the full rows (the same
     result), or ``oriented.EMPTY``.
 
     Returns ``(node_ids int64 [n], sub_indptr int64 [n+1], kept, tmp_eid)``
-    (see :func:`induce_scan`); the subgraph has ``e = sub_indptr[n]`` entries.
+    as :func:`induce_scan`'s, except that ``kept`` holds local ids (the
+    subgraph's columns); the subgraph has ``e = sub_indptr[n]`` entries.
     """
-    first = clip_nodes(state, g2l, sel, count, clip_multiple)
+    first = clip_nodes(state, bits, sel, count, clip_multiple)
     node_ids = sorted_node_ids(bits, sel, first, count, DENSE_WORDS_PER_NODE)
-    n = node_ids.size
-    for i in range(n):
-        g2l[np.uint64(node_ids[i])] = i
+    index_ranks(ranks, node_ids)
     oindptr, ocolumns, oforward, oreverse = orientation
     if oindptr.size > 0:
-        sub_indptr, kept, tmp_eid = induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids,
+        sub_indptr, kept, tmp_eid = induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids,
                                                     want_eids)
     else:
         sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, want_eids)
+        for k in range(sub_indptr[node_ids.size]):
+            kept[k] = local_id(bits, ranks, kept[k])
     return node_ids, sub_indptr, kept, tmp_eid
 
 
 @njit(cache=True)
-def release_nodes(g2l, node_ids):
-    """Reset ``g2l`` for a staged node set that will not be completed."""
-    for i in range(node_ids.size):
-        g2l[np.uint64(node_ids[i])] = ABSENT
+def release_nodes(bits, node_ids):
+    """Empty the node set of a staged subgraph (done by :func:`complete_subgraph`, or when giving up)."""
+    clear_nodes(bits, node_ids)
 
 
 @njit(cache=True)
-def complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask, loss_coef,
+def complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask, loss_coef,
                       sub_indices, weights, weights_t, loss):
     """The second half of :func:`finish_subgraph`: columns, weights, Algorithm 6, loss weights.
 
     Writes into output arrays the caller provides (``sub_indices`` int32 [e],
     ``weights`` and ``weights_t`` float32 [e], ``loss`` float32 [n]), which
-    may lie inside an encoded message's buffer; resets ``g2l``.
+    may lie inside an encoded message's buffer; empties the node set (``bits``).
 
     Returns ``(status, bad_row)`` as :func:`finish_subgraph`.
     """
     n = node_ids.size
     e = sub_indptr[n]
-    for k in range(e):
-        sub_indices[k] = g2l[np.uint64(kept[k])]
-    release_nodes(g2l, node_ids)
+    sub_indices[:e] = kept[:e]
+    release_nodes(bits, node_ids)
 
     for i in range(n):
         start = np.uint64(sub_indptr[i])
@@ -299,16 +285,16 @@ def complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, t
     if loss_coef.size > 0:
         for i in range(n):
             v = node_ids[i]
-            if train_mask.size == 0 or train_mask[v]:
+            if train_mask.size == 0 or in_train(train_mask, v):
                 loss[i] = loss_coef[v]
     elif train_mask.size > 0:
         num_train = 0
         for i in range(n):
-            num_train += train_mask[node_ids[i]]
+            num_train += in_train(train_mask, node_ids[i])
         if num_train > 0:
             w = np.float32(1.0 / num_train)
             for i in range(n):
-                if train_mask[node_ids[i]]:
+                if in_train(train_mask, node_ids[i]):
                     loss[i] = w
     elif n > 0:
         loss[:] = np.float32(1.0 / n)
@@ -316,17 +302,18 @@ def complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, t
 
 
 @njit(cache=True)
-def finish_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_multiple, state,
+def finish_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_multiple, state,
                     alpha, train_mask, loss_coef, want_eids):
-    """Clip, sort, induce, weight and transpose one sampled node set; resets ``g2l``.
+    """Clip, sort, induce, weight and transpose one sampled node set; empties the set (``bits``).
 
     Args:
         indptr, indices: the full graph. orientation: its oriented lists, or ``oriented.EMPTY``
-            (see :func:`stage_subgraph`). g2l, sel, count: the marked node set.
-        bits: the zeroed membership bitset, uint64 [ceil(N/64)] (see :func:`sorted_node_ids`).
+            (see :func:`stage_subgraph`). bits, sel, count: the marked node set (``kernels.select``).
+        ranks: int32 [ceil(N/64)] scratch for the local ids.
         clip_multiple: node clipping multiple (``0`` for none). state: the random stream.
         alpha: float32 [E] aggregator coefficients, or empty for plain mean aggregation.
-        train_mask: uint8 [N] (1 = training node), or empty when every node trains.
+        train_mask: the training nodes as bits, uint8 [ceil(N/8)] (``np.packbits(mask, bitorder="little")``),
+            or empty when every node trains.
         loss_coef: float32 [N] loss coefficients, or empty for uniform loss weights.
         want_eids: also return the full-graph CSR position of every entry (else an empty ``eids``).
 
@@ -336,7 +323,7 @@ def finish_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_mu
         induced pattern is not symmetric, i.e. the graph is directed.
     """
     want_eids = want_eids or alpha.size > 0
-    node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, orientation, g2l, bits, sel, count,
+    node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, orientation, bits, ranks, sel, count,
                                                          clip_multiple, state, want_eids)
     n = node_ids.size
     e = sub_indptr[n]
@@ -344,7 +331,7 @@ def finish_subgraph(indptr, indices, orientation, g2l, bits, sel, count, clip_mu
     weights = np.empty(e, dtype=np.float32)
     weights_t = np.empty(e, dtype=np.float32)
     loss = np.empty(n, dtype=np.float32)
-    status, bad_row = complete_subgraph(indptr, g2l, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
+    status, bad_row = complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
                                         loss_coef, sub_indices, weights, weights_t, loss)
     eids = tmp_eid[:e].copy() if want_eids else tmp_eid
     return status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss

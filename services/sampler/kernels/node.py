@@ -50,7 +50,7 @@ def build_node_table(indptr: np.ndarray, uniform_mix: float = 0.0) -> tuple[np.n
 
 
 @njit(cache=True)
-def node_select(thresh, alias, budget, state, g2l, sel):
+def node_select(thresh, alias, budget, state, bits, sel):
     """Draw ``budget`` nodes and return the number of distinct ones written to ``sel``.
 
     Drawn in blocks (:func:`~saintpipe.services.sampler.kernels.alias.draw_block`): the same nodes in the
@@ -64,16 +64,16 @@ def node_select(thresh, alias, budget, state, g2l, sel):
         m = min(DRAW_BLOCK, budget - start)
         draw_block(state, thresh, alias, columns, coins, drawn, m)
         for j in range(m):
-            count = take(drawn[j], g2l, sel, count)
+            count = take(drawn[j], bits, sel, count)
     return count
 
 
 @njit(cache=True)
-def node_select_dependent(thresh, alias, budget, chain, step, kappa, g2l, sel):
+def node_select_dependent(thresh, alias, budget, chain, step, kappa, bits, sel):
     """:func:`node_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
     c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)
     count = 0
     for j in range(budget):
         v, _ = alias_draw(slot_seed(c, np.uint64(j), t, k), thresh, alias)
-        count = take(v, g2l, sel, count)
+        count = take(v, bits, sel, count)
     return count

@@ -10,25 +10,19 @@ would produce from the same selection and random state.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from saintpipe.services.sampler.kernels.induce import DENSE_WORDS_PER_NODE, clip_nodes, sorted_node_ids
-from saintpipe.services.sampler.kernels.select import ABSENT
-
-_SIX = np.uint64(6)
+from saintpipe.services.sampler.kernels.select import clear_nodes
 
 
 @njit(cache=True)
-def finish_node_set(g2l, bits, sel, count, clip_multiple, state):
+def finish_node_set(bits, sel, count, clip_multiple, state):
     """Clip and sort the marked node set ``sel[:count]``; returns its ids (int64, ascending).
 
-    Resets ``g2l`` and ``bits`` for every node it touched, as induction would.
+    Empties the set (``bits``), as induction would.
     """
-    first = clip_nodes(state, g2l, sel, count, clip_multiple)
+    first = clip_nodes(state, bits, sel, count, clip_multiple)
     node_ids = sorted_node_ids(bits, sel, first, count, DENSE_WORDS_PER_NODE)
-    for i in range(node_ids.size):
-        v = np.uint64(node_ids[i])
-        bits[v >> _SIX] = 0
-        g2l[v] = ABSENT
+    clear_nodes(bits, node_ids)
     return node_ids

@@ -32,6 +32,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from saintpipe.services.sampler.kernels.select import local_id
+
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)
@@ -147,12 +149,14 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray) -> Orientation | None:
 
 
 @njit(cache=True)
-def induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids, want_eids):
+def induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids, want_eids):
     """:func:`~saintpipe.services.sampler.kernels.induce.induce_scan` through the orientation: the same
-    ``(sub_indptr int64 [n+1], kept int32, tmp_eid int64)``, bit for bit.
+    ``(sub_indptr int64 [n+1], kept int32, tmp_eid int64)``, bit for bit, except that ``kept`` holds
+    local ids (the subgraph's columns) instead of global ones.
 
-    ``g2l`` must hold the local ids of ``node_ids`` (sorted) and ``bits`` their
-    membership bits, which are cleared before returning.
+    ``bits`` must hold exactly the membership bits of ``node_ids`` (sorted),
+    and ``ranks`` their words' ranks (``select.index_ranks``); both are left
+    as they are.
 
     Each oriented list is scanned branchlessly against the bitset, as the plain
     scan does, collecting the subgraph's edges once each (those of node ``i``
@@ -188,8 +192,6 @@ def induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids, 
                 edge_col[found] = u
                 found += (bits[u >> _SIX] >> (u & _LOW6)) & _ONE
         found_end[i] = found
-    for i in range(n):
-        bits[np.uint64(node_ids[i]) >> _SIX] = 0
 
     # Row r's entries are two ascending runs: its own edges (the oriented list's order), and the edges whose
     # lower-ranked end is another node, met in the order of those nodes. The second run goes into a buffer
@@ -201,7 +203,7 @@ def induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids, 
         end = found_end[i]
         sub_indptr[i + _ONE] += np.int64(end - k)
         while k < end:
-            j = np.uint64(g2l[np.uint64(edge_col[k])])
+            j = np.uint64(local_id(bits, ranks, edge_col[k]))
             edge_col[k] = j
             if j != i:  # a self-loop is one entry, in its own run
                 sub_indptr[j + _ONE] += 1
@@ -240,12 +242,12 @@ def induce_oriented(oindptr, ocolumns, oforward, oreverse, g2l, bits, node_ids, 
         q = np.uint64(sub_indptr[r])
         while own < own_end or a < a_end:
             if a >= a_end or (own < own_end and edge_col[own] < other_col[a]):
-                kept[q] = node_ids[np.uint64(edge_col[own])]
+                kept[q] = edge_col[own]
                 if want_eids:
                     tmp_eid[q] = edge_fwd[own]
                 own += _ONE
             else:
-                kept[q] = node_ids[np.uint64(other_col[a])]
+                kept[q] = other_col[a]
                 if want_eids:
                     tmp_eid[q] = other_eid[a]
                 a += _ONE

@@ -20,9 +20,11 @@ from numba import njit
 
 from saintpipe.services.sampler.kernels import dependent
 from saintpipe.services.sampler.kernels.rng import bounded_local, load, store
-from saintpipe.services.sampler.kernels.select import ABSENT, SELECTED, take
+from saintpipe.services.sampler.kernels.select import take
 
 _ONE = np.uint64(1)
+_SIX = np.uint64(6)
+_LOW6 = np.uint64(63)
 
 
 @njit(cache=True)
@@ -52,7 +54,7 @@ def random_walks(indptr, indices, state, paths):
 
 
 @njit(cache=True)
-def random_walk_select(indptr, indices, state, paths, g2l, sel):
+def random_walk_select(indptr, indices, state, paths, bits, sel):
     """Walk and return the number of distinct visited nodes written to ``sel``.
 
     The union is branchless (a walk revisits nodes unpredictably): each
@@ -61,11 +63,11 @@ def random_walk_select(indptr, indices, state, paths, g2l, sel):
     ``sel`` is filled by :func:`~saintpipe.services.sampler.kernels.select.take`.
     """
     random_walks(indptr, indices, state, paths)
-    return union_paths(paths, g2l, sel)
+    return union_paths(paths, bits, sel)
 
 
 @njit(cache=True, inline="always")
-def union_paths(paths, g2l, sel):
+def union_paths(paths, bits, sel):
     """Add every node of ``paths`` to the sampled set; returns the set size (see :func:`random_walk_select`)."""
     count = 0
     spare = sel.size - 1
@@ -76,11 +78,14 @@ def union_paths(paths, g2l, sel):
                 break
             if count < spare:
                 uv = np.uint64(v)
+                w = uv >> _SIX
+                shift = uv & _LOW6
+                word = bits[w]
                 sel[np.uint64(count)] = v
-                count += g2l[uv] == ABSENT
-                g2l[uv] = SELECTED
+                count += np.int64(((word >> shift) & _ONE) ^ _ONE)
+                bits[w] = word | (_ONE << shift)
             else:
-                count = take(v, g2l, sel, count)
+                count = take(v, bits, sel, count)
     return count
 
 
@@ -115,7 +120,7 @@ def random_walks_dependent(indptr, indices, chain, step, kappa, paths):
 
 
 @njit(cache=True)
-def random_walk_select_dependent(indptr, indices, chain, step, kappa, paths, g2l, sel):
+def random_walk_select_dependent(indptr, indices, chain, step, kappa, paths, bits, sel):
     """:func:`random_walk_select` with dependent variates."""
     random_walks_dependent(indptr, indices, chain, step, kappa, paths)
-    return union_paths(paths, g2l, sel)
+    return union_paths(paths, bits, sel)
