@@ -42,7 +42,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset.layout import TRAIN_GRAPH_DIR, TRAIN_GRAPH_FILES, load_npy
 from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
 
-__all__ = ["META_NAME", "TrainGraph", "build_train_graph", "induced_degrees", "load_train_graph",
+__all__ = ["META_NAME", "TrainGraph", "build_train_graph", "induced_degrees", "load_train_graph", "stored_checksums",
            "open_or_build", "store_train_graph", "verify_train_graph"]
 
 log = logging.getLogger(__name__)
@@ -196,6 +196,12 @@ def _expected_checksums(path: Path, manifest: Manifest) -> dict[str, str] | None
     if sorted(files) != sorted(TRAIN_GRAPH_FILES.values()):
         raise DatasetError(f"{meta_path}: files lists {sorted(files)}, expected {sorted(TRAIN_GRAPH_FILES.values())}")
     return files
+
+
+def stored_checksums(path: Path | str, manifest: Manifest) -> dict[str, str] | None:
+    """The recorded sha256 of each stored training graph file, by path relative to the dataset (None: none
+    is stored). Raises DatasetError as :func:`load_train_graph`."""
+    return _expected_checksums(Path(path), manifest)
 
 
 def load_train_graph(path: Path | str, manifest: Manifest | None = None, *,

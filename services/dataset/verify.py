@@ -88,6 +88,21 @@ def verify_class_count(path: Path, manifest: Manifest, labels: np.ndarray, max_c
                                f"{checks.class_limit(distinct):,} classes are accepted for them)")
 
 
+def _verify_orientations(path: Path, manifest, indptr: np.ndarray, indices: np.ndarray, train_graph) -> None:
+    """The oriented lists stored with the dataset (``oriented/``), if any: their checksums and index ranges.
+    Lists built from other CSR files are not checked (the next run builds them again)."""
+    from saintpipe.services.dataset.oriented_files import graph_sources, orientation_dir, read_orientation
+
+    graphs = {"full": (indptr, indices)}
+    if train_graph is not None:
+        graphs["train"] = (train_graph.indptr, train_graph.indices)
+    for kind, (ptr, idx) in graphs.items():
+        directory = orientation_dir(path, kind)
+        sources = graph_sources(path, manifest, kind)
+        if sources is not None and read_orientation(directory, ptr.size - 1, idx.size, sources=sources) is not None:
+            log.info("verified the oriented lists of the %s graph at %s", kind, directory)
+
+
 def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool = False,
                    max_classes: int = checks.DEFAULT_MAX_CLASSES) -> Manifest:
     """Check a dataset directory completely and return its manifest.
@@ -157,5 +172,6 @@ def verify_dataset(path: Path | str, *, checksums: bool = True, progress: bool =
     if train_graph is not None:
         log.info("verified the training graph (%d nodes, %d edges) at %s", train_graph.num_nodes,
                  train_graph.num_edges, train_graph.where)
+    _verify_orientations(path, manifest, indptr, indices, train_graph)
     log.info("verified dataset %s at %s", manifest.name, path)
     return manifest

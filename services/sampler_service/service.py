@@ -126,7 +126,7 @@ class SamplerService:
                                     sampler=self.config.sampler.model_dump(mode="json"),
                                     pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s,
                                     graph=graph.kind, train_graph=in_memory)
-            self._orientation_ref = self._share_orientation(graph)
+            self._orientation_ref = self._share_orientation(dataset, graph)
             with self._lock:
                 self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
             self._warn_if_oversubscribed(n)
@@ -159,20 +159,18 @@ class SamplerService:
         log.info("sampler service: %s filling pool %r at %s", plural(n, "worker"), self.config.job,
                  redact_url(self.redis_url))
 
-    def _share_orientation(self, graph) -> list | None:
-        """The graph's oriented lists in the object store, built once for every worker (one copy per node,
-        read zero-copy): a reference per array of the ``Orientation``; None when the sampler scans whole rows
-        or the graph is not symmetric."""
+    def _share_orientation(self, dataset, graph) -> str | list | None:
+        """The graph's oriented lists for every worker, built once: the directory they are stored in with the
+        dataset (each worker maps them from the page cache; built there on the first start), else a reference
+        per array in the object store (one copy per node, read zero-copy); None when the sampler scans whole
+        rows or the graph is not symmetric."""
         if self.config.sampler.induction != "oriented":
             return None
-        from saintpipe.services.sampler.kernels.oriented import orient_graph
+        from saintpipe.services.dataset.oriented_store import open_or_build_orientation
 
-        began = time.monotonic()
-        orientation = orient_graph(graph.indptr, graph.indices)
-        if orientation is None:
-            return None
-        log.info("oriented the graph for induction in %.1f s (%.0f MB, shared by the workers)",
-                 time.monotonic() - began, orientation.nbytes / 1e6)
+        orientation, directory = open_or_build_orientation(dataset, graph)
+        if orientation is None or directory is not None:
+            return None if orientation is None else str(directory)
         # One array at a time, each freed here once the store has it: the lists and their stored copy are
         # never both whole in memory (1.74 GB each at Kronecker scale 24).
         arrays = list(orientation)

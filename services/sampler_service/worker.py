@@ -19,6 +19,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -185,12 +186,30 @@ class _SamplerWorkerActor:
         return count_presamples(build_sampler(self._config, self._graph, None, orientation=self._oriented()),
                                 start, stop, norm_seed)
 
-    def _take_orientation(self, refs) -> None:
-        """Keep the supervisor's oriented lists (a reference per array; views of the object store)."""
-        if refs is not None and self._orientation is None:
+    def _take_orientation(self, given) -> None:
+        """Keep the supervisor's oriented lists: the directory they are stored in (mapped read-only from the
+        page cache; when this host cannot read it, the worker builds its own), or a reference per array
+        (views of the object store)."""
+        if given is None or self._orientation is not None:
+            return
+        if isinstance(given, str):
+            from saintpipe.core.errors import DatasetError
+            from saintpipe.services.dataset.oriented_files import read_orientation
             from saintpipe.services.sampler.kernels.oriented import Orientation
 
-            self._orientation = Orientation(*ray.get(list(refs)))
+            try:  # the supervisor checked the files just now
+                arrays = read_orientation(Path(given), self._graph.num_nodes, self._graph.num_edges, verify=False)
+                self._orientation = None if arrays is None else Orientation(*arrays)
+            except DatasetError as exc:
+                log.warning("sampler worker %d: cannot map the oriented lists (%s): building its own", self._index,
+                            exc)
+            if self._orientation is None:
+                log.warning("sampler worker %d: no oriented lists in %s on this host: building its own",
+                            self._index, given)
+            return
+        from saintpipe.services.sampler.kernels.oriented import Orientation
+
+        self._orientation = Orientation(*ray.get(list(given)))
 
     def _oriented(self):
         """The graph's oriented lists: the supervisor's, or built here once (every sampler of this actor)."""
@@ -241,8 +260,9 @@ class SamplerWorker:
         spec: what to sample and where to push.
         num_cpus: Ray CPUs to reserve (one core).
         max_restarts: how often Ray restarts the actor after its process dies.
-        orientation: object-store references to the arrays of the graph's oriented lists
-            (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`), handed to every ``run`` and
+        orientation: the graph's oriented lists (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`):
+            the directory they are stored in (``services/dataset/oriented_store.py``), or object-store
+            references to their arrays, handed to every ``run`` and
             ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
             every restart, and Ray logs an error line for each such actor); None: the worker builds its own.
 
@@ -252,7 +272,7 @@ class SamplerWorker:
     """
 
     def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3,
-                 orientation: "list[ray.ObjectRef] | None" = None) -> None:
+                 orientation: "str | list[ray.ObjectRef] | None" = None) -> None:
         self.index = index
         self._orientation = orientation
         # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.

@@ -27,7 +27,7 @@ bit, to the plain scan's (rows sorted, the same positions).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -120,12 +120,17 @@ def _fill(indptr, indices, degree, out_indptr, columns, forward, reverse, forwar
     return -1
 
 
-def orient_graph(indptr: np.ndarray, indices: np.ndarray) -> Orientation | None:
+def orient_graph(indptr: np.ndarray, indices: np.ndarray,
+                 allocate: Callable[[str, int, type], np.ndarray] | None = None) -> Orientation | None:
     """The degree-ordered orientation of an undirected CSR graph (sorted rows, both directions stored).
 
     Two passes over the edges, O(E); memory: 4 bytes per oriented entry for
     the columns and 8 (4 below 2**31 graph entries) for each of the two
     position arrays, i.e. 12 to 20 bytes per undirected edge.
+
+    ``allocate(name, size, dtype)``, when given, makes the four result arrays
+    (named as the fields of :class:`Orientation`), for example memory-mapped
+    files that the lists are written into directly; ``np.empty`` otherwise.
 
     Returns None when the graph is not symmetric (an edge whose reverse is
     missing): induction then scans, and reports the asymmetry as it always did.
@@ -133,16 +138,19 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray) -> Orientation | None:
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
     indices = np.ascontiguousarray(indices)
     n = indptr.size - 1
+    if allocate is None:
+        def allocate(name: str, size: int, dtype: type) -> np.ndarray:
+            return np.empty(size, dtype=dtype)
     degree = np.diff(indptr).astype(np.int32)  # rows hold distinct ids: a degree is below N < 2**31
-    out_indptr = np.empty(n + 1, dtype=np.int64)
+    out_indptr = allocate("indptr", n + 1, np.int64)
     _count(indptr, indices, degree, out_indptr)
     m = int(out_indptr[-1])
     position = np.int32 if indices.size < 2**31 else np.int64
-    columns = np.empty(m, dtype=np.int32)
-    forward = np.empty(m, dtype=position)
-    reverse = np.empty(m, dtype=position)
+    columns = allocate("columns", m, np.int32)
+    forward = allocate("forward", m, position)
+    reverse = allocate("reverse", m, position)
     forward_next = np.zeros(n, dtype=np.int32)
-    reverse_slot = out_indptr[:-1].copy()
+    reverse_slot = np.array(out_indptr[:-1])
     if _fill(indptr, indices, degree, out_indptr, columns, forward, reverse, forward_next, reverse_slot) >= 0:
         return None
     return Orientation(out_indptr, columns, forward, reverse)

@@ -116,3 +116,23 @@ def test_normalization_is_estimated_in_parallel_once_and_reused(make_service, sv
     second = make_service(workers=1, sampler=config, norm_subgraphs=12, norm_seed=5)
     assert second.normalization_reused is True
     assert (directory / "meta.json").stat().st_mtime_ns == stamp
+
+
+def test_oriented_lists_are_stored_with_the_dataset_once_and_mapped_by_the_workers(make_service, svc_dataset,
+                                                                                   wait, drain_pool):
+    service = make_service(workers=2, capacity=8, wire="full")
+    directory = svc_dataset / "oriented" / "full"
+    assert service._orientation_ref == str(directory), "the workers get the directory, not object-store copies"
+    built = (directory / "meta.json").stat().st_mtime_ns
+    pool = SubgraphPool(service.redis_url, service.config.job, capacity=8)
+    subgraphs = drain_pool(pool, 16)
+    dataset = open_dataset(svc_dataset)
+    adjacency = sp.csr_matrix((np.ones(dataset.num_edges), dataset.indices, dataset.indptr))
+    for sg in subgraphs:
+        _assert_induced(sg, adjacency)
+    service.stop()
+    again = make_service(workers=1, capacity=8, wire="full")
+    assert again._orientation_ref == str(directory)
+    assert (directory / "meta.json").stat().st_mtime_ns == built, "stored lists are reused, not built again"
+    for sg in drain_pool(SubgraphPool(again.redis_url, again.config.job, capacity=8), 4):
+        _assert_induced(sg, adjacency)
