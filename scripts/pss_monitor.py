@@ -88,19 +88,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the peaks here as JSON")
     args = parser.parse_args(argv)
     peaks: dict[int, dict] = {}
-    total_peak = 0
+    total_peak, at_peak, began = 0, {}, time.monotonic()
     while Path(f"/proc/{args.pid}").exists():
-        total = 0
+        total, now = 0, {}
         for pid in children(args.pid):
             pss, rss, uss = rollup(pid)
             if not pss:
                 continue
             total += pss
+            now[pid] = pss
             row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0, "uss": 0})
             if row["label"] in _PROVISIONAL:  # a Ray worker is named after its actor only once it holds one
                 row["label"] = label(cmdline(pid))
             row["pss"], row["rss"], row["uss"] = max(row["pss"], pss), max(row["rss"], rss), max(row["uss"], uss)
-        total_peak = max(total_peak, total)
+        if total > total_peak:  # what each process held when the sum peaked (peaks per process need not meet)
+            total_peak, at_peak = total, {"seconds": round(time.monotonic() - began, 1), "pss": now}
         time.sleep(args.interval)
     rows = sorted(peaks.values(), key=lambda r: -r["pss"])
     for r in rows:
@@ -108,8 +110,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['label']:<28} pid {r['pid']:>7}  peak PSS {r['pss'] / 2**30:6.2f} GiB  "
                   f"peak RSS {r['rss'] / 2**30:6.2f} GiB  peak USS {r['uss'] / 2**30:6.2f} GiB")
     print(f"{'sum of PSS (peak)':<28} {'':>11}  {total_peak / 2**30:15.2f} GiB")
+    if at_peak:
+        held = sorted(((peaks[pid]["label"], pss) for pid, pss in at_peak["pss"].items()), key=lambda r: -r[1])
+        print(f"  at {at_peak['seconds']} s: " + ", ".join(f"{name} {pss / 2**30:.2f}" for name, pss in held
+                                                         if pss >= 100 << 20) + " GiB")
     if args.out:
-        args.out.write_text(json.dumps({"processes": rows, "total_pss_peak": total_peak}, indent=1))
+        args.out.write_text(json.dumps({"processes": rows, "total_pss_peak": total_peak,
+                                        "at_total_peak": {"seconds": at_peak.get("seconds"),
+                                                          "pss": {str(k): v for k, v in at_peak.get("pss", {}).items()}}},
+                                       indent=1))
     return 0
 
 
