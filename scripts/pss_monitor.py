@@ -9,7 +9,7 @@ not counted once per process, as RSS would count them.
     python scripts/pss_monitor.py --pid $(pgrep -f 'saintpipe run') --interval 2 --out pss.json
 
 Samples every ``--interval`` seconds until the root process exits, then
-prints one line per process (its label, peak PSS, RSS and USS) and the peak of
+prints one line per process (its label, peak PSS, RSS, USS and anonymous memory) and the peak of
 their sum, and writes the same as JSON.
 """
 
@@ -46,15 +46,21 @@ def label(cmdline: str) -> str:
     return cmdline.split(" ", 1)[0].rsplit("/", 1)[-1] or "?"
 
 
-def rollup(pid: int) -> tuple[int, int, int]:
-    """(PSS, RSS, USS) in bytes, zeros if the process is gone or unreadable. USS, the pages this process
-    alone maps, is what one more such process adds: shared pages only move between the others' PSS."""
+def rollup(pid: int) -> tuple[int, int, int, int]:
+    """(PSS, RSS, USS, anonymous) in bytes, zeros if the process is gone or unreadable.
+
+    USS counts the pages this process alone maps. Of a file that several processes map (the CSR, the
+    oriented lists), the pages only this one has touched so far are in its USS too, although they stay
+    in the page cache without it; its anonymous memory (heap, arrays, interpreter) is what exists only
+    because of it, so that is what one more such process adds.
+    """
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0, 0, 0
+        return 0, 0, 0, 0
     fields = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
-    return fields.get("Pss", 0), fields.get("Rss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return (fields.get("Pss", 0), fields.get("Rss", 0), fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0),
+            fields.get("Anonymous", 0))
 
 
 def children(root: int) -> list[int]:
@@ -92,15 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     while Path(f"/proc/{args.pid}").exists():
         total, now = 0, {}
         for pid in children(args.pid):
-            pss, rss, uss = rollup(pid)
+            pss, rss, uss, anon = rollup(pid)
             if not pss:
                 continue
             total += pss
             now[pid] = pss
-            row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0, "uss": 0})
+            row = peaks.setdefault(pid, {"pid": pid, "label": "ray::IDLE", "pss": 0, "rss": 0, "uss": 0,
+                                            "anon": 0})
             if row["label"] in _PROVISIONAL:  # a Ray worker is named after its actor only once it holds one
                 row["label"] = label(cmdline(pid))
             row["pss"], row["rss"], row["uss"] = max(row["pss"], pss), max(row["rss"], rss), max(row["uss"], uss)
+            row["anon"] = max(row["anon"], anon)
         if total > total_peak:  # what each process held when the sum peaked (peaks per process need not meet)
             total_peak, at_peak = total, {"seconds": round(time.monotonic() - began, 1), "pss": now}
         time.sleep(args.interval)
@@ -108,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         if r["pss"] >= 20 << 20:  # the rest are small helpers
             print(f"{r['label']:<28} pid {r['pid']:>7}  peak PSS {r['pss'] / 2**30:6.2f} GiB  "
-                  f"peak RSS {r['rss'] / 2**30:6.2f} GiB  peak USS {r['uss'] / 2**30:6.2f} GiB")
+                  f"peak RSS {r['rss'] / 2**30:6.2f} GiB  peak USS {r['uss'] / 2**30:6.2f} GiB  "
+                  f"peak anonymous {r['anon'] / 2**30:6.2f} GiB")
     print(f"{'sum of PSS (peak)':<28} {'':>11}  {total_peak / 2**30:15.2f} GiB")
     if at_peak:
         held = sorted(((peaks[pid]["label"], pss) for pid, pss in at_peak["pss"].items()), key=lambda r: -r[1])
