@@ -19,6 +19,7 @@ an error names the file at fault.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import time
@@ -97,8 +98,10 @@ def open_or_build_orientation(dataset: Any, graph: Any) -> tuple[Orientation | N
         if not _build_into(directory, graph, sources):
             return None, None
     except OSError as exc:
-        log.warning("cannot store the oriented lists in %s (%s): building them in memory", directory,
-                    exc.strerror or exc)
+        # A dataset mounted read-only (docker-compose.yml does so) is deliberate: said once, not warned about.
+        level = logging.INFO if exc.errno == errno.EROFS else logging.WARNING
+        log.log(level, "cannot store the oriented lists in %s (%s): building them in memory", directory,
+                exc.strerror or exc)
         return orient_graph(graph.indptr, graph.indices), None
     stored = Orientation(*read_orientation(directory, graph.num_nodes, graph.num_edges, verify=False))
     log.info("oriented the graph for induction in %.1f s (%.0f MB), stored in %s", time.monotonic() - began,

@@ -8,6 +8,7 @@ and an asymmetric graph fall back as before.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 
@@ -101,14 +102,19 @@ def test_an_index_out_of_range_never_reaches_the_kernel(dataset, field, value, w
         store.read_orientation(directory, graph.num_nodes, graph.num_edges)
 
 
-def test_a_read_only_dataset_keeps_the_lists_in_memory(dataset, monkeypatch, caplog):
-    def read_only(target):
-        raise PermissionError(30, "Read-only file system", str(target))
+@pytest.mark.parametrize("error,level", [(OSError(errno.EROFS, "Read-only file system"), logging.INFO),
+                                         (PermissionError(errno.EACCES, "Permission denied"), logging.WARNING)])
+def test_a_dataset_that_cannot_be_written_keeps_the_lists_in_memory(dataset, monkeypatch, caplog, error, level):
+    def cannot_write(target):
+        raise error
 
-    monkeypatch.setattr(store, "replacing_dir", read_only)
+    monkeypatch.setattr(store, "replacing_dir", cannot_write)
+    caplog.set_level(logging.INFO)
     graph = open_sample_graph(dataset, "full")
     lists, directory = store.open_or_build_orientation(dataset, graph)
-    assert directory is None and "Read-only file system" in caplog.text
+    assert directory is None
+    said = [r for r in caplog.records if "cannot store the oriented lists" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == level and error.strerror in said[0].getMessage()
     _assert_equal(lists, orient_graph(graph.indptr, graph.indices))
     assert not (dataset.path / "oriented").exists()
 
