@@ -12,6 +12,17 @@ from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.dataset.manifest import sha256_file
 
 
+@pytest.fixture
+def dataset(tmp_path):
+    """A demo dataset of 800 nodes written for the test, opened."""
+    from saintpipe.services.dataset.demo import generate_demo
+    from saintpipe.services.dataset.store import open_dataset, write_dataset
+
+    path = tmp_path / "demo"
+    write_dataset(path, **generate_demo(num_nodes=800, feature_dim=4, seed=5))
+    return open_dataset(path)
+
+
 def tiny_arrays(n: int = 40, seed: int = 0) -> dict:
     """A small valid undirected graph with features, labels and a split."""
     rng = np.random.default_rng(seed)

@@ -17,18 +17,9 @@ import pytest
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import oriented_store as store
-from saintpipe.services.dataset.demo import generate_demo
 from saintpipe.services.dataset.sample_graph import open_sample_graph
-from saintpipe.services.dataset.store import open_dataset, write_dataset
 from saintpipe.services.dataset.verify import verify_dataset
 from saintpipe.services.sampler.kernels.oriented import orient_graph
-
-
-@pytest.fixture
-def dataset(tmp_path):
-    path = tmp_path / "demo"
-    write_dataset(path, **generate_demo(num_nodes=900, feature_dim=4, seed=3))
-    return open_dataset(path)
 
 
 def _assert_equal(got, want):

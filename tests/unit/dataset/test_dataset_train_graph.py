@@ -46,13 +46,6 @@ def test_an_empty_train_split_is_refused():
         tg.build_train_graph(indptr, indices, np.empty(0, dtype=np.int64))
 
 
-@pytest.fixture
-def dataset(tmp_path):
-    path = tmp_path / "demo"
-    write_dataset(path, **generate_demo(num_nodes=800, feature_dim=4, seed=5))
-    return open_dataset(path)
-
-
 def test_built_once_stored_with_checksums_then_opened_memory_mapped(dataset, caplog):
     caplog.set_level(logging.INFO)
     first = open_sample_graph(dataset, "train")
