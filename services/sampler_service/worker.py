@@ -199,13 +199,15 @@ class _SamplerWorkerActor:
 
             try:  # the supervisor checked the files just now
                 arrays = read_orientation(Path(given), self._graph.num_nodes, self._graph.num_edges, verify=False)
-                self._orientation = None if arrays is None else Orientation(*arrays)
             except DatasetError as exc:
                 log.warning("sampler worker %d: cannot map the oriented lists (%s): building its own", self._index,
                             exc)
-            if self._orientation is None:
+                return
+            if arrays is None:
                 log.warning("sampler worker %d: no oriented lists in %s on this host: building its own",
                             self._index, given)
+                return
+            self._orientation = Orientation(*arrays)
             return
         from saintpipe.services.sampler.kernels.oriented import Orientation
 
