@@ -61,6 +61,21 @@ def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def check_file(target: Path, digest: str, listed_by: str, recorded: str = "recorded",
+               damage: str = "torn or was modified") -> None:
+    """Raise DatasetError naming ``target`` when it is missing, or when its sha256 is not ``digest``.
+
+    ``listed_by`` says what lists the file (for the not-found message), ``recorded`` where ``digest`` comes
+    from, ``damage`` what a mismatch means.
+    """
+    if not target.is_file():
+        raise DatasetError(f"{target}: file not found ({listed_by})")
+    actual = sha256_file(target)
+    if actual != digest:
+        raise DatasetError(f"{target}: checksum mismatch ({recorded} {digest[:12]}…, file {actual[:12]}…): "
+                           f"the file is {damage}")
+
+
 def read_manifest(directory: Path) -> Manifest:
     """Read and validate ``DIR/manifest.json``.
 

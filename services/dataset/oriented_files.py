@@ -23,7 +23,7 @@ from numba import njit
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset.layout import TRAIN_GRAPH_FILES, load_npy
-from saintpipe.services.dataset.manifest import sha256_file
+from saintpipe.services.dataset.manifest import check_file
 from saintpipe.services.dataset.train_graph import stored_checksums
 
 __all__ = ["FIELDS", "META", "ORIENTED_DIR", "check_ranges", "graph_sources", "orientation_dir", "read_orientation"]
@@ -81,10 +81,7 @@ def read_orientation(directory: Path, num_nodes: int, num_entries: int, *, sourc
         raise DatasetError(f"{meta_path}: lists files {sorted(files)}, expected the four of an orientation")
     if verify:
         for rel, digest in files.items():
-            if not (directory / rel).is_file():
-                raise DatasetError(f"{directory / rel}: file not found ({meta_path} lists it)")
-            if sha256_file(directory / rel) != digest:
-                raise DatasetError(f"{directory / rel}: checksum mismatch: the file is torn or was modified")
+            check_file(directory / rel, digest, f"{meta_path} lists it")
     arrays = {name: load_npy(directory / f"{name}.npy") for name in FIELDS}
     position = np.int32 if num_entries < 2**31 else np.int64
     expect = {"indptr": (np.int64, num_nodes + 1), "columns": (np.int32, None), "forward": (position, None),

@@ -10,11 +10,9 @@ every later start, the service's and each worker's on the host, maps them
 read-only: one copy in the page cache, in clean pages the kernel may drop
 under pressure and read again.
 
-``meta.json`` records the checksums of the CSR files the lists were built
-from (lists built from other files are built again), the sha256 of each of
-its own files and their sizes. Opening checks those checksums and that every
-index lies in range, since the induction kernel reads through them unchecked;
-an error names the file at fault.
+The files, their ``meta.json`` and the checks made on opening them are
+:mod:`saintpipe.services.dataset.oriented_files`'s; lists built from other
+CSR files, or torn or edited, are built again here.
 """
 
 from __future__ import annotations

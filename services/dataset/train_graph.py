@@ -40,7 +40,7 @@ from numba import njit
 from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset.layout import TRAIN_GRAPH_DIR, TRAIN_GRAPH_FILES, load_npy
-from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
+from saintpipe.services.dataset.manifest import Manifest, check_file, read_manifest, sha256_file
 
 __all__ = ["META_NAME", "TrainGraph", "build_train_graph", "induced_degrees", "load_train_graph", "stored_checksums",
            "open_or_build", "store_train_graph", "verify_train_graph"]
@@ -224,12 +224,7 @@ def load_train_graph(path: Path | str, manifest: Manifest | None = None, *,
         return None
     if checksums:
         for rel, digest in expected.items():
-            if not (path / rel).is_file():
-                raise DatasetError(f"{path / rel}: file not found (the training graph lists it)")
-            actual = sha256_file(path / rel)
-            if actual != digest:
-                raise DatasetError(f"{path / rel}: checksum mismatch (recorded {digest[:12]}…, file {actual[:12]}…): "
-                                   "the file is torn or was modified")
+            check_file(path / rel, digest, "the training graph lists it")
     arrays = {name: load_npy(path / rel) for name, rel in TRAIN_GRAPH_FILES.items()}
     graph = TrainGraph(indptr=arrays["indptr"], indices=arrays["indices"], nodes=arrays["nodes"],
                        where=str(path / TRAIN_GRAPH_DIR))

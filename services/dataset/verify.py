@@ -15,7 +15,7 @@ import numpy as np
 from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
-from saintpipe.services.dataset.manifest import Manifest, read_manifest, sha256_file
+from saintpipe.services.dataset.manifest import Manifest, check_file, read_manifest
 from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file
 from saintpipe.services.dataset.train_graph import verify_train_graph
 
@@ -43,15 +43,8 @@ def verify_checksums(path: Path, manifest: Manifest, progress: bool = False) -> 
         pure = PurePosixPath(rel)
         if pure.is_absolute() or ".." in pure.parts:
             raise DatasetError(f"{path / 'manifest.json'}: file entry {rel!r} points outside the dataset")
-        target = path / rel
-        if not target.is_file():
-            raise DatasetError(f"{target}: file not found (listed in the manifest)")
-        actual = sha256_file(target)
-        if actual != digest:
-            raise DatasetError(
-                f"{target}: checksum mismatch (manifest {digest[:12]}…, file {actual[:12]}…): "
-                "the file is corrupted or was modified"
-            )
+        check_file(path / rel, digest, "listed in the manifest", recorded="manifest",
+                   damage="corrupted or was modified")
 
 
 def _expect(path: Path, array: np.ndarray, shape: tuple[int, ...], dtypes: tuple[str, ...]) -> None:
