@@ -46,7 +46,7 @@ from saintpipe.services.sampler.graph import prepare_graph, readonly
 from saintpipe.services.sampler.kernels import rng
 from saintpipe.services.sampler.kernels.dependent import clip_nodes_dependent
 from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select, edge_select_dependent
-from saintpipe.services.sampler.kernels.frontier import NUM_STATS, frontier_select
+from saintpipe.services.sampler.kernels.frontier import LOOKAHEAD, NUM_STATS, frontier_select
 from saintpipe.services.sampler.kernels.frontier_dependent import frontier_select_dependent
 from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
@@ -354,6 +354,8 @@ class FrontierSampler(Sampler):
         self._tile_start = np.empty(m, dtype=np.int64)
         self._tile_stop = np.empty(m, dtype=np.int64)
         self._tile_ia = np.empty(m, dtype=np.int64)
+        self._tile_next = np.empty(m, dtype=np.int64)
+        self._pending = np.empty(LOOKAHEAD, dtype=np.int64)
         self._stats = np.zeros(NUM_STATS, dtype=np.int64)
         if self.dependent:  # the walkers of frontier_select_dependent
             self._walker_node = np.empty(m, dtype=np.int32)
@@ -373,7 +375,8 @@ class FrontierSampler(Sampler):
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
                                self._state, self._bits, self._sel, self._frontier, self._db, self._db_new,
                                self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
-                               self._tile_start, self._tile_stop, self._tile_ia, self._stats)
+                               self._tile_start, self._tile_stop, self._tile_ia, self._tile_next, self._pending,
+                               self._stats)
 
     @property
     def last_stats(self) -> dict[str, int]:

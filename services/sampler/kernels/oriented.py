@@ -32,11 +32,18 @@ from typing import Callable, NamedTuple
 import numpy as np
 from numba import njit
 
+from saintpipe.services.sampler.kernels.prefetch import prefetch
 from saintpipe.services.sampler.kernels.select import local_id
 
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)
+# Prefetch distances, in nodes: the pass that sizes the output asks for indptr entries this far ahead, the scan
+# for the first two lines of a list half as far. Measured on Kronecker scale 24, a scan fused with its indptr
+# reads: (16, 8) took it from 2.1 to 0.95 ms, the list's second line to 0.79, (32, 16) to 0.77; (64, 32) no better.
+INDPTR_AHEAD = np.uint64(32)
+LIST_AHEAD = np.uint64(16)
+_LINE = np.uint64(16)  # int32 entries per 64-byte cache line
 
 
 class Orientation(NamedTuple):
@@ -156,6 +163,22 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray,
     return Orientation(out_indptr, columns, forward, reverse)
 
 
+@njit(cache=True, inline="always")
+def _prefetch_list(oindptr, ocolumns, oforward, oreverse, w, want_eids):
+    """Ask for the first two lines of node ``w``'s oriented list (and of its positions, with ``want_eids``)."""
+    start = np.uint64(oindptr[w])
+    prefetch(ocolumns, start)
+    long_list = np.uint64(oindptr[w + _ONE]) > start + _LINE
+    if long_list:
+        prefetch(ocolumns, start + _LINE)
+    if want_eids:
+        prefetch(oforward, start)
+        prefetch(oreverse, start)
+        if long_list:
+            prefetch(oforward, start + _LINE)
+            prefetch(oreverse, start + _LINE)
+
+
 @njit(cache=True)
 def induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids, want_eids):
     """:func:`~saintpipe.services.sampler.kernels.induce.induce_scan` through the orientation: the same
@@ -175,7 +198,9 @@ def induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids
     """
     n = np.uint64(node_ids.size)
     bound = np.int64(0)
-    for i in range(n):
+    for i in range(n):  # the first read of each indptr entry: a miss on a large graph, so asked for ahead
+        if i + INDPTR_AHEAD < n:
+            prefetch(oindptr, node_ids[i + INDPTR_AHEAD])
         v = np.uint64(node_ids[i])
         bound += oindptr[v + _ONE] - oindptr[v]
     edge_col = np.empty(bound, dtype=np.int32)  # the other end: global id, then local
@@ -186,6 +211,8 @@ def induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids
     found_end = np.empty(n, dtype=np.uint64)
     found = np.uint64(0)
     for i in range(n):
+        if i + LIST_AHEAD < n:
+            _prefetch_list(oindptr, ocolumns, oforward, oreverse, np.uint64(node_ids[i + LIST_AHEAD]), want_eids)
         v = np.uint64(node_ids[i])
         if want_eids:
             for s in range(np.uint64(oindptr[v]), np.uint64(oindptr[v + _ONE])):

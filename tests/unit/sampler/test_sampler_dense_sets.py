@@ -19,8 +19,8 @@ import scipy.sparse as sp
 from sampler_graphs import assert_valid_subgraph, random_graph, star
 from saintpipe.services.sampler.config import RandomWalkConfig
 from saintpipe.services.sampler.kernels import rng
-from saintpipe.services.sampler.kernels.induce import (DENSE_WORDS_PER_NODE, bitset_words, sorted_node_ids,
-                                             transpose_weights)
+from saintpipe.services.sampler.kernels.induce import (DENSE_WORDS_PER_NODE, bitset_words, radix_sort_ids,
+                                                       sorted_node_ids, transpose_weights)
 from saintpipe.services.sampler.kernels.random_walk import random_walks
 from saintpipe.services.sampler.reference import induce_numpy
 from saintpipe.services.sampler.sampler import make_sampler
@@ -120,6 +120,16 @@ def test_sorted_node_ids_scan_and_sort_agree(num_nodes, ids, factor):
     members = np.flatnonzero(np.unpackbits(bits.view(np.uint8), bitorder="little"))
     assert np.array_equal(members, np.sort(ids)), "exactly the set's bits are set"
     assert sorted_node_ids(bits[:0], sel, 3, 3, factor).size == 0
+
+
+@pytest.mark.parametrize("span", [1, 2**11, 2**11 + 1, 2**22 + 5, 2**31 - 1])
+@pytest.mark.parametrize("size", [1, 2, 3000])
+def test_radix_sort_matches_numpy(span, size):
+    """The sparse sets' sort: one to three radix passes, ids offset from the set's minimum, duplicates kept."""
+    values = np.random.default_rng(size + span).integers(0, span, size=size, dtype=np.int64).astype(np.int32)
+    out = np.empty(size, dtype=np.int64)
+    radix_sort_ids(values, values.min(), values.max(), out)
+    assert np.array_equal(out, np.sort(values))
 
 
 def _branch(node_ids: np.ndarray) -> str:
