@@ -345,8 +345,10 @@ class FrontierSampler(Sampler):
         m = self.frontier_size
         ia = self.capacity + m + 1
         self._frontier = np.empty(m, dtype=np.int32)
-        self._db = np.empty(self.capacity, dtype=np.int32)
-        self._db_new = np.empty(self.capacity, dtype=np.int32)
+        self._explicit = config.dashboard == "pins"
+        pins = self.capacity if self._explicit else 0
+        self._db = np.empty(pins, dtype=np.int32)
+        self._db_new = np.empty(pins, dtype=np.int32)
         self._ia_start = np.empty(ia + 1, dtype=np.int64)
         self._ia_valid = np.empty(ia + 1, dtype=np.uint8)
         self._ia_tile = np.empty(ia, dtype=np.int32)
@@ -373,7 +375,8 @@ class FrontierSampler(Sampler):
 
     def _select(self) -> int:
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
-                               self._state, self._bits, self._sel, self._frontier, self._db, self._db_new,
+                               self._state, self._bits, self._sel, self._frontier, self.capacity, self._explicit,
+                               self._db, self._db_new,
                                self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
                                self._tile_start, self._tile_stop, self._tile_ia, self._tile_next, self._pending,
                                self._stats)

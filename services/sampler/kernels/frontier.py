@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from saintpipe.services.sampler.kernels.dashboard import NULL, add_to_frontier, cleanup, fill_pins
+from saintpipe.services.sampler.kernels.dashboard import NULL, add_to_frontier, cleanup, fill_pins, locate_pin
 from saintpipe.services.sampler.kernels.prefetch import prefetch
 from saintpipe.services.sampler.kernels.rng import bounded
 from saintpipe.services.sampler.kernels.select import take, uniform_subset
@@ -64,7 +64,7 @@ def _draw_replacement(indptr, indices, state, v):
 
 
 @njit(cache=True)
-def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
+def frontier_select(indptr, indices, m, n, state, bits, sel, frontier, cap, explicit,
                     db, db_new, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop, tile_ia, tile_next,
                     pending, stats):
     """Select the node set of one frontier-sampled subgraph; returns how many nodes are in ``sel``.
@@ -74,13 +74,14 @@ def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
         m: frontier size, ``1 <= m <= N``; n: node budget (iterations = ``n - m``).
         state: the random stream. bits, sel: the marked node set (see ``select``).
         frontier: int32 [m] scratch for the initial frontier.
-        db, db_new: the dashboard and its cleanup target, same length (the capacity).
+        cap: the dashboard's length (slots). explicit: pins in ``db`` (the paper's dashboard), or the index
+            dashboard (``kernels.dashboard``), which reads neither ``db`` nor ``db_new``.
+        db, db_new: the pins and their cleanup target, ``cap`` long (may be empty without ``explicit``).
         ia_start (int64 [c + 1]), ia_valid (uint8 [c + 1]), ia_tile (int32 [c]): the index array.
         tile_*: the m tiles; ``tile_next`` (int64 [m]) holds each frontier node's replacement, drawn ahead
             (see :func:`_draw_replacement`). pending: int64 [LOOKAHEAD] scratch.
         stats: int64 [NUM_STATS], overwritten.
     """
-    cap = db.size
     ia_cap = ia_tile.size
     for s in range(NUM_STATS):
         stats[s] = 0
@@ -92,11 +93,11 @@ def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
     for i in range(m):
         v = frontier[i]
         deg = indptr[v + 1] - indptr[v]
-        pins = min(deg, cap - ia_start[i])
+        pins = min(deg, cap - ia_start[i]) if explicit else deg
         if pins < deg:
             stats[STAT_CLAMPED] += 1
         add_to_frontier(v, i, pins, i, db, ia_start, ia_valid, ia_tile,
-                        tile_node, tile_start, tile_stop, tile_ia)
+                        tile_node, tile_start, tile_stop, tile_ia, explicit)
         tile_next[i] = _draw_replacement(indptr, indices, state, v)
         valid += pins
     for i in range(m):
@@ -114,12 +115,14 @@ def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
         # POP_FRONTIER: probe until a valid pin; expected used / valid <= eta probes.
         t = NULL
         while t == NULL:
-            t = db[bounded(state, used)]
+            x = bounded(state, used)
+            t = db[x] if explicit else locate_pin(ia_start, ia_valid, ia_tile, cnt, x)
             stats[STAT_PROBES] += 1
         v_pop = tile_node[t]
         start = tile_start[t]
         stop = tile_stop[t]
-        fill_pins(db, start, stop, NULL)
+        if explicit:
+            fill_pins(db, start, stop, NULL)
         ia_valid[tile_ia[t]] = 0
         valid -= stop - start
         stats[STAT_POPS] += 1
@@ -127,15 +130,20 @@ def frontier_select(indptr, indices, m, n, state, bits, sel, frontier,
 
         v_new = indices[tile_next[t]]  # a popped node has pins, so it has neighbours
         deg = indptr[v_new + 1] - indptr[v_new]
-        if deg > cap - ia_start[cnt] or cnt + 1 >= ia_cap:
-            cnt = cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop, tile_ia)
+        if explicit:
+            full = deg > cap - used
+        else:  # slots are numbers: clean up once they pass cap, if at least half are historical (else it frees
+            # too little: with a frontier whose degrees sum past cap, every iteration would clean up)
+            full = used + deg > cap and 2 * (used - valid) > used
+        if full or cnt + 1 >= ia_cap:
+            cnt = cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop, tile_ia, explicit)
             db, db_new = db_new, db
             stats[STAT_CLEANUPS] += 1
-        pins = min(deg, cap - ia_start[cnt])
+        pins = min(deg, cap - ia_start[cnt]) if explicit else deg
         if pins < deg:
             stats[STAT_CLAMPED] += 1
         add_to_frontier(v_new, t, pins, cnt, db, ia_start, ia_valid, ia_tile,
-                        tile_node, tile_start, tile_stop, tile_ia)
+                        tile_node, tile_start, tile_stop, tile_ia, explicit)
         position = _draw_replacement(indptr, indices, state, v_new)
         tile_next[t] = position
         # The replacement drawn LOOKAHEAD iterations ago: its line of indices has arrived; ask for its indptr.

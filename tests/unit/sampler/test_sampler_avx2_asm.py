@@ -79,7 +79,8 @@ def test_dashboard_fill_and_compaction_use_vector_instructions():
 
 def test_frontier_kernel_inlines_vectorized_fills_and_cleanup():
     indptr, indices = random_graph(500, 3000, seed=1)
-    sampler = make_sampler(FrontierConfig(frontier_size=20, node_budget=200, eta=1.1), indptr, indices)
+    sampler = make_sampler(FrontierConfig(frontier_size=20, node_budget=200, eta=1.1, dashboard="pins"),
+                           indptr, indices)
     sampler.sample(0)
     assert sampler.last_stats["cleanups"] > 0
     for kernel in (frontier_select, cleanup):
