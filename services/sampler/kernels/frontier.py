@@ -13,6 +13,8 @@ pins do not fit in the free slots (Algorithm 3 line 23) or when IA has no
 column left. When a node's degree exceeds the free slots even after a cleanup
 (the corner case of Section 4.3), it gets all the remaining slots and the
 dashboard is not enlarged; ``stats[STAT_CLAMPED]`` counts those events.
+That is the pins dashboard (``explicit``); the index dashboard, the default,
+never clamps (``kernels/dashboard.py``).
 
 A frontier node's replacement (a uniform neighbour, Algorithm 2 line 6) is
 drawn when the node joins the frontier, not when it is popped: the same law,
