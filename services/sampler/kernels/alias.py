@@ -14,7 +14,6 @@ import numpy as np
 from numba import njit
 
 from saintpipe.services.sampler.kernels.prefetch import prefetch
-
 from saintpipe.services.sampler.kernels.rng import bounded, next_u32
 
 _SCALE = 4294967296.0  # 2**32
