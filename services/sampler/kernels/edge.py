@@ -14,7 +14,6 @@ from numba import njit
 
 from saintpipe.services.sampler.kernels.alias import DRAW_BLOCK, build_alias, draw_block
 from saintpipe.services.sampler.kernels.dependent import alias_draw, slot_seed
-from saintpipe.services.sampler.kernels.prefetch import prefetch
 from saintpipe.services.sampler.kernels.select import take
 
 
@@ -56,8 +55,7 @@ def edge_select(indices, edge_rows, thresh, alias, budget, state, bits, sel):
     """Draw ``budget`` edges and add both end points to the sampled set; returns the set size.
 
     Drawn in blocks, as :func:`~saintpipe.services.sampler.kernels.node.node_select`: the end points of a
-    block are asked for (``prefetch``), then read, before any is added, so their cache misses overlap too.
-    The same set, in the same order.
+    block are read before any is added, so their cache misses overlap too. The same set, in the same order.
     """
     columns = np.empty(DRAW_BLOCK, dtype=np.int64)
     coins = np.empty(DRAW_BLOCK, dtype=np.uint32)
@@ -67,9 +65,6 @@ def edge_select(indices, edge_rows, thresh, alias, budget, state, bits, sel):
     for start in range(0, budget, DRAW_BLOCK):
         m = min(DRAW_BLOCK, budget - start)
         draw_block(state, thresh, alias, columns, coins, drawn, m)
-        for j in range(m):
-            prefetch(edge_rows, drawn[j])
-            prefetch(indices, drawn[j])
         for j in range(m):
             k = drawn[j]
             ends[j, 0] = edge_rows[k]
