@@ -56,11 +56,13 @@ class FrontierConfig(StrictModel):
     frontier_size: int = Field(1000, ge=1, le=MAX_NODES,
                                description="m: nodes in the frontier (clamped to the graph's size)")
     node_budget: int = Field(8000, ge=1, le=MAX_NODES, description="n: the sampler runs n - m pop iterations")
-    eta: float = Field(2.0, gt=1.0, le=64.0, description="dashboard enlargement factor (length eta * m * d)")
-    dashboard: Literal["index", "pins"] = Field(
-        "index", description="'pins': the paper's dashboard, deg(v) pins written per node added (O(1) probes); "
-                             "'index': the same probes, each finding its node by binary search over the index "
-                             "array, O(1) per node added and never clamping a hub (kernels/dashboard.py)")
+    eta: float = Field(2.0, gt=1.0, le=64.0,
+                       description="dashboard enlargement factor (length eta * m * d; dashboard = 'pins' only)")
+    dashboard: Literal["tree", "pins"] = Field(
+        "tree", description="how pops are drawn in proportion to degree (the same law): 'tree', the frontier's "
+                            "degrees in a sum tree, O(log m) per pop whatever the degrees; 'pins', the paper's "
+                            "dashboard, deg(v) pins written per node added, cleanups as it fills "
+                            "(kernels/frontier.py)")
     clip_multiple: ClipMultiple = 16
     kappa: Kappa = 1
     induction: InductionMode = "oriented"

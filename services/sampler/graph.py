@@ -23,7 +23,7 @@ def readonly(array: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scan_csr(indptr, indices):
     """One pass over the CSR; returns (problem code, node, position)."""
     n = indptr.size - 1

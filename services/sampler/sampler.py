@@ -46,7 +46,7 @@ from saintpipe.services.sampler.graph import prepare_graph, readonly
 from saintpipe.services.sampler.kernels import rng
 from saintpipe.services.sampler.kernels.dependent import clip_nodes_dependent
 from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select, edge_select_dependent
-from saintpipe.services.sampler.kernels.frontier import LOOKAHEAD, NUM_STATS, frontier_select
+from saintpipe.services.sampler.kernels.frontier import LOOKAHEAD, NUM_STATS, frontier_select, frontier_select_tree
 from saintpipe.services.sampler.kernels.frontier_dependent import frontier_select_dependent
 from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
@@ -331,7 +331,7 @@ def _asymmetric(node_ids: np.ndarray, bad_row: int) -> NoReturn:
 
 
 class FrontierSampler(Sampler):
-    """Frontier sampling on the Dashboard.
+    """Frontier sampling (Algorithm 2) on a sum tree, or on the Dashboard with ``dashboard = "pins"``.
 
     ``last_stats`` holds the last call's pops, probes, cleanups and clamped nodes.
     """
@@ -341,24 +341,27 @@ class FrontierSampler(Sampler):
     def __init__(self, config: FrontierConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
         super().__init__(config, indptr, indices, **kwargs)
         self.frontier_size = min(config.frontier_size, self.num_nodes)
-        self.capacity = dashboard_capacity(self.indptr, self.frontier_size, config.eta)
         m = self.frontier_size
-        ia = self.capacity + m + 1
         self._frontier = np.empty(m, dtype=np.int32)
-        self._explicit = config.dashboard == "pins"
-        pins = self.capacity if self._explicit else 0
-        self._db = np.empty(pins, dtype=np.int32)
-        self._db_new = np.empty(pins, dtype=np.int32)
-        self._ia_start = np.empty(ia + 1, dtype=np.int64)
-        self._ia_valid = np.empty(ia + 1, dtype=np.uint8)
-        self._ia_tile = np.empty(ia, dtype=np.int32)
-        self._tile_node = np.empty(m, dtype=np.int32)
-        self._tile_start = np.empty(m, dtype=np.int64)
-        self._tile_stop = np.empty(m, dtype=np.int64)
-        self._tile_ia = np.empty(m, dtype=np.int64)
         self._tile_next = np.empty(m, dtype=np.int64)
         self._pending = np.empty(LOOKAHEAD, dtype=np.int64)
         self._stats = np.zeros(NUM_STATS, dtype=np.int64)
+        self._pins = config.dashboard == "pins"
+        # The Dashboard's arrays are sized for "pins" and left empty for the sum tree, and the reverse.
+        pins, tree = (1, 0) if self._pins else (0, 1)
+        self.capacity = dashboard_capacity(self.indptr, m, config.eta) if self._pins else 0
+        ia = self.capacity + m + 1
+        self._db = np.empty(self.capacity, dtype=np.int32)
+        self._db_new = np.empty(self.capacity, dtype=np.int32)
+        self._ia_start = np.empty(pins * (ia + 1), dtype=np.int64)
+        self._ia_valid = np.empty(pins * (ia + 1), dtype=np.uint8)
+        self._ia_tile = np.empty(pins * ia, dtype=np.int32)
+        self._tile_node = np.empty(pins * m, dtype=np.int32)
+        self._tile_start = np.empty(pins * m, dtype=np.int64)
+        self._tile_stop = np.empty(pins * m, dtype=np.int64)
+        self._tile_ia = np.empty(pins * m, dtype=np.int64)
+        self._weights = np.empty(tree * m, dtype=np.int64)
+        self._tree = np.empty(tree * (m + 1), dtype=np.int64)
         if self.dependent:  # the walkers of frontier_select_dependent
             self._walker_node = np.empty(m, dtype=np.int32)
             self._walker_state = np.empty(m, dtype=np.uint64)
@@ -374,10 +377,13 @@ class FrontierSampler(Sampler):
                                          self._walker_state, self._heap_time, self._heap_walker, self._stats)
 
     def _select(self) -> int:
+        if not self._pins:
+            return frontier_select_tree(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
+                                        self._state, self._bits, self._sel, self._frontier, self._weights,
+                                        self._tree, self._tile_next, self._pending, self._stats)
         return frontier_select(self.indptr, self.indices, self.frontier_size, self.config.node_budget,
-                               self._state, self._bits, self._sel, self._frontier, self.capacity, self._explicit,
-                               self._db, self._db_new,
-                               self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
+                               self._state, self._bits, self._sel, self._frontier, self.capacity, self._db,
+                               self._db_new, self._ia_start, self._ia_valid, self._ia_tile, self._tile_node,
                                self._tile_start, self._tile_stop, self._tile_ia, self._tile_next, self._pending,
                                self._stats)
 

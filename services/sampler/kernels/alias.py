@@ -18,7 +18,7 @@ from saintpipe.services.sampler.kernels.rng import bounded, next_u32
 _SCALE = 4294967296.0  # 2**32
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def build_alias(weights, thresh, alias):
     """Fill ``thresh`` (uint32 [n]) and ``alias`` (int [n]) for probabilities proportional to ``weights``.
 
@@ -65,7 +65,7 @@ def build_alias(weights, thresh, alias):
         alias[k] = k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def draw_alias(state, thresh, alias):
     """One draw from an alias table."""
     k = bounded(state, thresh.size)
@@ -77,7 +77,7 @@ def draw_alias(state, thresh, alias):
 DRAW_BLOCK = 256  # draws per block of draw_block: its scratch stays in L1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def draw_block(state, thresh, alias, columns, coins, out, m):
     """``out[:m]``: ``m`` draws, the same as ``m`` calls of :func:`draw_alias` on ``state``.
 
@@ -95,7 +95,7 @@ def draw_block(state, thresh, alias, columns, coins, out, m):
         out[j] = k if coins[j] < thresh[k] else np.int64(alias[k])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def draw_many(state, thresh, alias, out):
     """Fill ``out`` with independent draws (used by the statistical tests)."""
     for i in range(out.size):

@@ -26,13 +26,11 @@ A test inspects their assembly for vector registers.
 Pins cost ``deg(v)`` writes per node added (and again to invalidate it, and
 to move it at a cleanup). The nodes added are random neighbours, so their
 mean degree is the degree-weighted mean, which grows with a skewed graph's
-tail at a fixed mean degree: 141 at Kronecker scale 18, 489 at scale 24.
-The *index* dashboard (``explicit=False``) keeps IA, the tiles, the probes
-and the cleanups, and drops ``db``: a probe at slot ``x`` finds its IA
-column by binary search over ``ia_start`` (:func:`locate_pin`), O(log c)
-instead of O(1), and adding, popping and moving a node cost O(1). The
-probes, hence the law, are the same, except that no node is ever clamped:
-slots are only numbers, so a hub always gets all of its ``deg(v)``.
+tail at a fixed mean degree: 141 at Kronecker scale 18, 489 at scale 24. So
+does the rate of cleanups (90 against 200 a subgraph of the paper's frontier).
+That is why the default frontier (``dashboard = "tree"``) keeps the degrees in
+a sum tree instead (``kernels/sumtree.py``); this dashboard is
+``dashboard = "pins"``.
 """
 
 from __future__ import annotations
@@ -43,7 +41,7 @@ from numba import njit
 NULL = np.int32(-1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def fill_pins(db, start, stop, pin):
     """``db[start:stop] = pin``: pin a tile (Algorithm 4 line 34) or invalidate it with NULL (line 14).
 
@@ -56,7 +54,7 @@ def fill_pins(db, start, stop, pin):
         db[base + k] = pin
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def move_pins(dst, dst_start, src, src_start, count):
     """Copy ``count`` pins from ``src[src_start:]`` to ``dst[dst_start:]`` (Algorithm 4 line 23)."""
     out = np.uint64(dst_start)
@@ -65,32 +63,13 @@ def move_pins(dst, dst_start, src, src_start, count):
         dst[out + k] = src[inp + k]
 
 
-@njit(cache=True, inline="always")
-def locate_pin(ia_start, ia_valid, ia_tile, cnt, x):
-    """The index dashboard's ``db[x]``: the tile owning slot ``x < ia_start[cnt]``, or NULL if its node left.
-
-    Binary search for the IA column ``j`` with ``ia_start[j] <= x < ia_start[j + 1]`` (columns of nodes
-    without slots are empty ranges, never found).
-    """
-    lo = 0
-    hi = cnt
-    while hi - lo > 1:
-        mid = (lo + hi) >> 1
-        if ia_start[mid] <= x:
-            lo = mid
-        else:
-            hi = mid
-    return ia_tile[lo] if ia_valid[lo] else NULL
-
-
-@njit(cache=True)
-def cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop, tile_ia, explicit):
+@njit(cache=True, nogil=True)
+def cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop, tile_ia):
     """PARDO_CLEANUP: compact the valid pins of ``db`` into ``db_new`` and re-index IA and the tiles.
 
     The running offset is the cumulative sum of the IA column sizes masked by
     their valid flags (Algorithm 4 line 21); every valid node's pins then move
-    as one contiguous block (with ``explicit``; the index dashboard has no
-    pins to move). Returns the new number of IA columns; the new used size is
+    as one contiguous block. Returns the new number of IA columns; the new used size is
     ``ia_start[new_cnt]``. The caller swaps ``db`` and ``db_new``.
     """
     offset = np.int64(0)
@@ -99,8 +78,7 @@ def cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop,
         start = ia_start[j]
         size = ia_start[j + 1] - start
         if ia_valid[j]:
-            if explicit:
-                move_pins(db_new, offset, db, start, size)
+            move_pins(db_new, offset, db, start, size)
             t = ia_tile[j]
             tile_start[t] = offset
             tile_stop[t] = offset + size
@@ -116,11 +94,10 @@ def cleanup(db, db_new, ia_start, ia_valid, ia_tile, cnt, tile_start, tile_stop,
     return j_new
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def add_to_frontier(v, t, pins, cnt, db, ia_start, ia_valid, ia_tile,
-                    tile_node, tile_start, tile_stop, tile_ia, explicit):
-    """PARDO_ADD_TO_FRONTIER: append ``pins`` pins of node ``v`` under tile ``t`` as IA column ``cnt``
-    (written into ``db`` with ``explicit``)."""
+                    tile_node, tile_start, tile_stop, tile_ia):
+    """PARDO_ADD_TO_FRONTIER: append ``pins`` pins of node ``v`` under tile ``t`` as IA column ``cnt``."""
     start = ia_start[cnt]
     stop = start + pins
     ia_start[cnt + 1] = stop
@@ -131,5 +108,4 @@ def add_to_frontier(v, t, pins, cnt, db, ia_start, ia_valid, ia_tile,
     tile_start[t] = start
     tile_stop[t] = stop
     tile_ia[t] = cnt
-    if explicit:
-        fill_pins(db, start, stop, np.int32(t))
+    fill_pins(db, start, stop, np.int32(t))

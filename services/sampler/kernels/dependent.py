@@ -48,7 +48,7 @@ _TWO53_INV = 1.0 / 9007199254740992.0
 _ONE = np.uint64(1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def mix64(z):
     """splitmix64's finalizer: a bijection of uint64 whose outputs look independent for nearby inputs."""
     z = (z ^ (z >> np.uint64(30))) * _MIX1
@@ -56,7 +56,7 @@ def mix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def hash3(key, a, b):
     """A 64-bit hash of three uint64 words."""
     h = mix64(key + _GOLDEN)
@@ -64,7 +64,7 @@ def hash3(key, a, b):
     return mix64(h ^ (b * _MIX1 + _GOLDEN))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def slot_seed(chain, slot, step, kappa):
     """The seed of slot ``slot``'s stream at step ``step`` of chain ``chain`` (all uint64, ``kappa >= 1``)."""
     period = step // kappa
@@ -75,14 +75,14 @@ def slot_seed(chain, slot, step, kappa):
     return hash3(chain, slot, q)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def next_bits(x):
     """splitmix64: ``(64 random bits, new state)``."""
     x = x + _GOLDEN
     return mix64(x), x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def bounded(x, n):
     """A uniform integer in ``[0, n)`` (``1 <= n``), exactly (Lemire below 2**32, masked rejection above):
     ``(value as int64, new state)``."""
@@ -113,7 +113,7 @@ def bounded(x, n):
     return np.int64(r), x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def alias_draw(x, thresh, alias):
     """One draw from an alias table (the law of ``alias.draw_alias``): ``(outcome as int64, new state)``."""
     k, x = bounded(x, thresh.size)
@@ -123,7 +123,7 @@ def alias_draw(x, thresh, alias):
     return np.int64(alias[k]), x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def exponential(x):
     """A standard exponential variate, ``-log(u)`` with ``u`` uniform in (0, 1]: ``(value, new state)``."""
     r, x = next_bits(x)
@@ -131,7 +131,7 @@ def exponential(x):
     return -np.log(u), x
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def slot_seeds(chain, step, kappa, count, out):
     """``out[j] = slot_seed(chain, j, step, kappa)`` for ``j < count`` (used by the tests)."""
     c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)
@@ -142,7 +142,7 @@ def slot_seeds(chain, step, kappa, count, out):
 _CLIP = np.uint64(0x8CB92BA72F3D8DD7)  # separates the clipping keys from the slot streams
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift_down_max(keys, idx, i, size):
     """Restore the max-heap property of ``keys`` (with ``idx`` alongside) below position ``i``."""
     key = keys[i]
@@ -162,7 +162,7 @@ def _sift_down_max(keys, idx, i, size):
     idx[i] = at
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clip_nodes_dependent(chain, step, kappa, bits, sel, count, multiple):
     """Node clipping with dependent variates: drop the ``count % multiple`` nodes of ``sel[:count]`` whose keys
     are smallest; returns the new count (the kept nodes stay in ``sel[:new count]``, the dropped are unmarked).

@@ -25,7 +25,7 @@ def position_weight(indptr, inv_v, u):
     return inv_v + (1.0 / deg_u if deg_u > 0 else 0.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def edge_weights_and_rows(indptr, indices, weights, rows):
     """``weights[k] = 1/deg(row) + 1/deg(col)`` and ``rows[k] = row`` for every CSR position ``k``."""
     num_nodes = indptr.size - 1
@@ -50,7 +50,7 @@ def build_edge_table(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarra
     return thresh, alias, rows
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def edge_select(indices, edge_rows, thresh, alias, budget, state, bits, sel):
     """Draw ``budget`` edges and add both end points to the sampled set; returns the set size.
 
@@ -75,7 +75,7 @@ def edge_select(indices, edge_rows, thresh, alias, budget, state, bits, sel):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def edge_select_dependent(indices, edge_rows, thresh, alias, budget, chain, step, kappa, bits, sel):
     """:func:`edge_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
     c, t, kap = np.uint64(chain), np.uint64(step), np.uint64(kappa)

@@ -33,7 +33,7 @@ from saintpipe.services.sampler.kernels import dependent
 from saintpipe.services.sampler.kernels.select import is_marked, take
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _clock(x, indptr, v):
     """The time to a walker's next pop on node ``v``: Exp(deg(v)), infinite on an isolated node."""
     deg = indptr[v + 1] - indptr[v]
@@ -43,7 +43,7 @@ def _clock(x, indptr, v):
     return e / deg, x
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sift_down(times, ids, i, size):
     """Restore the min-heap property below position ``i``."""
     t = times[i]
@@ -63,7 +63,7 @@ def _sift_down(times, ids, i, size):
     ids[i] = w
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, bits, sel,
                               walker_node, walker_state, heap_time, heap_walker, stats):
     """Select the node set of one frontier subgraph from the walkers' slots; returns the set size.

@@ -60,7 +60,7 @@ def _cttz(typingctx, x):
     return types.uint64(types.uint64), codegen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sorted_node_ids(bits, sel, first, count, dense_words_per_node):
     """The node set ``sel[first:count]`` (distinct ids) sorted ascending as int64; sets their bits.
 
@@ -99,7 +99,7 @@ def sorted_node_ids(bits, sel, first, count, dense_words_per_node):
     return node_ids
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def radix_sort_ids(values, lo, hi, out):
     """``out[:] = np.sort(values)`` for ids in ``[lo, hi]``: LSD radix sort of ``value - lo``, RADIX_BITS a pass.
 
@@ -137,7 +137,7 @@ def radix_sort_ids(values, lo, hi, out):
         out[i] = np.int64(keys[i]) + base
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clip_nodes(state, bits, sel, count, multiple):
     """Drop ``count % multiple`` random nodes of ``sel[:count]`` (section 6.2); returns the first kept index.
 
@@ -157,7 +157,7 @@ def clip_nodes(state, bits, sel, count, multiple):
     return drop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def induce_scan(indptr, indices, bits, node_ids, want_eids):
     """The induction's scan: ``sub_indptr`` and each kept entry's global column (and CSR position).
 
@@ -203,7 +203,7 @@ def induce_scan(indptr, indices, bits, node_ids, want_eids):
     return sub_indptr, kept, tmp_eid
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
     """Algorithm 6: the data array of the transpose, by one pass over the CSR.
 
@@ -247,14 +247,14 @@ def transpose_weights(sub_indptr, sub_indices, weights, weights_t):
     return np.int64(-1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def in_train(train_bits, v):
     """Whether node ``v`` is a training node, from the packed mask (one bit per node, little bit order)."""
     uv = np.uint64(v)
     return np.int64((train_bits[uv >> np.uint64(3)] >> (uv & np.uint64(7))) & 1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def stage_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_multiple, state, want_eids):
     """The first half of :func:`finish_subgraph`: clip, sort, rank and scan; sizes the subgraph.
 
@@ -283,13 +283,13 @@ def stage_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_m
     return node_ids, sub_indptr, kept, tmp_eid
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def release_nodes(bits, node_ids):
     """Empty the node set of a staged subgraph (done by :func:`complete_subgraph`, or when giving up)."""
     clear_nodes(bits, node_ids)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask, loss_coef,
                       sub_indices, weights, weights_t, loss):
     """The second half of :func:`finish_subgraph`: columns, weights, Algorithm 6, loss weights.
@@ -343,7 +343,7 @@ def complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, 
     return status, bad_row
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def finish_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_multiple, state,
                     alpha, train_mask, loss_coef, want_eids):
     """Clip, sort, induce, weight and transpose one sampled node set; empties the set (``bits``).

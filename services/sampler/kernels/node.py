@@ -49,7 +49,7 @@ def build_node_table(indptr: np.ndarray, uniform_mix: float = 0.0) -> tuple[np.n
     return thresh, alias
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def node_select(thresh, alias, budget, state, bits, sel):
     """Draw ``budget`` nodes and return the number of distinct ones written to ``sel``.
 
@@ -68,7 +68,7 @@ def node_select(thresh, alias, budget, state, bits, sel):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def node_select_dependent(thresh, alias, budget, chain, step, kappa, bits, sel):
     """:func:`node_select` with dependent variates (``kernels.dependent``): draw ``j`` is slot ``j``."""
     c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)

@@ -16,7 +16,7 @@ from saintpipe.services.sampler.kernels.induce import DENSE_WORDS_PER_NODE, clip
 from saintpipe.services.sampler.kernels.select import clear_nodes
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def finish_node_set(bits, sel, count, clip_multiple, state):
     """Clip and sort the marked node set ``sel[:count]``; returns its ids (int64, ascending).
 

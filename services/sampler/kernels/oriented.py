@@ -64,7 +64,7 @@ class Orientation(NamedTuple):
 EMPTY = Orientation(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _outranks(w, v, degree):
     """Whether node ``w`` ranks above node ``v``: higher degree, ties broken by the larger id."""
     dw = degree[w]
@@ -72,7 +72,7 @@ def _outranks(w, v, degree):
     return dw > dv or (dw == dv and w > v)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _count(indptr, indices, degree, out_indptr):
     """``out_indptr``: the prefix sums of every node's oriented list length (self-loops included)."""
     n = indptr.size - 1
@@ -85,7 +85,7 @@ def _count(indptr, indices, degree, out_indptr):
         out_indptr[v + 1] = out_indptr[v] + kept
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fill(indptr, indices, degree, out_indptr, columns, forward, reverse, forward_next, reverse_slot):
     """Fill the lists in one pass over the rows in ascending order; returns -1, or a node whose edges do not
     match up (a graph that is not symmetric).
@@ -164,7 +164,7 @@ def orient_graph(indptr: np.ndarray, indices: np.ndarray,
     return Orientation(out_indptr, columns, forward, reverse)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _prefetch_list(oindptr, ocolumns, oforward, oreverse, w, want_eids):
     """Ask for the first two lines of node ``w``'s oriented list (and of its positions, with ``want_eids``)."""
     start = np.uint64(oindptr[w])
@@ -180,7 +180,7 @@ def _prefetch_list(oindptr, ocolumns, oforward, oreverse, w, want_eids):
             prefetch(oreverse, start + _LINE)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def induce_oriented(oindptr, ocolumns, oforward, oreverse, bits, ranks, node_ids, want_eids):
     """:func:`~saintpipe.services.sampler.kernels.induce.induce_scan` through the orientation: the same
     ``(sub_indptr int64 [n+1], kept int32, tmp_eid int64)``, bit for bit, except that ``kept`` holds

@@ -27,7 +27,7 @@ _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def random_walks(indptr, indices, state, paths):
     """Fill ``paths`` (int32 [r, h + 1]) with r walks of h steps from uniform roots."""
     num_nodes = indptr.size - 1
@@ -53,7 +53,7 @@ def random_walks(indptr, indices, state, paths):
     store(state, s0, s1, s2, s3)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def random_walk_select(indptr, indices, state, paths, bits, sel):
     """Walk and return the number of distinct visited nodes written to ``sel``.
 
@@ -66,7 +66,7 @@ def random_walk_select(indptr, indices, state, paths, bits, sel):
     return union_paths(paths, bits, sel)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def union_paths(paths, bits, sel):
     """Add every node of ``paths`` to the sampled set; returns the set size (see :func:`random_walk_select`)."""
     count = 0
@@ -89,7 +89,7 @@ def union_paths(paths, bits, sel):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def random_walks_dependent(indptr, indices, chain, step, kappa, paths):
     """:func:`random_walks` with dependent variates (``kernels.dependent``): walk ``i`` is slot ``i``.
 
@@ -119,7 +119,7 @@ def random_walks_dependent(indptr, indices, chain, step, kappa, paths):
             j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def random_walk_select_dependent(indptr, indices, chain, step, kappa, paths, bits, sel):
     """:func:`random_walk_select` with dependent variates."""
     random_walks_dependent(indptr, indices, chain, step, kappa, paths)

@@ -27,7 +27,7 @@ def new_state() -> np.ndarray:
     return np.zeros(4, dtype=np.uint64)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed_state(state, seed):
     """Fill ``state`` from a 64-bit ``seed`` with splitmix64 (never all zero)."""
     x = np.uint64(seed)
@@ -39,12 +39,12 @@ def seed_state(state, seed):
         state[i] = z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rotl(x, k):
     return (x << np.uint64(k)) | (x >> np.uint64(64 - k))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def step(s0, s1, s2, s3):
     """One xoshiro256** step on a state held in four locals: ``(64 random bits, s0, s1, s2, s3)``.
 
@@ -67,13 +67,13 @@ def step(s0, s1, s2, s3):
     return result, s0, s1, s2, s3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def load(state):
     """The state array's four words, for :func:`step` and :func:`bounded_local`."""
     return state[0], state[1], state[2], state[3]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def store(state, s0, s1, s2, s3):
     """Write four words back into the state array."""
     state[0] = s0
@@ -82,7 +82,7 @@ def store(state, s0, s1, s2, s3):
     state[3] = s3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def next_u64(state):
     """The next 64 random bits (xoshiro256**)."""
     result, s0, s1, s2, s3 = step(state[0], state[1], state[2], state[3])
@@ -90,13 +90,13 @@ def next_u64(state):
     return result
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def next_u32(state):
     """32 random bits (the high half, xoshiro's best bits), as uint64."""
     return next_u64(state) >> np.uint64(32)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def bounded_local(s0, s1, s2, s3, n):
     """:func:`bounded` on a state in locals: ``(value, s0, s1, s2, s3)``."""
     un = np.uint64(n)
@@ -126,7 +126,7 @@ def bounded_local(s0, s1, s2, s3, n):
     return np.int64(x), s0, s1, s2, s3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bounded(state, n):
     """A uniform integer in ``[0, n)`` as int64, exactly (no modulo bias); ``n >= 1``.
 
@@ -137,7 +137,7 @@ def bounded(state, n):
     return value
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def uniform(state):
     """A uniform float64 in ``[0, 1)`` with 53 random bits."""
     return np.float64(next_u64(state) >> np.uint64(11)) * _TWO53_INV

@@ -40,14 +40,14 @@ def _popcount(typingctx, x):
     return types.uint64(types.uint64), codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def is_marked(bits, v):
     """Whether node ``v`` is in the set."""
     uv = np.uint64(v)
     return (bits[uv >> _SIX] >> (uv & _LOW6)) & _ONE != 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def take(v, bits, sel, count):
     """Add node ``v`` to the sampled set unless it is there already; returns the new count."""
     uv = np.uint64(v)
@@ -60,7 +60,7 @@ def take(v, bits, sel, count):
     return count
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def uniform_subset(state, num_nodes, k, bits, sel, count, out):
     """Draw ``k <= num_nodes`` distinct nodes uniformly (Floyd's algorithm, O(k)).
 
@@ -83,21 +83,21 @@ def uniform_subset(state, num_nodes, k, bits, sel, count, out):
     return count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def unmark_node(bits, v):
     """Take node ``v`` out of the set."""
     uv = np.uint64(v)
     bits[uv >> _SIX] &= ~(_ONE << (uv & _LOW6))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def unmark(bits, sel, start, stop):
     """Take the nodes ``sel[start:stop]`` out of the set."""
     for i in range(start, stop):
         unmark_node(bits, sel[i])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def index_ranks(ranks, node_ids):
     """Make :func:`local_id` answer for the set ``node_ids`` (sorted ascending, exactly the set's bits set).
 
@@ -113,7 +113,7 @@ def index_ranks(ranks, node_ids):
             last = w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def local_id(bits, ranks, u):
     """The local id of member ``u``: its word's rank plus the set bits below it in the word."""
     uu = np.uint64(u)
@@ -122,7 +122,7 @@ def local_id(bits, ranks, u):
     return np.int64(ranks[w]) + np.int64(_popcount(below))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def clear_nodes(bits, node_ids):
     """Empty the set, given its nodes: zero their words (the set's words hold no other bits)."""
     for i in range(node_ids.size):

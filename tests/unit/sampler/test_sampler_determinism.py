@@ -43,8 +43,9 @@ def test_subgraph_seeds_are_stable_and_distinct():
 
 def test_config_key_is_stable_and_covers_every_field():
     # A literal: changing how keys are computed would orphan every stored normalization. (The frontier's changed
-    # once, on purpose, with the dashboard field: the index dashboard never clamps a hub, a slightly other law.)
-    assert config_key(FrontierConfig()) == "frontier-e03f9ce6794e022c"
+    # twice, on purpose, with the dashboard field: the index dashboard, then the sum tree, never clamp a hub, a
+    # slightly other law than the pins dashboard's.)
+    assert config_key(FrontierConfig()) == "frontier-4f5f31979ec20e56"
     assert config_key(parse_sampler_config({"kind": "frontier"})) == config_key(FrontierConfig())
     variants = [FrontierConfig(eta=3.0), FrontierConfig(clip_multiple=None), FrontierConfig(node_budget=8001),
                 FrontierConfig(dashboard="pins"),

@@ -10,7 +10,7 @@ from numba import njit
 
 from sampler_graphs import skewed_graph
 from saintpipe.services.sampler.config import FrontierConfig, RandomWalkConfig
-from saintpipe.services.sampler.kernels.frontier import frontier_select
+from saintpipe.services.sampler.kernels.frontier import frontier_select, frontier_select_tree
 from saintpipe.services.sampler.kernels.induce import stage_subgraph
 from saintpipe.services.sampler.kernels.prefetch import prefetch
 from saintpipe.services.sampler.sampler import make_sampler
@@ -42,11 +42,12 @@ def _place(n: int, e: int) -> tuple[np.ndarray, ...]:
 @pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 prefetch instructions")
 def test_the_sampling_kernels_issue_prefetches():
     indptr, indices = skewed_graph(3000, 8.0, seed=4)
-    for config in (FrontierConfig(frontier_size=50, node_budget=400), RandomWalkConfig(roots=200)):
+    for config in (FrontierConfig(frontier_size=50, node_budget=400),
+                   FrontierConfig(frontier_size=50, node_budget=400, dashboard="pins"), RandomWalkConfig(roots=200)):
         make_sampler(config, indptr, indices).sample_into(0, _place)
     # The kernels called from Python; their code includes the njit functions they call (the oriented
     # induction in stage_subgraph).
-    for kernel in (stage_subgraph, frontier_select):
+    for kernel in (stage_subgraph, frontier_select, frontier_select_tree):
         fresh = njit(cache=False)(kernel.py_func)  # code loaded from Numba's disk cache cannot be inspected
         assert kernel.signatures, kernel.__name__
         for sig in kernel.signatures:
