@@ -58,7 +58,10 @@ def read_stored(directory: Path) -> tuple[np.ndarray, np.ndarray, dict]:
     arrays = []
     for name in FILES:
         try:
-            arrays.append(np.load(directory / name, mmap_mode="r", allow_pickle=False))
+            # A plain ndarray over the map, not an np.memmap: pickle (Ray's object store) sends an np.memmap
+            # in-band, so every sampler worker unpickled a private copy (1.1 GB of coefficients per worker at
+            # Kronecker scale 24); a plain array travels out-of-band and is mapped zero-copy by each worker.
+            arrays.append(np.asarray(np.load(directory / name, mmap_mode="r", allow_pickle=False)))
         except (OSError, ValueError) as exc:
             raise DatasetError(f"{directory / name}: unreadable: {exc}") from None
     return arrays[0], arrays[1], meta

@@ -45,7 +45,8 @@ def test_stored_with_the_dataset_and_reused(tiny_dataset, monkeypatch):
 
     monkeypatch.setattr(stored_norm, "estimate_normalization", _must_not_sample)
     again = load_or_estimate(dataset, CONFIG, NUM, processes=1)
-    assert isinstance(again.aggregator_coefficients, np.memmap)
+    # Mapped, not read: a plain array over the file's map (so that pickling sends it out-of-band).
+    assert isinstance(again.aggregator_coefficients.base, np.memmap)
     assert np.array_equal(again.aggregator_coefficients, first.aggregator_coefficients)
     # Another subgraph count, seed or training set is another estimate.
     with pytest.raises(AssertionError, match="reused"):
@@ -98,3 +99,18 @@ def test_sampler_uses_stored_normalization(tiny_dataset):
     g = sampler.sample(3)
     expected = np.where(np.isin(g.node_ids, train), norm.loss_coefficients[g.node_ids], 0)
     assert np.array_equal(g.loss_weights, expected)
+
+
+def test_a_loaded_normalization_pickles_its_arrays_out_of_band(tiny_dataset):
+    # Ray's object store sends out-of-band buffers zero-copy; an np.memmap would go in-band, and every sampler
+    # worker would unpickle a private copy of the per-edge coefficients.
+    import pickle
+
+    load_or_estimate(tiny_dataset, CONFIG, 5, seed=0)
+    norm, _ = load_normalization(norm_dir(tiny_dataset, CONFIG))
+    buffers = []
+    payload = pickle.dumps(norm, protocol=5, buffer_callback=buffers.append)
+    assert sum(memoryview(b).nbytes for b in buffers) == (norm.loss_coefficients.nbytes
+                                                            + norm.aggregator_coefficients.nbytes)
+    assert len(payload) < 4096
+    assert not norm.aggregator_coefficients.flags.writeable  # still the read-only map of the stored file
