@@ -37,6 +37,14 @@ CPU to speak of. Each service window is compared with the mean of the plain
 windows on either side of it; the summary gives the median of these ratios
 and the lowest and highest.
 
+Memory: after its last window, each service run reads the anonymous memory
+and PSS of its worker processes (``/proc/PID/smaps_rollup``); the summary
+gives what each further worker added (the many-worker run's anonymous memory
+less the 1-worker run's, over the workers added) and its ratio to the CSR's
+bytes. With ``--workers-per-process k`` the workers share processes
+(``[samplers] workers_per_process``, threads): compare with a run of the
+default 1.
+
 Summary ratios: service(1 worker) / plain loop (target >= 0.90; through
 Redis, the node-set run's, >= 0.85) and
 service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
@@ -91,6 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="a sampler parameter (default: the paper's, random walk r=3000 h=2)")
     parser.add_argument("--workers", type=integer(1, 4096), default=None,
                         help="workers of the many-worker run (default: one per available core)")
+    parser.add_argument("--workers-per-process", type=integer(1, 256), default=1,
+                        help="workers that share one process, each on a thread (default 1: a process each)")
     parser.add_argument("--seconds", type=real(0, 3600, min_open=True), default=1.0,
                         help="length of each plain-loop and service window (default 1)")
     parser.add_argument("--windows", type=integer(1, 10_000), default=10,
@@ -229,12 +239,12 @@ class Drain:
 
 
 def interleaved_run(config, workers: int, sampler, windows: int, seconds: float, job_seed: int,
-                    redis_pid: int | None) -> tuple[list[dict], list[dict]]:
+                    redis_pid: int | None) -> tuple[list[dict], list[dict], dict]:
     """Start the service with ``workers`` workers, then alternate plain-loop and service windows.
 
-    Returns ``(plains, services)``: ``windows + 1`` plain-loop windows and
+    Returns ``(plains, services, memory)``: ``windows + 1`` plain-loop windows and
     ``windows`` service windows, service window i lying between plain windows
-    i and i + 1.
+    i and i + 1; the worker processes' memory after the last window (:func:`worker_memory`).
     """
     from saintpipe.services.pool.pool import SubgraphPool
     from saintpipe.services.sampler_service.pinning import keep_off_cores
@@ -260,10 +270,21 @@ def interleaved_run(config, workers: int, sampler, windows: int, seconds: float,
                 if window < windows:
                     drain.resume()
                     services.append(_service_window(service, seconds, redis_pid))
+            memory = worker_memory(service)
         finally:
             service.stop()
     SubgraphPool(service.redis_url, config.job).delete_job()
-    return plains, services
+    return plains, services, memory
+
+
+def worker_memory(service) -> dict:
+    """The memory of the service's worker processes, summed over them (each counted once, however many
+    workers it hosts): ``processes``, ``pss``, ``anonymous`` (bytes)."""
+    from saintpipe.core.memory import process_memory
+
+    pids = sorted({info.pid for info in service.worker_info()})
+    per = [process_memory(pid) for pid in pids]
+    return {"processes": len(pids), "pss": sum(m["pss"] for m in per), "anonymous": sum(m["anonymous"] for m in per)}
 
 
 def _hold(drain: Drain, capacity: int) -> None:
@@ -381,6 +402,7 @@ def _bench(args: argparse.Namespace) -> int:
         # plain loop and the service must weight alike; online coefficients would differ per worker.
         config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
                                       norm_subgraphs=args.norm_subgraphs, normalization="reference",
+                                      workers_per_process=args.workers_per_process,
                                       pool={"url": redis_server.url, "job_id": "bench-samplers",
                                             "transport": args.transport, "wire": args.wire})
         # The in-process estimate, stored with the dataset where the service looks: the service reuses it
@@ -424,9 +446,10 @@ def _bench(args: argparse.Namespace) -> int:
         finally:
             ray.shutdown()
     runs = [run for run in runs if run in measured]
-    report = _report(args, runs, measured, wire, workers)
+    report = _report(args, runs, measured, wire, workers, csr_bytes=dataset.indptr.nbytes + dataset.indices.nbytes)
     params = {"graph": str(data), "nodes": dataset.num_nodes, "edges": dataset.num_edges,
               "sampler": config.sampler.model_dump(mode="json"), "cores": cores, "workers": workers,
+              "workers_per_process": args.workers_per_process,
               "transport": transport, "wire": runs[0].wire, "cross_host": cross_host,
               "seconds": args.seconds, "windows": args.windows,
               "expanded_equal": wire["expanded_equal"],
@@ -451,11 +474,12 @@ def _cross_host_plan(mode: str) -> str:
     return f"skipped: {reason}"
 
 
-def _report(args: argparse.Namespace, runs: list[Run], measured: dict, wire: dict, workers: int) -> dict:
+def _report(args: argparse.Namespace, runs: list[Run], measured: dict, wire: dict, workers: int, *,
+            csr_bytes: int) -> dict:
     """The table rows (a plain-loop row and a service row per run) and the summary."""
     rows, ratios, service_rows = [], {}, {}
     for run in runs:
-        plains, services = measured[run]
+        plains, services, _ = measured[run]
         label = run.label
         rows += [{"run": f"plain loop, around {label} x{run.workers}", "workers": 1, **_total(plains)},
                  {"run": label, "workers": run.workers, **_total(services)}]
@@ -484,6 +508,16 @@ def _report(args: argparse.Namespace, runs: list[Run], measured: dict, wire: dic
         summary["scaling / workers (median window, each against its plain loops)"] = (
             median(ratios[many_run]["rate"]) / median(ratios[main]["rate"]) / workers)
         summary[f"CPU per subgraph, 1 worker / {workers} workers"] = one["cpu_ms"] / many["cpu_ms"]
+        # What one more worker costs: its process's private memory, or, sharing a process, its thread's.
+        mem_one, mem_many = measured[main][2], measured[many_run][2]
+        added = (mem_many["anonymous"] - mem_one["anonymous"]) / (workers - 1)
+        summary[f"worker processes for {workers} workers"] = mem_many["processes"]
+        summary["worker processes' anonymous memory, 1 worker / all workers (MiB)"] = [
+            mem_one["anonymous"] / 2**20, mem_many["anonymous"] / 2**20]
+        summary["worker processes' PSS, 1 worker / all workers (MiB)"] = [mem_one["pss"] / 2**20,
+                                                                          mem_many["pss"] / 2**20]
+        summary["memory added per further worker (anonymous, MiB)"] = added / 2**20
+        summary["memory added per further worker / the CSR's bytes"] = added / csr_bytes
     # Redis serves every push on one thread: the fill rate cannot pass this, whatever the workers.
     summary["one Redis thread's ceiling, subgraphs/s"] = 1000 / max(many["redis_cpu_ms"], 1e-9)
     # Through Redis, whole subgraphs (wire full: the key's meaning before node sets existed) and node sets.

@@ -20,6 +20,11 @@ class SamplerServiceConfig(StrictModel):
 
     data: Path = Field(description="dataset directory; every worker memory-maps its topology")
     workers: int = Field(1, ge=1, le=4096, description="sampler workers to start")
+    workers_per_process: int = Field(
+        1, ge=1, le=256, description="sampler workers that share one process (Ray actor), each on a thread and "
+                                     "a core of its own: a further worker in a process adds its sampler's scratch, "
+                                     "not another interpreter, numpy and Numba (about 120 MiB); 1: a process per "
+                                     "worker, so a crash takes down one worker only")
     seed: int = Field(0, ge=0, lt=2**63, description="job seed; subgraph s of worker w is drawn with a seed "
                                                      "derived from (seed, w, s)")
     sampler: SamplerConfig = Field(default_factory=RandomWalkConfig,

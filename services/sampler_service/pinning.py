@@ -132,3 +132,18 @@ def pin_to_core(worker: int) -> CoreClaim:
                     worker, len(available), claim.core)
     pin_process(claim.core)
     return claim
+
+
+def pin_thread(core: int) -> None:
+    """Bind the calling thread to ``core`` (a worker that shares its process draws on its own core)."""
+    os.sched_setaffinity(0, {core})
+
+
+def claim_member_core(worker: int, available: Sequence[int]) -> CoreClaim:
+    """Claim a core for ``worker``, a further worker of a process already pinned by another; bind nothing
+    (the worker's threads bind themselves with :func:`pin_thread`)."""
+    claim = claim_core(worker, available, wait_s=CLAIM_WAIT_S)
+    if claim.shared:
+        log.warning("sampler worker %d: every one of the %d cores here is taken by a sampler; sharing core %d",
+                    worker, len(available), claim.core)
+    return claim

@@ -57,6 +57,38 @@ class _Stopped(Exception):
     """A stop came while the previous put waited for room, in the middle of a draw."""
 
 
+class ThreadsCpu:
+    """CPU seconds spent by a producer's own threads since they entered (a worker that shares its process
+    with others: the process's CPU time would count theirs too). Live threads are read by their clocks;
+    a thread that leaves adds what it spent, so the sum never dips."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: dict[int, tuple[int, float]] = {}  # thread ident -> (its CPU clock, its CPU time at entry)
+        self._ended = 0.0
+
+    def enter(self) -> None:
+        ident = threading.get_ident()
+        with self._lock:
+            self._live[ident] = (time.pthread_getcpuclockid(ident), time.thread_time())
+
+    def leave(self) -> None:
+        with self._lock:
+            entry = self._live.pop(threading.get_ident(), None)
+            if entry is not None:
+                self._ended += time.thread_time() - entry[1]
+
+    def seconds(self) -> float:
+        with self._lock:
+            total = self._ended
+            for clock, start in self._live.values():
+                try:
+                    total += time.clock_gettime(clock) - start
+                except OSError:  # the thread is ending: it adds its time as it leaves
+                    continue
+            return total
+
+
 class Producer:
     """Draws and pushes one worker's subgraphs until a stop event is set.
 
@@ -71,10 +103,13 @@ class Producer:
             pool's transport is shared memory, or node sets are sent).
         induction: send node sets (``sampler.sample_nodes``) with this induction instead of whole
             subgraphs (pool wire ``nodes``); None: whole subgraphs.
+        own_threads_cpu: count the CPU time of this producer's threads only (its process hosts other
+            workers), not the process's.
     """
 
     def __init__(self, sampler: Any, pool: Any, cursor: Any, *, job_id: str, worker: int, job_seed: int,
-                 push_poll_s: float, inline: bool | None = None, induction: Induction | None = None) -> None:
+                 push_poll_s: float, inline: bool | None = None, induction: Induction | None = None,
+                 own_threads_cpu: bool = False) -> None:
         self._sampler, self._pool, self._cursor = sampler, pool, cursor
         self._job_id, self._worker, self._job_seed = job_id, worker, job_seed
         self._push_poll_s = push_poll_s
@@ -91,6 +126,7 @@ class Producer:
         self._counters = WorkerCounters()
         self._waiting_since: float | None = None
         self._error: BaseException | None = None
+        self._threads_cpu = ThreadsCpu() if own_threads_cpu else None
         self._cpu_start = time.process_time()
         self._seeds: list[int] = []
         self._sealed = 0
@@ -107,7 +143,8 @@ class Producer:
             snap = WorkerCounters.from_dict(self._counters.to_dict())
             if self._waiting_since is not None:
                 snap.pool_wait_seconds += time.perf_counter() - self._waiting_since
-        snap.cpu_seconds = time.process_time() - self._cpu_start
+        snap.cpu_seconds = (self._threads_cpu.seconds() if self._threads_cpu is not None
+                            else time.process_time() - self._cpu_start)
         return snap
 
     def run(self, stop: threading.Event) -> int:
@@ -117,6 +154,15 @@ class Producer:
             whatever drawing or pushing raised (ServiceUnavailable when Redis stays away, ...).
         """
         self._error = None  # a failed earlier run() of this producer is behind us
+        if self._threads_cpu is not None:
+            self._threads_cpu.enter()
+        try:
+            return self._run(stop)
+        finally:
+            if self._threads_cpu is not None:
+                self._threads_cpu.leave()
+
+    def _run(self, stop: threading.Event) -> int:
         if self._inline:
             self._run_pipelined(stop)
             return self._counters.subgraphs
@@ -280,6 +326,8 @@ class Producer:
         return waited is not None
 
     def _push_loop(self, handoff: queue.Queue, stop: threading.Event, done: threading.Event) -> None:
+        if self._threads_cpu is not None:
+            self._threads_cpu.enter()
         try:
             while True:
                 try:
@@ -292,6 +340,9 @@ class Producer:
                     return
         except BaseException as exc:  # noqa: BLE001 - handed to run(), which raises it in the actor call
             self._error = exc
+        finally:
+            if self._threads_cpu is not None:
+                self._threads_cpu.leave()
 
     def _push(self, subgraph: Any, stop: threading.Event, sent: bool = False) -> float | None:
         """Push, waiting while the pool is full; the seconds waited, or None when stopped first.

@@ -26,8 +26,8 @@ from saintpipe.services.pool.connection import redact_url
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.services.sampler_service.counters import WorkerCounters
 from saintpipe.services.sampler_service.metrics import MetricsServer, MetricsSnapshot
-from saintpipe.services.sampler_service.slots import WorkerSlot
-from saintpipe.services.sampler_service.worker import SamplerWorker, WorkerInfo, WorkerSpec
+from saintpipe.services.sampler_service.slots import WorkerSlot, process_of
+from saintpipe.services.sampler_service.worker import SamplerProcess, SamplerWorker, WorkerInfo, WorkerSpec
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,8 @@ class SamplerService:
         self.graph: str | None = None  # the graph sampled ("full" or "train"), known once started
         self._lock = threading.RLock()
         self._slots: dict[int, WorkerSlot] = {}
+        # Process g hosts workers [g*k, g*k + k) for k = workers_per_process (one each by default).
+        self._processes: dict[int, SamplerProcess] = {}
         self._removed: dict[int, WorkerSlot] = {}
         self._pool_stats: dict[str, int] | None = None
         self._failure: str | None = None
@@ -125,7 +127,8 @@ class SamplerService:
             self._spec = WorkerSpec(data=str(Path(self.config.data).resolve()), job_seed=self.config.seed,
                                     sampler=self.config.sampler.model_dump(mode="json"),
                                     pool=pool.model_dump(mode="json"), push_poll_s=self.config.push_poll_s,
-                                    graph=graph.kind, train_graph=in_memory)
+                                    graph=graph.kind, train_graph=in_memory,
+                                    per_process=self.config.workers_per_process)
             self._orientation_ref = self._share_orientation(dataset, graph)
             with self._lock:
                 self._slots = {i: WorkerSlot(i, self._new_worker(i)) for i in range(n)}
@@ -277,8 +280,18 @@ class SamplerService:
 
     # --- internals ------------------------------------------------------------
     def _new_worker(self, index: int) -> SamplerWorker:
-        return SamplerWorker(index, self._spec, num_cpus=self.config.num_cpus_per_worker,
-                             max_restarts=self.config.max_restarts, orientation=self._orientation_ref)
+        """Worker ``index`` in its process (:func:`process_of`), started when it is not running."""
+        k = self.config.workers_per_process
+        group = process_of(index, k)
+        process = self._processes.get(group)
+        if process is None or process.killed:
+            # Ray reserves CPUs for the workers this process will host now (not for a short last group's
+            # missing ones, which a cluster sized by `workers` would not have).
+            size = max(1, min(k, max(self.config.workers, len(self._slots), index + 1) - group * k))
+            process = self._processes[group] = SamplerProcess(
+                index, self._spec, size=size, num_cpus=self.config.num_cpus_per_worker,
+                max_restarts=self.config.max_restarts)
+        return SamplerWorker(index, self._spec, orientation=self._orientation_ref, process=process)
 
     def _connect_ray(self) -> None:
         if ray.is_initialized():
@@ -421,8 +434,9 @@ class SamplerService:
                 log.error("%s; not restarting it", self._failure)
                 slot.retry_at = float("inf")
             elif kind == "died":
-                # A new actor takes the index and continues its sequence from Redis.
-                slot.worker.kill()
+                # A new actor takes the index and continues its sequence from Redis (the first of its process's
+                # workers to notice starts the process; the others join it).
+                slot.worker.kill_process()
                 slot.worker = self._new_worker(slot.index)
 
     def _poll(self, slots: list[WorkerSlot] | None = None) -> None:

@@ -93,3 +93,12 @@ class WorkerSlot:
         else:
             self.retry_at = now + RESTART_POLL_S
         return True
+
+
+def process_of(index: int, per_process: int) -> int:
+    """The process that hosts worker ``index`` when ``per_process`` workers share one: workers [g*k, g*k + k)
+    live in process g, so the lowest indices fill a process before the next starts, and removing the highest
+    ones empties the last process first."""
+    if per_process < 1:
+        raise ValueError(f"per_process must be >= 1, got {per_process}")
+    return index // per_process

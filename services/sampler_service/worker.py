@@ -43,6 +43,7 @@ class WorkerSpec:
     # "train" kept in memory (the dataset directory is read-only): an object-store reference to
     # (indptr, indices, nodes); None: the training graph is stored with the dataset.
     train_graph: Any = None
+    per_process: int = 1  # workers that share one process ([samplers] workers_per_process)
 
 
 @dataclass(frozen=True)
@@ -118,32 +119,47 @@ def open_worker_graph(spec: WorkerSpec):
     return training_graph(dataset, stored)
 
 
+class _Member:
+    """One worker of an actor process: its core, its stop flag, its pool connection and its producer."""
+
+    def __init__(self, index: int, claim) -> None:
+        self.index = index
+        self.claim = claim
+        self.stop = threading.Event()
+        self.producer = None
+        self.pool = None
+        self.cursor = None
+
+
 class _SamplerWorkerActor:
-    """The actor behind :class:`SamplerWorker`. Threaded: ``run`` loops while other calls read counters."""
+    """The process behind one or more :class:`SamplerWorker` facades (``[samplers] workers_per_process``).
+
+    Threaded: each member worker's ``run`` loops on a thread of its own while other calls read counters. The
+    sampler kernels release the GIL, so the members draw in parallel, one per core, and share what a process
+    costs once (the interpreter, numpy, Numba's compiled kernels, the mapped graph and oriented lists); a
+    member adds its sampler's scratch and its pool connection.
+    """
 
     def __init__(self, index: int, spec: WorkerSpec) -> None:
         from saintpipe.core.malloc import tune_malloc
         from saintpipe.services.pool.config import PoolConfig
         from saintpipe.services.sampler.config import parse_sampler_config
-        from saintpipe.services.sampler_service.pinning import pin_to_core
 
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        self._index = index
+        self._first = index  # the process's first worker index (named in its logs)
         self._spec = spec
-        self._claim = pin_to_core(index)  # held (a flock) for this process's life
-        self._core, self._shared = self._claim.core, self._claim.shared
+        self._lock = threading.Lock()
+        self._members: dict[int, _Member] = {}
         self._limit_numba_threads()
         # Every subgraph allocates megabytes of kernel scratch; with glibc's moving thresholds this threaded
         # actor faulted them in fresh on each call (508 faults and 35 % of its time per subgraph, s18).
         tune_malloc()
-        self._stop = threading.Event()
-        self._producer = None
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
         self._graph = open_worker_graph(spec)
         self._orientation = None  # the graph's oriented lists: handed in by run/presample, else built once here
-        self._pool = None
-        self._cursor = None
+        self._available = sorted(os.sched_getaffinity(0))  # the cores Ray allows, before pinning narrows them
+        self._member(index)  # the first member's core is claimed and the process pinned at start
 
     @staticmethod
     def _limit_numba_threads() -> None:
@@ -155,33 +171,49 @@ class _SamplerWorkerActor:
         except (ImportError, ValueError):
             pass
 
+    def _member(self, index: int) -> _Member:
+        """The member worker ``index``, created (its core claimed, the process's affinity widened) on first use."""
+        from saintpipe.services.sampler_service.pinning import claim_member_core, pin_to_core
 
-    def _connect(self) -> None:
-        if self._pool is None:
+        with self._lock:
+            member = self._members.get(index)
+            if member is None:
+                # The claim (a flock) is held for the member's life. The process's first worker binds the
+                # whole process (Ray's threads too); a further one binds only its threads (run, presample).
+                claim = claim_member_core(index, self._available) if self._members else pin_to_core(index)
+                member = self._members[index] = _Member(index, claim)
+            return member
+
+    def _connect(self, member: _Member) -> None:
+        if member.pool is None:
             from saintpipe.services.pool.pool import SubgraphPool
             from saintpipe.services.sampler_service.sequence import SequenceCursor
 
-            self._pool = SubgraphPool.from_config(self._pool_config)
-            self._cursor = SequenceCursor(self._pool_config, self._index)
+            member.pool = SubgraphPool.from_config(self._pool_config)
+            member.cursor = SequenceCursor(self._pool_config, member.index)
 
-    # --- calls --------------------------------------------------------------
-    def info(self) -> WorkerInfo:
-        self._connect()
+    # --- calls (each names its member worker) ------------------------------------
+    def info(self, index: int) -> WorkerInfo:
+        member = self._member(index)
+        self._connect(member)
         return WorkerInfo(
-            worker=self._index, pid=os.getpid(), core=self._core, shared_core=self._shared,
+            worker=index, pid=os.getpid(), core=member.claim.core, shared_core=member.claim.shared,
             affinity=tuple(sorted(os.sched_getaffinity(0))), hostname=socket.gethostname(),
-            node_id=ray.get_runtime_context().get_node_id(), next_sequence=self._cursor.peek(),
+            node_id=ray.get_runtime_context().get_node_id(), next_sequence=member.cursor.peek(),
         )
 
-    def counters(self) -> tuple[int, WorkerCounters]:
-        producer = self._producer
+    def counters(self, index: int) -> tuple[int, WorkerCounters]:
+        member = self._members.get(index)  # a released member is not claimed again by a late poll
+        producer = member.producer if member is not None else None
         return os.getpid(), producer.snapshot() if producer is not None else WorkerCounters()
 
-    def presample(self, start: int, stop: int, norm_seed: int,
+    def presample(self, index: int, start: int, stop: int, norm_seed: int,
                   orientation=None) -> tuple[np.ndarray, np.ndarray]:
         """Draw pre-sampling subgraphs [start, stop); count how often each node and each edge was sampled."""
         from saintpipe.services.sampler.normalization import count_presamples
+        from saintpipe.services.sampler_service.pinning import pin_thread
 
+        pin_thread(self._member(index).claim.core)
         self._take_orientation(orientation)
         return count_presamples(build_sampler(self._config, self._graph, None, orientation=self._oriented()),
                                 start, stop, norm_seed)
@@ -190,72 +222,116 @@ class _SamplerWorkerActor:
         """Keep the supervisor's oriented lists: the directory they are stored in (mapped read-only from the
         page cache; when this host cannot read it, the worker builds its own), or a reference per array
         (views of the object store)."""
-        if given is None or self._orientation is not None:
-            return
-        if isinstance(given, str):
-            from saintpipe.core.errors import DatasetError
-            from saintpipe.services.dataset.oriented_files import read_orientation
+        with self._lock:
+            if given is None or self._orientation is not None:
+                return
+            if isinstance(given, str):
+                from saintpipe.core.errors import DatasetError
+                from saintpipe.services.dataset.oriented_files import read_orientation
+                from saintpipe.services.sampler.kernels.oriented import Orientation
+
+                try:  # the supervisor checked the files just now
+                    arrays = read_orientation(Path(given), self._graph.num_nodes, self._graph.num_edges,
+                                              verify=False)
+                except DatasetError as exc:
+                    log.warning("sampler worker %d: cannot map the oriented lists (%s): building its own",
+                                self._first, exc)
+                    return
+                if arrays is None:
+                    log.warning("sampler worker %d: no oriented lists in %s on this host: building its own",
+                                self._first, given)
+                    return
+                self._orientation = Orientation(*arrays)
+                return
             from saintpipe.services.sampler.kernels.oriented import Orientation
 
-            try:  # the supervisor checked the files just now
-                arrays = read_orientation(Path(given), self._graph.num_nodes, self._graph.num_edges, verify=False)
-            except DatasetError as exc:
-                log.warning("sampler worker %d: cannot map the oriented lists (%s): building its own", self._index,
-                            exc)
-                return
-            if arrays is None:
-                log.warning("sampler worker %d: no oriented lists in %s on this host: building its own",
-                            self._index, given)
-                return
-            self._orientation = Orientation(*arrays)
-            return
-        from saintpipe.services.sampler.kernels.oriented import Orientation
-
-        self._orientation = Orientation(*ray.get(list(given)))
+            self._orientation = Orientation(*ray.get(list(given)))
 
     def _oriented(self):
-        """The graph's oriented lists: the supervisor's, or built here once (every sampler of this actor)."""
-        if self._orientation is None and getattr(self._config, "induction", "") == "oriented":
-            from saintpipe.services.sampler.kernels.oriented import orient_graph
+        """The graph's oriented lists: the supervisor's, or built here once (every sampler of this process)."""
+        with self._lock:
+            if self._orientation is None and getattr(self._config, "induction", "") == "oriented":
+                from saintpipe.services.sampler.kernels.oriented import orient_graph
 
-            self._orientation = orient_graph(self._graph.indptr, self._graph.indices)
-        return self._orientation
+                self._orientation = orient_graph(self._graph.indptr, self._graph.indices)
+            return self._orientation
 
-    def run(self, normalization=None, wire: str | None = None, orientation=None) -> int:
-        """Produce until :meth:`stop`; return the number of subgraphs pushed by this call.
+    def run(self, index: int, normalization=None, wire: str | None = None, orientation=None) -> int:
+        """Produce as worker ``index`` until :meth:`stop`; return the number of subgraphs pushed by this call.
 
         ``wire`` overrides the pool's (``"full"`` when the supervisor found the normalization unstored, so
         that trainers could not induce node sets).
         """
+        from saintpipe.services.sampler_service.pinning import pin_thread
         from saintpipe.services.sampler_service.production import Producer
 
-        # No clearing of _stop here: a stop() that overtook this call (threaded actor) must still hold.
+        member = self._member(index)
+        # No clearing of the stop flag here: a stop() that overtook this call (threaded actor) must still hold.
+        pin_thread(member.claim.core)  # this call's thread draws on the member's core
         self._take_orientation(orientation)
-        self._connect()
-        if self._producer is None:  # once per incarnation (the sampler's tables are built here)
+        self._connect(member)
+        if member.producer is None:  # once per incarnation (the sampler's tables are built here)
             from saintpipe.services.sampler.parallel import chain_key
 
             sampler = build_sampler(self._config, self._graph, normalization,
-                                    chain=chain_key(self._spec.job_seed, self._index), orientation=self._oriented())
-            nodes = (wire or self._pool.wire) == "nodes"
-            self._producer = Producer(sampler, self._pool, self._cursor, job_id=self._pool_config.job_id,
-                                      worker=self._index, job_seed=self._spec.job_seed,
-                                      push_poll_s=self._spec.push_poll_s,
-                                      induction=induction_for(self._graph, normalization) if nodes else None)
-        log.info("sampler worker %d (pid %d) producing on core %d from sequence %d (%s)", self._index, os.getpid(),
-                 self._core, self._cursor.peek(), "node sets" if self._producer.sends_nodes else "whole subgraphs")
-        return self._producer.run(self._stop)
+                                    chain=chain_key(self._spec.job_seed, index), orientation=self._oriented())
+            nodes = (wire or member.pool.wire) == "nodes"
+            member.producer = Producer(sampler, member.pool, member.cursor, job_id=self._pool_config.job_id,
+                                       worker=index, job_seed=self._spec.job_seed,
+                                       push_poll_s=self._spec.push_poll_s,
+                                       induction=induction_for(self._graph, normalization) if nodes else None,
+                                       own_threads_cpu=self._spec.per_process > 1)
+        log.info("sampler worker %d (pid %d) producing on core %d from sequence %d (%s)", index, os.getpid(),
+                 member.claim.core, member.cursor.peek(),
+                 "node sets" if member.producer.sends_nodes else "whole subgraphs")
+        return member.producer.run(member.stop)
 
-    def stop(self) -> None:
-        self._stop.set()
+    def stop(self, index: int) -> None:
+        self._member(index).stop.set()  # also before its run started: the run then returns at once
 
-    def release_core(self) -> None:
-        """Give up the core claim now (before a kill), so a worker started next can take the core at once."""
-        self._claim.release()
+    def release_core(self, index: int) -> None:
+        """Give up the member's core claim now (before a kill), so a worker started next can take the core."""
+        with self._lock:
+            member = self._members.pop(index, None)
+        if member is not None:
+            member.stop.set()
+            member.claim.release()
+            if member.pool is not None:
+                member.pool.close()
+
+
+class SamplerProcess:
+    """Facade over one sampler actor process, shared by the :class:`SamplerWorker` facades it hosts.
+
+    Args:
+        first: the index of its first worker (its core slot; the process starts pinned to that core).
+        spec: what to sample and where to push.
+        size: how many workers it may host (Ray reserves ``size * num_cpus`` CPUs for it).
+        num_cpus: Ray CPUs per worker.
+        max_restarts: how often Ray restarts the process after it dies.
+    """
+
+    def __init__(self, first: int, spec: WorkerSpec, *, size: int = 1, num_cpus: float = 1.0,
+                 max_restarts: int = 3) -> None:
+        self.first = first
+        self.members: set[int] = set()
+        self.killed = False
+        # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
+        # SPREAD: the processes of a job go to as many Ray nodes as have CPUs for them, so losing one node
+        # costs only its share; Ray restarts the lost ones where CPUs are left.
+        self.actor = ray.remote(_SamplerWorkerActor).options(
+            num_cpus=num_cpus * size, max_restarts=max_restarts, max_task_retries=0,
+            max_concurrency=4 + 2 * size, scheduling_strategy="SPREAD",
+        ).remote(first, spec)
+
+    def kill(self) -> None:
+        """End the process for good (no restart), whatever it still hosts."""
+        self.killed = True
+        ray.kill(self.actor, no_restart=True)
 
 
 class SamplerWorker:
-    """Facade over one sampler worker actor.
+    """Facade over one sampler worker: a member of a :class:`SamplerProcess` actor.
 
     Args:
         index: the worker index (its core slot and its random stream).
@@ -267,6 +343,7 @@ class SamplerWorker:
             references to their arrays, handed to every ``run`` and
             ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
             every restart, and Ray logs an error line for each such actor); None: the worker builds its own.
+        process: the process to run in (shared with other workers); None: a process of its own.
 
     Example:
         >>> worker = SamplerWorker(0, spec)  # doctest: +SKIP
@@ -274,16 +351,13 @@ class SamplerWorker:
     """
 
     def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3,
-                 orientation: "str | list[ray.ObjectRef] | None" = None) -> None:
+                 orientation: "str | list[ray.ObjectRef] | None" = None,
+                 process: SamplerProcess | None = None) -> None:
         self.index = index
         self._orientation = orientation
-        # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
-        # SPREAD: the workers of a job go to as many Ray nodes as have CPUs for them, so losing one node costs
-        # only its share; Ray restarts the lost ones where CPUs are left.
-        self._actor = ray.remote(_SamplerWorkerActor).options(
-            num_cpus=num_cpus, max_restarts=max_restarts, max_task_retries=0, max_concurrency=4,
-            scheduling_strategy="SPREAD",
-        ).remote(index, spec)
+        self.process = process or SamplerProcess(index, spec, num_cpus=num_cpus, max_restarts=max_restarts)
+        self.process.members.add(index)
+        self._actor = self.process.actor
 
     def info(self, timeout: float = 60.0) -> WorkerInfo:
         """Where the worker runs; waits for it to start, or to come back while Ray restarts it.
@@ -294,7 +368,7 @@ class SamplerWorker:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                return ray.get(self._actor.info.remote(), timeout=max(0.0, deadline - time.monotonic()))
+                return ray.get(self.info_async(), timeout=max(0.0, deadline - time.monotonic()))
             except ray.exceptions.ActorUnavailableError:
                 if time.monotonic() >= deadline:
                     raise
@@ -302,7 +376,7 @@ class SamplerWorker:
 
     def info_async(self) -> ray.ObjectRef:
         """Like :meth:`info` without waiting for a restart, as a reference."""
-        return self._actor.info.remote()
+        return self._actor.info.remote(self.index)
 
     def counters(self, timeout: float | None = 10.0) -> tuple[int, WorkerCounters]:
         """``(pid, counts)`` of the current incarnation (counts start at zero in each new process)."""
@@ -310,7 +384,7 @@ class SamplerWorker:
 
     def counters_async(self) -> ray.ObjectRef:
         """Like :meth:`counters`, as a reference."""
-        return self._actor.counters.remote()
+        return self._actor.counters.remote(self.index)
 
     def run_async(self, normalization: "ray.ObjectRef | None" = None, wire: str | None = None) -> ray.ObjectRef:
         """Start producing; the reference resolves when the worker stops (or fails if it dies).
@@ -320,20 +394,28 @@ class SamplerWorker:
                 (shared zero-copy by the workers of a node), or None for plain weights.
             wire: overrides the pool config's ``wire`` (None: the config's, resolved by the worker's pool).
         """
-        return self._actor.run.remote(normalization, wire, self._orientation)
+        return self._actor.run.remote(self.index, normalization, wire, self._orientation)
 
     def presample_async(self, start: int, stop: int, norm_seed: int) -> ray.ObjectRef:
         """Pre-sample [start, stop); resolves to (node_counts, edge_counts)."""
-        return self._actor.presample.remote(start, stop, norm_seed, self._orientation)
+        return self._actor.presample.remote(self.index, start, stop, norm_seed, self._orientation)
 
     def stop_async(self) -> ray.ObjectRef:
         """Ask the worker to finish its current subgraph and return from run."""
-        return self._actor.stop.remote()
+        return self._actor.stop.remote(self.index)
 
     def release_core_async(self) -> ray.ObjectRef:
         """Ask the worker to release its core claim (call after it stopped, before :meth:`kill`)."""
-        return self._actor.release_core.remote()
+        return self._actor.release_core.remote(self.index)
 
     def kill(self) -> None:
-        """End the actor for good (no restart)."""
-        ray.kill(self._actor, no_restart=True)
+        """End the worker for good: its process too when no other worker lives there (no restart)."""
+        self.process.members.discard(self.index)
+        if not self.process.members and not self.process.killed:
+            self.process.kill()
+
+    def kill_process(self) -> None:
+        """End the worker's process for good, with every worker it hosts (its actor is dead for good)."""
+        self.process.members.discard(self.index)
+        if not self.process.killed:
+            self.process.kill()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from saintpipe.services.sampler_service.counters import WorkerCounters
 from saintpipe.services.sampler_service.slots import BACKOFF_MAX_S, RESTART_POLL_S, WorkerSlot
 
@@ -104,3 +106,39 @@ def test_a_slot_without_an_actor_is_never_stale():
     assert not slot.placement_stale
     slot.observe_counters(200, _counts(0))
     assert slot.placement_stale
+
+
+def test_process_of_fills_the_lowest_process_first():
+    from saintpipe.services.sampler_service.slots import process_of
+
+    assert [process_of(i, 1) for i in range(4)] == [0, 1, 2, 3]
+    assert [process_of(i, 2) for i in range(5)] == [0, 0, 1, 1, 2]
+    assert [process_of(i, 3) for i in range(7)] == [0, 0, 0, 1, 1, 1, 2]
+    with pytest.raises(ValueError, match="per_process"):
+        process_of(0, 0)
+
+
+def test_threads_cpu_counts_only_the_threads_that_entered():
+    import threading
+    import time
+
+    from saintpipe.services.sampler_service.production import ThreadsCpu
+
+    def spin(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    clock = ThreadsCpu()
+    other = threading.Thread(target=spin, args=(0.2,))  # never entered: not counted
+    other.start()
+    clock.enter()
+    spin(0.1)
+    live = clock.seconds()
+    assert 0.09 <= live < 0.18
+    clock.leave()
+    other.join()
+    ended = clock.seconds()
+    assert ended >= live and ended < 0.18  # what it spent stays counted after it left
+    spin(0.05)
+    assert clock.seconds() == ended  # after leaving, this thread's time is no longer added
