@@ -45,7 +45,13 @@ from saintpipe.services.sampler.config import (
 from saintpipe.services.sampler.graph import prepare_graph, readonly
 from saintpipe.services.sampler.kernels import rng
 from saintpipe.services.sampler.kernels.dependent import clip_nodes_dependent
-from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select, edge_select_dependent
+from saintpipe.services.sampler.kernels.edge import (
+    MIN_LINKED_SHARE,
+    build_edge_table,
+    edge_select,
+    edge_select_by_ends,
+    edge_select_dependent,
+)
 from saintpipe.services.sampler.kernels.frontier import LOOKAHEAD, NUM_STATS, frontier_select, frontier_select_tree
 from saintpipe.services.sampler.kernels.frontier_dependent import frontier_select_dependent
 from saintpipe.services.sampler.kernels.induce import (
@@ -56,7 +62,12 @@ from saintpipe.services.sampler.kernels.induce import (
     release_nodes,
     stage_subgraph,
 )
-from saintpipe.services.sampler.kernels.node import build_node_table, node_select, node_select_dependent
+from saintpipe.services.sampler.kernels.node import (
+    build_node_table,
+    node_select,
+    node_select_by_columns,
+    node_select_dependent,
+)
 from saintpipe.services.sampler.kernels.oriented import EMPTY, Orientation, orient_graph
 from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
@@ -432,12 +443,22 @@ class EdgeSampler(Sampler):
         super().__init__(config, indptr, indices, **kwargs)
         if self.num_edges == 0:
             raise InvalidArgument("the edge sampler needs a graph with at least one edge")
-        self._thresh, self._alias, self._rows = build_edge_table(self.indptr, self.indices)
+        # The table-free draw's law is the table's on a symmetric graph, which every sampler needs (induction
+        # refuses an edge without its reverse); it needs enough nodes with an edge for its rejections.
+        # Dependent chains (kappa > 1) draw per slot from the alias table.
+        linked = int(np.count_nonzero(self.indptr[1:] != self.indptr[:-1]))
+        self.by_ends = linked >= MIN_LINKED_SHARE * self.num_nodes
+        self._thresh = self._alias = self._rows = None
+        if not self.by_ends or self.kappa > 1:
+            self._thresh, self._alias, self._rows = build_edge_table(self.indptr, self.indices)
 
     def _selection_bound(self) -> int:
         return 2 * self.config.edge_budget
 
     def _select(self) -> int:
+        if self.by_ends:
+            return edge_select_by_ends(self.indptr, self.indices, self.config.edge_budget, self._state, self._bits,
+                                       self._sel)
         return edge_select(self.indices, self._rows, self._thresh, self._alias, self.config.edge_budget,
                            self._state, self._bits, self._sel)
 
@@ -451,12 +472,20 @@ class NodeSampler(Sampler):
 
     def __init__(self, config: NodeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
         super().__init__(config, indptr, indices, **kwargs)
-        self._thresh, self._alias = build_node_table(self.indptr, config.uniform_mix)
+        # The table-free draw's law is the table's on a symmetric graph with an edge (every sampler needs a
+        # symmetric one); dependent chains (kappa > 1) draw per slot from the alias table.
+        self.by_columns = self.num_edges > 0
+        self._thresh = self._alias = None
+        if not self.by_columns or self.kappa > 1:
+            self._thresh, self._alias = build_node_table(self.indptr, config.uniform_mix)
 
     def _selection_bound(self) -> int:
         return self.config.node_budget
 
     def _select(self) -> int:
+        if self.by_columns:
+            return node_select_by_columns(self.indices, self.num_nodes, float(self.config.uniform_mix),
+                                          self.config.node_budget, self._state, self._bits, self._sel)
         return node_select(self._thresh, self._alias, self.config.node_budget, self._state, self._bits,
                            self._sel)
 

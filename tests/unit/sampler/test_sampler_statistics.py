@@ -14,7 +14,7 @@ from sampler_graphs import random_graph, skewed_graph, star
 from saintpipe.services.sampler.config import FrontierConfig, NodeConfig, RandomWalkConfig
 from saintpipe.services.sampler.kernels import rng
 from saintpipe.services.sampler.kernels.alias import draw_many
-from saintpipe.services.sampler.kernels.edge import build_edge_table
+from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select_by_ends
 from saintpipe.services.sampler.kernels.node import build_node_table
 from saintpipe.services.sampler.kernels.random_walk import random_walks
 from saintpipe.services.sampler.reference import frontier_direct_nodes
@@ -44,6 +44,43 @@ def test_edge_frequencies_match_inverse_degree_law():
     assert chisquare(observed, p * draws.size).pvalue > ALPHA
     uniform = np.full(indices.size, draws.size / indices.size)
     assert chisquare(observed, uniform).pvalue < 1e-9, "on a skewed graph the law is far from uniform"
+
+
+def test_edges_drawn_by_their_ends_follow_the_tables_law_self_loops_and_isolated_nodes_included():
+    # A skewed graph, 10 isolated nodes, self loops on 3 nodes (one CSR position each, of weight 2/deg).
+    indptr, indices = random_graph(40, 90, seed=11, isolated=10)
+    n = indptr.size - 1
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    loops = np.array([0, 3, 17])
+    src, dst = np.concatenate([rows, loops]), np.concatenate([indices, loops])
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.add.at(indptr, src + 1, 1)
+    indptr, indices = np.cumsum(indptr), dst.astype(np.int32)
+    deg = np.diff(indptr)
+    # The table's law, per undirected edge {u <= v}: the sum of its positions' weights.
+    rows = np.repeat(np.arange(n), deg)
+    weight = 1.0 / deg[rows] + 1.0 / deg[indices]
+    key = np.minimum(rows, indices) * n + np.maximum(rows, indices)
+    edges, inverse = np.unique(key, return_inverse=True)
+    p = np.bincount(inverse, weights=weight)
+    p /= p.sum()
+
+    state = rng.new_state()
+    rng.seed_state(state, np.uint64(3))
+    bits = np.zeros((n + 63) // 64, dtype=np.uint64)
+    sel = np.empty(2, dtype=np.int32)
+    draws = 120_000
+    observed = np.zeros(edges.size)
+    for _ in range(draws):
+        count = edge_select_by_ends(indptr, indices, 1, state, bits, sel)
+        u, v = (int(sel[0]), int(sel[1])) if count == 2 else (int(sel[0]), int(sel[0]))
+        observed[np.searchsorted(edges, min(u, v) * n + max(u, v))] += 1
+        bits[:] = 0
+    assert chisquare(observed, p * draws).pvalue > ALPHA
+    # Power: the same count against edges drawn uniformly rejects.
+    assert chisquare(observed, np.full(edges.size, draws / edges.size)).pvalue < 1e-9
 
 
 def test_node_frequencies_match_degree_law():
@@ -182,8 +219,33 @@ def test_node_sampler_node_set_is_the_distinct_draws():
     indptr, indices = random_graph(500, 2000, seed=6)
     sampler = make_sampler(NodeConfig(node_budget=100, clip_multiple=None), indptr, indices)
     g = sampler.sample(77)
+    assert sampler.by_columns
+    # The draws again, one by one: a uniform node with probability uniform_mix, else a uniform position's column.
     state = rng.new_state()
     rng.seed_state(state, np.uint64(77))
-    draws = np.empty(100, dtype=np.int64)
-    draw_many(state, sampler._thresh, sampler._alias, draws)
+    draws = [rng.bounded(state, 500) if rng.uniform(state) < sampler.config.uniform_mix
+             else indices[rng.bounded(state, indices.size)] for _ in range(100)]
     assert np.array_equal(g.node_ids, np.unique(draws))
+
+
+def test_nodes_drawn_by_columns_follow_the_tables_law():
+    from saintpipe.services.sampler.kernels.node import node_draw_probabilities, node_select_by_columns
+
+    indptr, indices = random_graph(50, 120, seed=3, isolated=5)
+    n = indptr.size - 1
+    for beta in (0.0, 0.3):
+        p = node_draw_probabilities(indptr, beta)
+        state = rng.new_state()
+        rng.seed_state(state, np.uint64(4))
+        bits = np.zeros((n + 63) // 64, dtype=np.uint64)
+        sel = np.empty(1, dtype=np.int32)
+        observed = np.zeros(n)
+        draws = 60_000
+        for _ in range(draws):
+            node_select_by_columns(indices, n, beta, 1, state, bits, sel)
+            observed[sel[0]] += 1
+            bits[:] = 0
+        keep = p > 0
+        assert observed[~keep].sum() == 0, "isolated nodes only come from the uniform share"
+        assert chisquare(observed[keep], p[keep] * draws).pvalue > ALPHA
+        assert chisquare(observed[keep], np.full(keep.sum(), draws / keep.sum())).pvalue < 1e-9
