@@ -14,6 +14,7 @@ container's limit is near.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import psutil
@@ -130,11 +131,9 @@ def process_memory(pid: int) -> dict[str, int]:
     """A process's memory in bytes from ``/proc/PID/smaps_rollup``: ``pss`` (shared pages split between the
     processes that map them), ``rss``, ``anonymous`` (heap, arrays, the interpreter: what exists only because
     of the process); zeros when it is gone or unreadable."""
-    import re
-
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return {"pss": 0, "rss": 0, "anonymous": 0}
-    fields = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.M)}
+    fields = {k: int(v) * 1024 for k, v in re.findall(r"^(\w+):\s+(\d+) kB", text, re.MULTILINE)}
     return {"pss": fields.get("Pss", 0), "rss": fields.get("Rss", 0), "anonymous": fields.get("Anonymous", 0)}

@@ -172,7 +172,7 @@ class _SamplerWorkerActor:
             pass
 
     def _member(self, index: int) -> _Member:
-        """The member worker ``index``, created (its core claimed, the process's affinity widened) on first use."""
+        """The member worker ``index``, created (its core claimed) on first use."""
         from saintpipe.services.sampler_service.pinning import claim_member_core, pin_to_core
 
         with self._lock:
