@@ -80,6 +80,20 @@ def _draw_replacement(indptr, indices, state, v):
     return position
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _join(indptr, indices, state, v, t, it, tile_next, pending):
+    """``v`` joins the frontier as walker ``t`` in iteration ``it``: draw its replacement now, and ask for the
+    ``indptr`` entry of the replacement drawn ``LOOKAHEAD`` iterations ago, whose line of ``indices`` has
+    arrived by now."""
+    position = _draw_replacement(indptr, indices, state, v)
+    tile_next[t] = position
+    slot = it % LOOKAHEAD
+    earlier = pending[slot]
+    if earlier >= 0:
+        prefetch(indptr, indices[earlier])
+    pending[slot] = position
+
+
 @njit(cache=True, nogil=True)
 def frontier_select(indptr, indices, m, n, state, bits, sel, frontier, cap, db, db_new, ia_start, ia_valid,
                     ia_tile, tile_node, tile_start, tile_stop, tile_ia, tile_next, pending, stats):
@@ -151,14 +165,7 @@ def frontier_select(indptr, indices, m, n, state, bits, sel, frontier, cap, db, 
             stats[STAT_CLAMPED] += 1
         add_to_frontier(v_new, t, pins, cnt, db, ia_start, ia_valid, ia_tile, tile_node, tile_start, tile_stop,
                         tile_ia)
-        position = _draw_replacement(indptr, indices, state, v_new)
-        tile_next[t] = position
-        # The replacement drawn LOOKAHEAD iterations ago: its line of indices has arrived; ask for its indptr.
-        slot = it % LOOKAHEAD
-        earlier = pending[slot]
-        if earlier >= 0:
-            prefetch(indptr, indices[earlier])
-        pending[slot] = position
+        _join(indptr, indices, state, v_new, t, it, tile_next, pending)
         valid += pins
         cnt += 1
     return count
@@ -205,12 +212,5 @@ def frontier_select_tree(indptr, indices, m, n, state, bits, sel, frontier, weig
         total += deg - weights[t]
         weights[t] = deg
         frontier[t] = v_new
-        position = _draw_replacement(indptr, indices, state, v_new)
-        tile_next[t] = position
-        # As in frontier_select: the indptr entry of the replacement drawn LOOKAHEAD iterations ago.
-        slot = it % LOOKAHEAD
-        earlier = pending[slot]
-        if earlier >= 0:
-            prefetch(indptr, indices[earlier])
-        pending[slot] = position
+        _join(indptr, indices, state, v_new, t, it, tile_next, pending)
     return count
