@@ -7,10 +7,11 @@ import os
 import signal
 import time
 from dataclasses import replace
-from pathlib import Path
 
+import psutil
 import pytest
 
+from saintpipe.core.memory import process_memory
 from saintpipe.services.dataset.normalization import load_stored
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.pool import SubgraphPool
@@ -19,10 +20,9 @@ from saintpipe.services.sampler_service.worker import build_sampler
 
 
 def _anonymous_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Anonymous:"):
-            return int(line.split()[1])
-    raise AssertionError(f"no Anonymous line in /proc/{pid}/smaps_rollup")
+    anonymous = process_memory(pid)["anonymous"]
+    assert anonymous > 0, f"/proc/{pid}/smaps_rollup unreadable"
+    return anonymous // 1024
 
 
 def test_two_workers_in_one_process_draw_their_own_streams_on_their_own_cores(make_service, svc_dataset, wait,
@@ -46,10 +46,22 @@ def test_two_workers_in_one_process_draw_their_own_streams_on_their_own_cores(ma
         assert sg.seed == subgraph_seed(11, sg.worker, sg.sequence)
         again = replace(sampler.sample(sg.seed), job_id=sg.job_id, worker=sg.worker, sequence=sg.sequence)
         assert again.equals(sg)
-    # A worker's CPU time is its own threads', not the process's (which counts both workers and Ray's).
-    stats = service.stats()
-    cpu = [w.counters.cpu_seconds for w in stats.workers]
-    assert all(c > 0 for c in cpu)
+    # A worker's CPU time is its own threads', not the process's (which counts both workers and Ray's): over
+    # a window, the two workers' CPU together stays within the process's (read outside their reads).
+    process = psutil.Process(infos[0].pid)
+
+    def process_cpu() -> float:
+        times = process.cpu_times()
+        return times.user + times.system
+
+    before_process = process_cpu()
+    before = [w.counters.cpu_seconds for w in service.stats().workers]
+    drain_pool(pool, 400)
+    after = [w.counters.cpu_seconds for w in service.stats().workers]
+    spent = process_cpu() - before_process
+    worked = [b - a for a, b in zip(before, after, strict=True)]
+    assert all(w > 0 for w in worked), worked
+    assert sum(worked) <= spent + 0.02, f"workers counted {worked} s of CPU in a window where the process spent {spent} s"
 
 
 def test_workers_join_and_leave_a_shared_process_and_come_back_with_it(make_service, wait, drain_pool):
