@@ -26,6 +26,12 @@ from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.trainer.config import TrainerConfig
 
+# The local run's workers all share this one host, so by default they share processes too (docs/local-run.md):
+# a worker in a process of its own costs another interpreter with numpy, Numba and Ray (about 127 MiB), 11 % of
+# a scale-24 graph's CSR, where a further thread costs its scratch (18 MiB). The cap bounds the workers that
+# take turns on one interpreter lock for their Python part (the pushes); only up to two were measured here.
+LOCAL_WORKERS_PER_PROCESS = 8
+
 # Defaults of the local run where they differ from the services' own, sized for
 # the demo dataset (30,000 nodes, 8 classes) on a 2-core laptop: small
 # subgraphs give several steps per epoch, so the loss curve is visible and a
@@ -78,6 +84,12 @@ class SamplersSection(SamplerServiceConfig):
     data: Path | None = Field(None, description="set by the runner: the run's dataset ([run] data / --data)")
     workers: int | None = Field(  # type: ignore[assignment]
         None, ge=1, le=4096, description="sampler workers; none: the cores left after the trainers (at least 1)")
+    workers_per_process: int | None = Field(  # type: ignore[assignment]
+        None, ge=1, le=256, description="sampler workers that share one process, each on a thread and a core of "
+                                        "its own; none: the run's workers in processes of up to "
+                                        f"{LOCAL_WORKERS_PER_PROCESS} (all on this one host, so a further worker "
+                                        "adds its sampler's scratch, not another interpreter); 1: a process "
+                                        "per worker, so a crash takes down one worker only")
 
     @model_validator(mode="after")
     def _runner_owned(self) -> "SamplersSection":
@@ -120,17 +132,24 @@ class PipelineConfig(StrictModel):
             return self.samplers.workers
         return max(1, cpus - self.run.trainers)
 
+    def sampler_workers_per_process(self, cpus: int) -> int:
+        """Workers per sampler process: as configured, else all the run's workers, up to the local cap."""
+        if self.samplers.workers_per_process is not None:
+            return self.samplers.workers_per_process
+        return min(self.sampler_workers(cpus), LOCAL_WORKERS_PER_PROCESS)
+
     def norm_subgraphs(self, num_train: int) -> int:
         """Pre-sampled subgraphs for the normalization (the sampler service's rule)."""
         return self.samplers.presamples(num_train)
 
     def sampler_service_config(self, data: Path, redis_url: str, cpus: int, num_train: int) -> SamplerServiceConfig:
         """The sampler service's config for this run: its section plus what the runner wired."""
-        fields: dict[str, Any] = self.samplers.model_dump(exclude={"data", "workers", "pool", "ray_address",
-                                                                   "metrics_port", "metrics_host",
+        fields: dict[str, Any] = self.samplers.model_dump(exclude={"data", "workers", "workers_per_process", "pool",
+                                                                   "ray_address", "metrics_port", "metrics_host",
                                                                    "norm_subgraphs"})
         return SamplerServiceConfig(
-            **fields, data=data, workers=self.sampler_workers(cpus), norm_subgraphs=self.norm_subgraphs(num_train),
+            **fields, data=data, workers=self.sampler_workers(cpus),
+            workers_per_process=self.sampler_workers_per_process(cpus), norm_subgraphs=self.norm_subgraphs(num_train),
             pool=self.pool.model_copy(update={"url": redis_url}),
             metrics_port=0 if self.run.metrics else None, metrics_host=self.run.metrics_host,
         )

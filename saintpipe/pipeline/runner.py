@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from saintpipe.core.errors import ServiceUnavailable
+from saintpipe.core.report import plural
 from saintpipe.pipeline.budget import RunBudget
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
@@ -324,8 +325,13 @@ class LocalPipeline:
         e = self.endpoints
         lines = [f"redis            {e.redis}"]
         lines += [f"feature shard {k}  {', '.join(replicas)}" for k, replicas in enumerate(e.shards)]
-        workers = self._sampler_service.config.workers if self._sampler_service else 0
-        lines.append(f"sampler workers  {workers} (Ray actors)")
+        service = self._sampler_service.config if self._sampler_service else None
+        workers = service.workers if service else 0
+        if service is None or service.workers_per_process == 1:
+            lines.append(f"sampler workers  {workers} (Ray actors)")
+        else:
+            processes = -(-workers // service.workers_per_process)
+            lines.append(f"sampler workers  {workers} (a thread each in {plural(processes, 'Ray actor')})")
         lines.append(f"trainers         {self.config.run.trainers} (Ray actors)")
         if e.metrics:
             lines.append("metrics endpoints (Prometheus):")

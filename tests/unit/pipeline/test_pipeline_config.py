@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from saintpipe.core.errors import ConfigError
-from saintpipe.pipeline.config import PipelineConfig, load_pipeline_config
+from saintpipe.pipeline.config import LOCAL_WORKERS_PER_PROCESS, PipelineConfig, load_pipeline_config
 from saintpipe.services.sampler.normalization import subgraph_node_bound
 from saintpipe.services.sampler.config import EdgeConfig, FrontierConfig, NodeConfig, RandomWalkConfig
 
@@ -72,6 +72,17 @@ def test_sampler_service_config_carries_what_the_runner_wired():
 def test_at_least_one_sampler_worker_even_when_trainers_take_every_core():
     assert PipelineConfig.model_validate({"run": {"trainers": 4}}).sampler_workers(cpus=2) == 1
     assert PipelineConfig.model_validate({"samplers": {"workers": 3}}).sampler_workers(cpus=2) == 3
+
+
+def test_the_runs_workers_share_one_process_unless_set():
+    # All on this one host: one interpreter for all of them (up to the cap), unless the user wants isolation.
+    svc = PipelineConfig().sampler_service_config(Path("/d"), "redis://x", cpus=4, num_train=100)
+    assert svc.workers == 3 and svc.workers_per_process == 3
+    many = PipelineConfig.model_validate({"samplers": {"workers": LOCAL_WORKERS_PER_PROCESS + 3}})
+    assert many.sampler_service_config(Path("/d"), "redis://x", 2, 100).workers_per_process == \
+        LOCAL_WORKERS_PER_PROCESS
+    isolated = load_pipeline_config(environ={"SAINTPIPE_SAMPLERS__WORKERS_PER_PROCESS": "1"})
+    assert isolated.sampler_service_config(Path("/d"), "redis://x", 4, 100).workers_per_process == 1
 
 
 def test_normalization_presamples_follow_the_coverage_unless_set():
