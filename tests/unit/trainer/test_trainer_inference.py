@@ -8,7 +8,7 @@ import torch
 
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.induce import block_bounds, row_block
+from saintpipe.trainer.induce import block_bounds, hop_counts, row_block
 from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
 from saintpipe.trainer.models import build_model
 from saintpipe.trainer.synthetic import random_subgraph
@@ -62,6 +62,15 @@ def test_block_cuts_respect_rows_and_entries_and_a_heavy_row_stands_alone():
         assert rows <= 10
         assert units <= 40 or rows == 1
     assert [5, 6] in [[int(a), int(b)] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]  # the hub: 79 entries
+
+
+def test_hop_counts_equal_the_sets_they_count():
+    g = graph()
+    seen = np.zeros(g.num_nodes, dtype=np.int32)
+    for stamp, (a, b) in enumerate([(0, 3), (3, 11), (11, 12)], start=1):  # the same nodes meet again: stamps
+        first = np.union1d(np.arange(a, b), g.indices[g.indptr[a]:g.indptr[b]])
+        second = np.concatenate([g.indices[g.indptr[v]:g.indptr[v + 1]] for v in first])
+        assert hop_counts(g.indptr, g.indices, a, b, seen, stamp) == (first.size, np.union1d(first, second).size)
 
 
 @pytest.mark.parametrize("arch", ["gcn", "sage"])
