@@ -129,8 +129,8 @@ def _bench(args: argparse.Namespace) -> int:
                      "max_abs_diff": None if out is None or reference is None
                      else float(np.abs(out - reference).max())})
     # Input rows a block reads, summed over blocks: its 1-hop sources (layer-wise) vs its 2-hop neighbourhood (the
-    # k-hop form, which also induced each one's subgraph), over the first layer's blocks (at most 64 of them, and
-    # no more than cover 2**20 rows: on a scale-24 graph 64 blocks' 2-hop neighbourhoods are most of the graph).
+    # k-hop form, which also induced each one's subgraph), over the first layer's blocks (at most 64 of them, those
+    # starting below row HOP_ROWS: on a scale-24 graph 64 blocks' 2-hop neighbourhoods are most of the graph).
     per_unit = 4 * (args.features + args.hidden) + 12 + (16 * 4 if args.arch == "gat" else 0)  # as inference cuts
     cuts = block_bounds(indptr, args.block_rows, max(1, (args.block_mb << 20) // per_unit))
     one_hop = two_hop = 0
