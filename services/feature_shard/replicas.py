@@ -247,6 +247,10 @@ def with_failover(
                     count(failovers=1)
                     log.debug("%s unavailable (%s); trying the next replica", where, exc.details())
                     continue
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED and failures and timeout < budget.deadline:
+                    # The call only had what was left of the retry window (microseconds, at times): the shard
+                    # stayed unreachable until the window closed, which is not a replica too slow to answer.
+                    _unavailable(shard, what, failures, attempts, _ran_out(budget, failures))
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     raise SaintpipeTimeout(
                         f"{where}: {what} did not finish within {timeout:.3g} s "

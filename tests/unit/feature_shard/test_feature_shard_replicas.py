@@ -69,6 +69,25 @@ def test_the_retry_deadline_ends_it_with_the_shard_and_its_addresses():
     )
 
 
+def test_a_deadline_hit_on_the_retry_windows_last_moments_is_the_window_running_out():
+    # Seen in CI: the last round's call got 14 us of the retry window, and its DEADLINE_EXCEEDED was reported as
+    # a replica too slow to answer instead of a shard no replica of which answered in time.
+    calls: list[float] = []
+
+    def call(replica: Replica, timeout: float) -> str:
+        calls.append(timeout)
+        if len(calls) == 1:
+            raise FakeRpcError(grpc.StatusCode.UNAVAILABLE, "refused")
+        raise FakeRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline")
+
+    budget = Budget.start(1.0, 60.0)
+    budget = Budget(budget.deadline, budget.retry_deadline, budget.deadline_at, time.monotonic() + 0.3)
+    refused = r"no replica answered Info \(a:1\) after 2 attempts .* ran out: a:1: refused"
+    with pytest.raises(ServiceUnavailable, match=refused):
+        with_failover(_shard("a:1"), call, budget, "Info", retries=None, count=Counts())
+    assert calls[-1] < 1.0
+
+
 def test_retries_still_cap_the_rounds_and_a_closed_client_stops_at_once():
     def call(replica: Replica, timeout: float) -> str:
         raise FakeRpcError(grpc.StatusCode.UNAVAILABLE)
