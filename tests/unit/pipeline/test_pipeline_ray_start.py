@@ -28,6 +28,14 @@ def test_a_startup_timeout_is_tried_again_after_a_shutdown(monkeypatch):
     assert calls == ["init", "shutdown", "init"]
 
 
+def test_a_gcs_that_did_not_publish_its_port_in_time_is_tried_again(monkeypatch):
+    # As seen in a full test run: the GCS of a new node did not write its port file within Ray's 30 s.
+    calls = _fake_ray(monkeypatch, [RuntimeError(
+        "Timed out waiting for file /tmp/ray/session_2026-11-29_05-55-43_478665_2474/gcs_server_port_4e58")])
+    init_local_ray(attempts=3, pause_s=0, num_cpus=2)
+    assert calls == ["init", "shutdown", "init"]
+
+
 def test_other_errors_and_the_last_attempt_are_raised(monkeypatch):
     calls = _fake_ray(monkeypatch, [ValueError("bad address")])
     with pytest.raises(ValueError, match="bad address"):
