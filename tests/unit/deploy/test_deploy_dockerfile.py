@@ -91,7 +91,7 @@ def instructions() -> list[tuple[str, str]]:
 def copy_sources() -> list[str]:
     sources = []
     for keyword, args in instructions():
-        if keyword == "COPY":
+        if keyword == "COPY" and "--from=" not in args:  # a COPY --from reads an earlier stage, not the context
             words = [a for a in args.split() if not a.startswith("--")]
             sources.extend(words[:-1])
     return sources
@@ -136,8 +136,32 @@ def test_sources_come_after_the_dependencies_and_install_without_them():
     (requirements,) = [i for i, (k, a) in enumerate(steps) if k == "RUN" and "pip install -r" in a]
     assert requirements < copies[0], "a code change must not reinstall the dependencies"
     (install,) = [i for i, (k, a) in enumerate(steps) if k == "RUN" and "/opt/saintpipe" in a and "pip install" in a]
-    assert install > copies[0] and "pip install --no-deps /opt/saintpipe" in steps[install][1]
+    assert install > copies[0] and re.search(r"pip install --no-deps (--no-build-isolation )?/opt/saintpipe",
+                                             steps[install][1])
     assert "saintpipe --version" in steps[install][1]
+    # A source change reruns only the steps after `COPY .`: none of them may install a dependency.
+    assert all("pip install -r" not in a and "torch" not in a for k, a in steps[copies[0]:] if k == "RUN")
+
+
+def final_stage() -> list[tuple[str, str]]:
+    """The instructions of the Dockerfile's last stage (from its last FROM)."""
+    steps = instructions()
+    last_from = max(i for i, (k, _) in enumerate(steps) if k == "FROM")
+    return steps[last_from:]
+
+
+def test_the_image_takes_the_environment_from_its_own_stage_and_installs_nothing_else():
+    steps = instructions()
+    froms = [a for k, a in steps if k == "FROM"]
+    assert len(froms) == 2 and froms[0] == "${BASE_IMAGE} AS dependencies" and froms[1] == "${BASE_IMAGE}", froms
+    final = final_stage()
+    assert ("COPY", "--from=dependencies /opt/venv /opt/venv") in final
+    runs = [a for k, a in final if k == "RUN"]
+    assert not [a for a in runs if "pip install -r" in a or "torch" in a or "apt-get" in a], (
+        "the image's own stage installs only saintpipe: dependencies come built from the first stage")
+    # What the first stage prunes goes in the same RUN as the install, so no layer ever holds it.
+    (install,) = [a for k, a in steps if k == "RUN" and "pip install -r" in a]
+    assert "rm -rf torch/include" in install
 
 
 def test_builds_offline_and_with_the_classic_builder():
@@ -191,7 +215,7 @@ def test_image_runs_any_service_as_an_unprivileged_user():
     users = [a for k, a in steps if k == "USER"]
     assert users and users[-1] == "saintpipe" and steps[-1] == ("USER", "saintpipe"), (
         "the last step switches to the unprivileged user (every RUN before it installs as root)")
-    first_run = next(a for k, a in steps if k == "RUN")
+    first_run = next(a for k, a in final_stage() if k == "RUN")
     assert "useradd --create-home --uid 10001 saintpipe" in first_run
     assert "mkdir -p /data /runs" in first_run and "chown saintpipe:saintpipe /data /runs" in first_run
 
