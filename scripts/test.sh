@@ -1,29 +1,96 @@
 #!/usr/bin/env bash
-# The README's test command: set up (first run only, with the test extras at
-# constraints.txt's versions, and the tools of scripts/tools.sh: prometheus and
-# promtool, fetched without root, and checkov), check the import contracts (import-linter), run the whole test suite, then
-# the compose test under a real Docker Engine (scripts/compose-test.sh; it
-# prints one line and passes when no engine can be had). Extra arguments go to
-# pytest and leave the compose test out (a developer's quick run:
-# ./scripts/test.sh tests/unit tests/integration). A broken contract fails the
-# command, after the tests have run, so one run shows all. A tool that could not
+# The README's test command.
+#
+#   ./scripts/test.sh            # everything (what CI runs, via .ci/run)
+#   ./scripts/test.sh --quick    # a contributor's loop: import contracts, tests/unit and tests/integration
+#   ./scripts/test.sh ARGS...    # pytest ARGS as given (one process), e.g. tests/unit/pool -x
+#
+# Everything is: set-up (first run only: the virtual environment with the test extras at constraints.txt's
+# versions, and the tools of scripts/tools.sh: prometheus and promtool, fetched without root, and checkov),
+# the import contracts (import-linter), the whole test suite, then the compose test under a real Docker
+# Engine (scripts/compose-test.sh; it prints one line and passes when no engine can be had). The engine, its
+# base image, the wheelhouse and the images are prepared in the background while the suite runs
+# (scripts/compose-test.sh --prepare), so the compose test only runs the stack at the end.
+#
+# The suite runs in two phases (docs/testing.md): the tests not marked `serial` on pytest-xdist workers
+# ($SAINTPIPE_TEST_WORKERS, default 2), then the `serial` ones alone in one process (they need the cores to
+# themselves: pinned sampler workers, whole `saintpipe run`s, the fault suite, benchmarks; tests/conftest.py
+# lists them). Python writes its bytecode (and pytest its rewritten test modules) once per checkout, not
+# once per process: an environment with PYTHONDONTWRITEBYTECODE set would compile every module again in
+# every process the tests start.
+#
+# A broken contract fails the command after the tests have run, so one run shows all. A tool that could not
 # be had is named again in the last lines, with what to run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-"$root/scripts/bootstrap.sh" test
-"$root/scripts/tools.sh"
 cd "$root"
-lint_status=0
-"$root/scripts/lint-imports.sh" || lint_status=$?
-status=0
-"$root/.venv/bin/python" -m pytest "$@" || status=$?
-if [ "$status" -eq 5 ]; then
-  echo "no tests were collected: that is a failure here" >&2
-  status=1
+unset PYTHONDONTWRITEBYTECODE
+
+mode=all
+if [ "${1:-}" = "--quick" ]; then
+  mode=quick
+  shift
+  [ "$#" -eq 0 ] || { echo "usage: $0 [--quick | PYTEST_ARGS...]" >&2; exit 2; }
+elif [ "$#" -gt 0 ]; then
+  mode=pytest
 fi
+
+log_dir="${SAINTPIPE_TEST_LOGS:-$root/.test-logs}"
+mkdir -p "$log_dir"
+prepare_pid=
+if [ "$mode" = all ]; then
+  # The compose test's slow set-up (engine, base image, wheelhouse, image builds) needs neither the virtual
+  # environment nor the cores much (downloads, unpacking): it overlaps the set-up and the parallel phase.
+  echo "preparing the compose test in the background (log: $log_dir/compose-prepare.log)"
+  "$root/scripts/compose-test.sh" --prepare >"$log_dir/compose-prepare.log" 2>&1 &
+  prepare_pid=$!
+fi
+
+"$root/scripts/bootstrap.sh" test
+[ "$mode" = pytest ] || "$root/scripts/tools.sh"
+
+lint_status=0
+[ "$mode" = pytest ] || "$root/scripts/lint-imports.sh" || lint_status=$?
+
+pytest=("$root/.venv/bin/python" -m pytest)
+workers="${SAINTPIPE_TEST_WORKERS:-2}"
+status=0
+note_status() {  # keep the first failure; pytest's 5 (nothing collected) is a failure here
+  local code="$1" what="$2"
+  [ "$code" -eq 0 ] && return 0
+  [ "$code" -eq 5 ] && echo "no tests were collected ($what): that is a failure here" >&2
+  [ "$status" -ne 0 ] || status="$code"
+}
+
+if [ "$mode" = pytest ]; then
+  code=0; "${pytest[@]}" "$@" || code=$?
+  note_status "$code" "pytest $*"
+else
+  paths=(tests)
+  [ "$mode" = quick ] && paths=(tests/unit tests/integration)
+  t0=$SECONDS
+  echo "=== phase 1 of 2: tests not marked serial, on $workers pytest-xdist workers ==="
+  code=0; "${pytest[@]}" -n "$workers" --dist worksteal -m "not serial" "${paths[@]}" || code=$?
+  note_status "$code" "parallel phase"
+  t1=$SECONDS
+  if [ -n "$prepare_pid" ]; then
+    # The serial phase gets the cores to itself: wait for the compose preparation first.
+    echo "=== waiting for the compose test's preparation (log: $log_dir/compose-prepare.log) ==="
+    prepare_status=0; wait "$prepare_pid" || prepare_status=$?
+    prepare_pid=
+    [ "$prepare_status" -eq 0 ] || { tail -n 30 "$log_dir/compose-prepare.log" >&2; }
+  fi
+  t2=$SECONDS
+  echo "=== phase 2 of 2: tests marked serial, one at a time ==="
+  code=0; "${pytest[@]}" -m "serial" "${paths[@]}" || code=$?
+  note_status "$code" "serial phase"
+  t3=$SECONDS
+  echo "test phases: parallel $((t1 - t0)) s, waiting for the compose preparation $((t2 - t1)) s, serial $((t3 - t2)) s"
+fi
+
 compose_status=0
-if [ "$#" -eq 0 ]; then
-  "$root/scripts/compose-test.sh" || compose_status=$?
+if [ "$mode" = all ]; then
+  "$root/scripts/compose-test.sh" --run || compose_status=$?
 fi
 if [ "$compose_status" -ne 0 ]; then
   echo "the compose test failed (scripts/compose-test.sh)" >&2

@@ -63,3 +63,25 @@ def redis_server_session():
 
     with RedisServer(use_env=False) as server:
         yield server
+
+
+# --- which tests run one at a time ---------------------------------------------------------------------------
+# ./scripts/test.sh runs the suite in two phases: every test not marked `serial` on pytest-xdist workers, then
+# the `serial` ones alone. Serial are the tests that need the machine's cores to themselves: a local Ray with
+# sampler workers pinned to cores (each claims a core with a flock: a second service at the same time would be
+# made to share one), a whole `saintpipe run` (the fault suite's timing windows, the pipeline runs),
+# benchmarks, and tests of thread affinity or of network namespaces. A folder named here is serial as a whole
+# (a new test in it included); a single module elsewhere says `pytestmark = pytest.mark.serial`.
+SERIAL_FOLDERS = (
+    "e2e/faults", "e2e/pipeline", "e2e/sampler_service", "e2e/pool", "e2e/trainer",
+    "integration/sampler_service", "integration/loader", "integration/trainer", "integration/pipeline",
+    "integration/core",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        relative = Path(str(item.path)).resolve().relative_to(tests_dir).as_posix()
+        if relative.startswith(tuple(f"{folder}/" for folder in SERIAL_FOLDERS)):
+            item.add_marker(pytest.mark.serial)

@@ -8,6 +8,9 @@ import pytest
 
 from saintpipe.core.netns import netns_unavailable
 
+# A benchmark: the cores to itself (tests/conftest.py).
+pytestmark = pytest.mark.serial
+
 NAMES = ("numpy mmap (baseline)", "service bytes", "service grpc", "service shm", "service fp16")
 DECODERS = ("decode chunk: hand reader", "decode chunk: generated class")
 ARGS = ("--dims", "8", "--rows", "64", "--nodes", "600", "--repeats", "2", "--json")

@@ -13,6 +13,9 @@ from saintpipe.services.sampler.config import RandomWalkConfig
 from saintpipe.services.sampler.parallel import available_cores, measure_throughput, run_pinned, subgraph_seed
 from saintpipe.services.sampler.sampler import make_sampler
 
+# Pins worker processes to cores and measures their throughput: the cores to itself (tests/conftest.py).
+pytestmark = pytest.mark.serial
+
 
 def test_workers_are_pinned_one_per_core_in_order():
     cores = available_cores()
