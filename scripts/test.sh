@@ -54,6 +54,9 @@ lint_status=0
 
 pytest=("$root/.venv/bin/python" -m pytest)
 workers="${SAINTPIPE_TEST_WORKERS:-2}"
+# SAINTPIPE_TEST_TIMES=DIR: each phase writes a JUnit XML there (every test's seconds, setup and teardown
+# included); scripts/test_times.py DIR/*.xml prints the table of docs/testing.md from them.
+junit() { [ -z "${SAINTPIPE_TEST_TIMES:-}" ] || { mkdir -p "$SAINTPIPE_TEST_TIMES"; echo "--junitxml=$SAINTPIPE_TEST_TIMES/$1.xml"; }; }
 status=0
 note_status() {  # keep the first failure; pytest's 5 (nothing collected) is a failure here
   local code="$1" what="$2"
@@ -70,7 +73,7 @@ else
   [ "$mode" = quick ] && paths=(tests/unit tests/integration)
   t0=$SECONDS
   echo "=== phase 1 of 2: tests not marked serial, on $workers pytest-xdist workers ==="
-  code=0; "${pytest[@]}" -n "$workers" --dist worksteal -m "not serial" "${paths[@]}" || code=$?
+  code=0; "${pytest[@]}" -n "$workers" --dist worksteal -m "not serial" $(junit parallel) "${paths[@]}" || code=$?
   note_status "$code" "parallel phase"
   t1=$SECONDS
   if [ -n "$prepare_pid" ]; then
@@ -82,7 +85,7 @@ else
   fi
   t2=$SECONDS
   echo "=== phase 2 of 2: tests marked serial, one at a time ==="
-  code=0; "${pytest[@]}" -m "serial" "${paths[@]}" || code=$?
+  code=0; "${pytest[@]}" -m "serial" $(junit serial) "${paths[@]}" || code=$?
   note_status "$code" "serial phase"
   t3=$SECONDS
   echo "test phases: parallel $((t1 - t0)) s, waiting for the compose preparation $((t2 - t1)) s, serial $((t3 - t2)) s"
