@@ -63,7 +63,11 @@ if [[ "$wanted" == *" prometheus "* ]] &&
 fi
 
 checkov="$root/.venv-checkov/bin/checkov"
-if [[ "$wanted" == *" checkov "* ]] && { [ ! -x "$checkov" ] || ! "$checkov" --version 2>/dev/null | grep -qxF "$CHECKOV_VERSION"; }; then
+# The installed version from the package's metadata: `checkov --version` loads all of checkov (8 s).
+checkov_version() {
+  "$root/.venv-checkov/bin/python" -c 'import importlib.metadata as m; print(m.version("checkov"))' 2>/dev/null
+}
+if [[ "$wanted" == *" checkov "* ]] && { [ ! -x "$checkov" ] || [ "$(checkov_version)" != "$CHECKOV_VERSION" ]; }; then
   echo "installing checkov $CHECKOV_VERSION into .venv-checkov (first run only)" >&2
   python="$root/.venv/bin/python"
   { "$python" -m venv --clear "$root/.venv-checkov" &&

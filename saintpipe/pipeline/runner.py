@@ -21,6 +21,8 @@ of what ran, and the checkpoint to resume from (docs/reliability.md).
 
 from __future__ import annotations
 
+import contextlib
+
 import logging
 import math
 import sys
@@ -248,12 +250,18 @@ class LocalPipeline:
     def _start_ray(self) -> None:
         import ray
 
+        from saintpipe.core.reaper import start_reaper
         from saintpipe.pipeline.ray_start import init_local_ray
 
         cpus = self.config.ray_cpus()
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
-        init_local_ray(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
-                       logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
+        # Ray's agents outlive a killed run by a minute: the reaper ends them with it (saintpipe.core.reaper).
+        reaper = start_reaper()
+        if reaper is not None:
+            self.supervisor.on_stop("ray's leftovers", reaper.stop)  # after ray.shutdown (reverse order)
+        with reaper.marking() if reaper is not None else contextlib.nullcontext():
+            init_local_ray(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
+                           logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
         self.supervisor.on_stop("ray", ray.shutdown)
         self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
         if not verbose:

@@ -1,0 +1,117 @@
+"""The reaper: when its process dies, everything started under the mark dies too, and nothing else."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+
+from saintpipe.core.reaper import MARK, marked_pids
+
+# A stand-in for a run: it starts the reaper, starts a child under the mark (which starts a grandchild
+# later, as Ray's raylet starts its agents and workers), and a child outside it; prints their pids; waits.
+PARENT = textwrap.dedent("""
+    import subprocess, sys, time
+    from saintpipe.core.reaper import start_reaper
+    reaper = start_reaper()
+    sleeper = [sys.executable, "-c", "import time; time.sleep(120)"]
+    with reaper.marking():
+        marked = subprocess.Popen([sys.executable, "-c",
+            "import subprocess, sys, time; time.sleep(0.3); "
+            "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+            "print(p.pid, flush=True); time.sleep(120)"], stdout=subprocess.PIPE, text=True)
+    unmarked = subprocess.Popen(sleeper)
+    grandchild = marked.stdout.readline().strip()
+    print(reaper.watchdog.pid, marked.pid, grandchild, unmarked.pid, flush=True)
+    time.sleep(120)
+""")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (alive := [p for p in pids if not _gone(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def test_a_killed_parent_takes_the_marked_processes_along_and_only_those():
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True,
+                              env={k: v for k, v in os.environ.items() if k != MARK})
+    unmarked = None
+    try:
+        watchdog, marked, grandchild, unmarked = map(int, parent.stdout.readline().split())
+        assert not _gone(marked) and not _gone(grandchild)
+        parent.kill()
+        parent.wait()
+        assert _wait_gone([watchdog, marked, grandchild]) == [], "marked processes outlived their run"
+        assert not _gone(unmarked), "a process started outside the mark was reaped"
+    finally:
+        parent.kill()
+        if unmarked is not None and not _gone(unmarked):
+            os.kill(unmarked, signal.SIGKILL)
+
+
+def test_an_orderly_stop_reaps_the_stragglers_and_unmarks_the_environment():
+    from saintpipe.core.reaper import start_reaper
+
+    reaper = start_reaper()
+    assert reaper is not None  # Linux, main thread
+    with reaper.marking():
+        straggler = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    assert MARK not in os.environ
+    try:
+        assert marked_pids(reaper.token) == [straggler.pid]
+        reaper.stop()
+        assert reaper.watchdog.poll() is not None
+        assert straggler.wait(10) == -signal.SIGKILL
+    finally:
+        straggler.kill()
+        straggler.wait()
+
+
+def test_off_the_main_thread_there_is_no_reaper():
+    import threading
+
+    from saintpipe.core.reaper import start_reaper
+
+    got = []
+    thread = threading.Thread(target=lambda: got.append(start_reaper()))
+    thread.start()
+    thread.join()
+    assert got == [None]
+
+
+def test_a_descendant_whose_environment_no_longer_shows_the_mark_is_followed_and_reaped():
+    # Ray's agents rewrite their title, which overwrites what /proc/PID/environ shows (the mark too):
+    # a grandchild started from a marked child with a clean environment stands for them.
+    parent = subprocess.Popen([sys.executable, "-c", PARENT.replace(
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); ",
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'], env={}); ")],
+        stdout=subprocess.PIPE, text=True, env={k: v for k, v in os.environ.items() if k != MARK})
+    unmarked = None
+    try:
+        watchdog, marked, grandchild, unmarked = map(int, parent.stdout.readline().split())
+        with open(f"/proc/{grandchild}/environ", "rb") as f:
+            assert MARK.encode() not in f.read()
+        time.sleep(1.5)  # the watchdog follows descendants every SCAN_INTERVAL_S (0.5 s)
+        parent.kill()
+        parent.wait()
+        assert _wait_gone([watchdog, marked, grandchild]) == [], "a descendant of a marked process outlived the run"
+        assert not _gone(unmarked)
+    finally:
+        parent.kill()
+        for pid in (unmarked,):
+            if pid is not None and not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
