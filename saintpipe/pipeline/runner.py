@@ -22,7 +22,6 @@ of what ran, and the checkpoint to resume from (docs/reliability.md).
 from __future__ import annotations
 
 import contextlib
-
 import logging
 import math
 import sys
