@@ -25,7 +25,7 @@ from pathlib import Path
 
 LABELS = [  # first match wins: what a process of the pipeline is, from its command line
     (re.compile(r"ray::_SamplerWorkerActor"), "sampler worker"),
-    (re.compile(r"ray::_TrainerActor"), "trainer"),
+    (re.compile(r"ray::TrainerActor"), "trainer"),
     (re.compile(r"--shard (\d+)"), "feature shard {0}"),
     (re.compile(r"redis-server"), "redis"),
     (re.compile(r"saintpipe(?:\s+-\S+)*\s+run\b"), "saintpipe run (driver)"),

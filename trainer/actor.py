@@ -1,7 +1,8 @@
 """Trainers as Ray actors: one per trainer, a GPU each when Ray offers one, data-parallel when several.
 
-Callers use :func:`train` (or :class:`TrainerGroup` to hold the actors); the
-actor class itself stays private, as Ray's own ``ray.util.queue`` does.
+Callers use :func:`train` (or :class:`TrainerGroup` to hold the actors);
+:class:`TrainerActor` is the one actor class, which a run's trainers
+(:mod:`saintpipe.pipeline.trainers`) use too.
 
 Example::
 
@@ -13,28 +14,42 @@ Example::
 from __future__ import annotations
 
 import logging
+import math
+import threading
 from dataclasses import replace
 
-from saintpipe.core.credentials import check_ray_token
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.pool.config import PoolConfig
+from saintpipe.trainer.assemble import AssembledTrainer, TrainerSpec, assemble_trainer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.loop import TrainResult
+from saintpipe.trainer.progress import TrainerProgress
 from saintpipe.trainer.timing import TimeBreakdown
-from saintpipe.trainer.worker import TrainerSpec
 
 log = logging.getLogger(__name__)
 
 
-class _TrainerActor:
-    """Runs :func:`saintpipe.trainer.worker.run_trainer` for one rank inside a Ray worker process."""
+class TrainerActor:
+    """One rank in a Ray worker process: :meth:`prepare` assembles it, :meth:`run` trains.
 
-    def __init__(self, spec: TrainerSpec, rank: int, world_size: int) -> None:
+    A threaded actor (``max_concurrency`` above 1) also answers :meth:`progress`, :meth:`finish_at` and the
+    evaluation questions while :meth:`run` trains: what a console run shows and steers.
+
+    Args:
+        spec: the job. rank, world_size: this rank's place in the data-parallel group.
+        threads: torch threads when ``[trainer] threads`` is 0 (0: torch's default).
+        cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
+    """
+
+    def __init__(self, spec: TrainerSpec, rank: int, world_size: int, *, threads: int = 0,
+                 cache: dict[str, int] | None = None) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        self.spec, self.rank, self.world_size = spec, rank, world_size
+        self.spec, self.rank, self.world_size, self.threads, self.cache = spec, rank, world_size, threads, cache
+        self.trainer: AssembledTrainer | None = None
+        self._lock = threading.Lock()
 
     def rendezvous(self) -> str:
-        """Rank 0: a ``host:port`` the others can reach for the process group."""
+        """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
         import ray
 
         from saintpipe.trainer.distributed import free_port
@@ -44,17 +59,71 @@ class _TrainerActor:
         host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
-    def run(self, master: str | None) -> TrainResult:
-        from saintpipe.trainer.worker import run_trainer
+    def prepare(self, master: str | None, metrics_port: int | None = None) -> str | None:
+        """Assemble this rank (dataset, pool, features, group, loop); returns its metrics URL.
 
-        return run_trainer(self.spec, self.rank, self.world_size, master)
+        Rank r serves its metrics on ``spec.metrics_port + r`` (ranks may share a host), or on
+        ``metrics_port`` when given (a restarted rank keeps the endpoint the run announced).
+        """
+        from saintpipe.services.feature_shard.cache import CacheConfig
+
+        spec = self.spec
+        port = None
+        if spec.metrics_port is not None:
+            port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
+        cache = CacheConfig.model_validate(self.cache) if self.cache else None
+        self.trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
+                                        metrics_port=port, cache=cache)
+        return self.trainer.metrics_url
+
+    def run(self) -> TrainResult:
+        """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
+        return self.trainer.run()
+
+    def progress(self) -> TrainerProgress:
+        trainer = self.trainer
+        if trainer is None:
+            return TrainerProgress()
+        loop, metrics = trainer.loop, trainer.metrics
+        p, e = loop.progress, loop.watch.status
+        return TrainerProgress(epoch=p.epoch, epoch_fraction=p.epoch_fraction, steps=loop.state.steps,
+                               subgraphs=p.subgraphs, loss=metrics.last_loss, val_score=metrics.last_val,
+                               evaluating=e.running, evaluation=e.phase, evaluation_fraction=e.fraction,
+                               evaluation_s=e.elapsed_s)
+
+    def finish_at(self, steps: int) -> None:
+        """End training once ``steps`` optimizer steps are done (every rank gets the same target)."""
+        if self.trainer is not None:
+            self.trainer.loop.config.max_steps = max(1, steps)
+
+    def evaluation_estimate(self) -> tuple[float, bool]:
+        """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready), and
+        whether the end of training needs one (not when the best validation's pass scored the test split)."""
+        with self._lock:  # one estimate at a time; the loop caches it
+            if self.trainer is None:
+                return math.nan, True
+            return self.trainer.loop.evaluation_estimate(), self.trainer.loop.needs_final_evaluation
+
+    def cancel_validation(self) -> None:
+        """Cut a validation running now (the run's end is near: its final scoring goes first)."""
+        if self.trainer is not None:
+            self.trainer.loop.watch.cancel()
+
+    def cut_evaluation_at(self, deadline: float | None) -> None:
+        """Cut any evaluation still running at ``deadline`` (``time.time()``)."""
+        if self.trainer is not None:
+            self.trainer.loop.watch.cut_at(deadline)
+
+    def snapshot(self) -> TrainResult | None:
+        """The TrainResult so far, without scoring (for a run that ends before this rank's loop returns)."""
+        return self.trainer.loop.snapshot() if self.trainer is not None else None
 
 
 class TrainerGroup:
     """``trainers`` Ray actors training one job data-parallel.
 
     Args:
-        spec: the job (see :class:`~saintpipe.trainer.worker.TrainerSpec`).
+        spec: the job (see :class:`~saintpipe.trainer.assemble.TrainerSpec`).
         trainers: how many trainers (data-parallel ranks).
         cpus_per_trainer: CPUs Ray reserves for each actor.
         use_gpus: give each actor one GPU (default: when Ray's cluster has one free per trainer).
@@ -77,9 +146,9 @@ class TrainerGroup:
             raise InvalidArgument(f"trainers must be >= 1, got {trainers}")
         if use_gpus is None:
             use_gpus = ray.available_resources().get("GPU", 0) >= trainers
-        remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(_TrainerActor)
+        remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(TrainerActor)
         self.spec, self.trainers, self.use_gpus = spec, trainers, use_gpus
-        self.actors = [remote.remote(rank_spec(spec, rank), rank, trainers) for rank in range(trainers)]
+        self.actors = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
         log.info(
             "started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU"
         )
@@ -89,20 +158,14 @@ class TrainerGroup:
         import ray
 
         master = ray.get(self.actors[0].rendezvous.remote()) if self.trainers > 1 else None
-        return ray.get([actor.run.remote(master) for actor in self.actors])
+        ray.get([actor.prepare.remote(master) for actor in self.actors])
+        return ray.get([actor.run.remote() for actor in self.actors])
 
     def shutdown(self) -> None:
         import ray
 
         for actor in self.actors:
             ray.kill(actor)
-
-
-def rank_spec(spec: TrainerSpec, rank: int) -> TrainerSpec:
-    """``spec`` for rank ``rank`` of a group on shared hosts: its metrics on ``metrics_port + rank``."""
-    if not spec.metrics_port:  # None (no endpoint) or 0 (a free port each)
-        return spec
-    return replace(spec, metrics_port=spec.metrics_port + rank)
 
 
 def merge_results(results: list[TrainResult], check: bool = True) -> TrainResult:
@@ -147,8 +210,9 @@ def train(
 ) -> TrainResult:
     """Train ``job`` with ``trainers`` Ray actors fed by the pool and the feature service.
 
-    Starts a local Ray (``ray.init()``) when none is running and ``ray_address``
-    is not given, and stops it again at the end; an existing Ray is reused.
+    Starts a private local Ray when this process has none and ``ray_address``
+    is not given, and stops it again at the end; an existing connection is reused
+    (:func:`saintpipe.core.ray_cluster.connect_ray`).
 
     Args:
         job: the training job; its subgraphs are in the pool stream of that name.
@@ -161,12 +225,14 @@ def train(
         metrics_port: trainer r serves /metrics on ``metrics_port + r`` (0: free ports; None: none).
         metrics_host: address the metrics endpoints bind.
         cpus_per_trainer: CPUs reserved per actor.
-        ray_address: an existing Ray cluster to join (``ray.init(address=...)``).
+        ray_address: an existing Ray cluster to join (``auto``, ``host:port``).
 
     Returns:
         The merged :class:`~saintpipe.trainer.loop.TrainResult`: test score, epochs, subgraphs and the time breakdown.
     """
     import ray
+
+    from saintpipe.core.ray_cluster import connect_ray
 
     spec = TrainerSpec(
         job=job,
@@ -178,12 +244,7 @@ def train(
         metrics_port=metrics_port,
         metrics_host=metrics_host,
     )
-    started = False
-    if not ray.is_initialized():
-        if ray_address not in (None, "local"):
-            check_ray_token()
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)
-        started = True
+    started = connect_ray(ray_address)
     group = TrainerGroup(spec, trainers, cpus_per_trainer=cpus_per_trainer)
     try:
         return merge_results(group.run())

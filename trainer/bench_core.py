@@ -56,7 +56,7 @@ def _plans(arch: str, n: int, nnz: int, widths: list[int]) -> str:
 
 def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Time both models under every order; returns (rows, params, summary) for the report."""
-    from saintpipe.trainer.worker import pick_device
+    from saintpipe.trainer.assemble import pick_device
 
     if args.threads:
         torch.set_num_threads(args.threads)

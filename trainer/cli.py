@@ -144,7 +144,7 @@ def _serve_rank(args: argparse.Namespace, config: TrainerConfig, pool: PoolConfi
         raise ConfigError(f"--master {args.master!r}: expected HOST:PORT")
     if args.trainers != 1 or args.ray_address:
         raise ConfigError("--world-size runs one rank without Ray: drop --trainers and --ray-address")
-    from saintpipe.trainer.worker import TrainerSpec, run_trainer
+    from saintpipe.trainer.assemble import TrainerSpec, run_trainer
 
     spec = TrainerSpec(
         job=args.job,

@@ -9,7 +9,7 @@ shared config file the trainer reads the ``trainer`` section; the model is its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 
@@ -140,3 +140,9 @@ class TrainerConfig(StrictModel):
         security = ClientSecurity(**{f: getattr(self, f"feature_{f}") for f in fields})
         security.named({f: f"trainer.feature_{f} (--feature-{f.replace('_', '-')})" for f in fields})
         return security.with_env_token()
+
+    def feed_options(self) -> dict[str, Any]:
+        """What a consumer's :class:`~saintpipe.minibatch.inputs.PoolInputs` takes from these settings: the
+        feature client's transport, retry deadline and security, and prefetching."""
+        return {"shared_memory": self.feature_shared_memory, "retry_deadline_s": self.feature_retry_deadline_s,
+                "security": self.feature_security(), "prefetch": self.prefetch}

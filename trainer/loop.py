@@ -43,7 +43,7 @@ from saintpipe.trainer.checkpoint import Checkpointer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.eval_watch import EvaluationCancelled, EvalWatch
 from saintpipe.trainer.evaluate import EvalGraph, evaluate, layerwise_limits
-from saintpipe.trainer.feeds import Feed
+from saintpipe.minibatch.feed import Feed
 from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
 from saintpipe.trainer.run_files import RunOutputs

@@ -3,6 +3,7 @@ what the feature gathers of training steps cost (:class:`FeatureMeter`)."""
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, fields
 from typing import Protocol
@@ -37,7 +38,10 @@ FEATURE_BYTES = Counter(
 
 
 class TrainerMetrics:
-    """The metric children of one trainer."""
+    """The metric children of one trainer, and its last loss and validation score (for progress reports)."""
+
+    last_loss = math.nan
+    last_val = math.nan
 
     def __init__(self, trainer: str) -> None:
         self.steps = STEPS.labels(trainer=trainer)
@@ -56,9 +60,11 @@ class TrainerMetrics:
         self.data_wait.inc(data_wait_s)
         self.fetch.inc(fetch_s)
         self.loss.set(loss)
+        self.last_loss = loss
 
     def val_score(self, score: float) -> None:
         self.val.set(score)
+        self.last_val = score
 
     def observe_features(self, rows: int, cache_hits: int, fetched_bytes: int) -> None:
         """One training gather: rows requested, of which cache hits, and the bytes fetched for the rest."""

@@ -1,7 +1,7 @@
 """``SubgraphLoader``: the pipeline's subgraphs as a torch ``IterableDataset`` of :class:`Minibatch` es.
 
 Each iteration takes subgraphs from the job's pool exactly as a trainer does
-(:class:`~saintpipe.trainer.feeds.PoolFeed`: the next subgraph and its features
+(:class:`~saintpipe.minibatch.feed.PoolFeed`: the next subgraph and its features
 are fetched on a background thread while the caller's step computes; node-set
 entries are induced again over the dataset's topology by
 :class:`~saintpipe.services.dataset.expand.SubgraphExpander`), gathers the

@@ -47,8 +47,8 @@ from saintpipe.pipeline.full_batch import KipfRecipe, row_normalize, train_kipf_
 from saintpipe.pipeline.local_pool import InProcessPool
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.loop import TrainLoop
-from saintpipe.trainer.step import EarlyStopping, TrainState
+from saintpipe.trainer.assemble import build_loop, new_state
+from saintpipe.trainer.step import EarlyStopping
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: in
     """
     from saintpipe.trainer.evaluate import evaluate
 
-    state = TrainState(model, graph.feature_dim, graph.num_classes, graph.multilabel, seed=seed)
+    state = new_state(TrainerConfig(model=model, seed=seed), graph)
     batch = graph.full_batch()
     stopper = EarlyStopping(patience)
     for epoch in range(epochs):
@@ -212,9 +212,8 @@ def train_subgraphs(
     sampler = make_sampler(sampling.sampler_config(kind), sampled.indptr, sampled.indices, normalization=norm,
                            train_nodes=sampled.train_nodes, node_map=sampled.node_map)
     seeds = (subgraph_seed(seed, 0, i) for i in range(1 << 62))
-    state = TrainState(model, graph.feature_dim, graph.num_classes, graph.multilabel, seed=seed)
     config = TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed, sample_graph=sampled.kind)
-    loop = TrainLoop(state, graph, config, sampled_degrees=sampled.degrees)
+    loop = build_loop(new_state(config, graph), graph, config, sampled_degrees=sampled.degrees)
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
     return {

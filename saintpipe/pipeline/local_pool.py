@@ -10,7 +10,7 @@ client, not from the kernels directly. Pieces:
   (waiting while the pool is full, as a sampler worker does). Its transport
   is ``auto``: the Redis URL is a loopback one, so the bytes travel in the
   pool's same-host shared-memory slots and Redis holds references;
-* a :class:`~saintpipe.trainer.feeds.PoolFeed` on a second pool object (the
+* a :class:`~saintpipe.minibatch.feed.PoolFeed` on a second pool object (the
   trainer's), which ``get``\\s, decodes and, after each step, ``ack``\\s
   them, with the features gathered from an in-memory graph.
 
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from saintpipe.core.errors import SaintpipeTimeout
-from saintpipe.trainer.feeds import Item, PoolFeed
+from saintpipe.minibatch.feed import Item, PoolFeed
 
 if TYPE_CHECKING:
     from saintpipe.services.pool.pool import PoolStats, SubgraphPool

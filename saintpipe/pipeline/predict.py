@@ -55,7 +55,7 @@ def open_session(run_dir: Path, which: str, data: Path | None, limits: Inference
     from saintpipe.core.bars import is_terminal
     from saintpipe.pipeline.run_dir import model_path
     from saintpipe.services.dataset.store import open_dataset
-    from saintpipe.trainer.worker import pick_device
+    from saintpipe.trainer.assemble import pick_device
 
     path = model_path(run_dir, which)
     torch_device = pick_device(device)

@@ -250,7 +250,7 @@ class LocalPipeline:
         import ray
 
         from saintpipe.core.reaper import start_reaper
-        from saintpipe.pipeline.ray_start import init_local_ray
+        from saintpipe.core.ray_cluster import connect_ray
 
         cpus = self.config.ray_cpus()
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
@@ -259,8 +259,8 @@ class LocalPipeline:
         if reaper is not None:
             self.supervisor.on_stop("ray's leftovers", reaper.stop)  # after ray.shutdown (reverse order)
         with reaper.marking() if reaper is not None else contextlib.nullcontext():
-            init_local_ray(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=verbose,
-                           logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
+            connect_ray("local", num_cpus=cpus, log_to_driver=verbose,
+                        logging_level=logging.INFO if verbose else logging.WARNING, configure_logging=verbose)
         self.supervisor.on_stop("ray", ray.shutdown)
         self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
         if not verbose:
@@ -286,7 +286,7 @@ class LocalPipeline:
 
     def _launch_trainers(self, dataset) -> None:
         from saintpipe.pipeline.trainers import LocalTrainers
-        from saintpipe.trainer.worker import TrainerSpec
+        from saintpipe.trainer.assemble import TrainerSpec
 
         cfg = self.config
         # The shards require the token LocalShards made for them; the trainers read it from its file.

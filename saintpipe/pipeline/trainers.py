@@ -1,17 +1,14 @@
-"""The run's trainers: the trainer package's training loop in Ray actors the runner can follow.
+"""The run's trainers: the trainer package's actors, followed, steered and restarted by the runner.
 
 ``saintpipe.trainer.actor.train`` trains to the end and then returns; a console run
 also needs to see training while it happens (the per-epoch bars), to end it
-early (``[run] max_seconds``) and to know where each trainer's metrics are. So
-each actor here wires the trainer package's own parts exactly as
-:func:`saintpipe.trainer.worker.run_trainer` does (:class:`~saintpipe.trainer.loop.TrainLoop` on a
-prefetching :class:`~saintpipe.trainer.feeds.PoolFeed`, data-parallel through
-:class:`~saintpipe.trainer.distributed.DataParallel`), keeps the loop, and answers
-``progress()`` while ``run()`` trains (a threaded actor). One difference: the
-feature client has the trainer-side cache (static highest-degree rows plus
-LRU), whose hit rate the dashboard shows; the training steps' gathers go through a
-:class:`~saintpipe.trainer.metrics.FeatureMeter`, so the run reports their hit rate
-and bytes fetched per step apart from evaluation's.
+early (``[run] max_seconds``), to restart ranks that died and to know where each
+trainer's metrics are. :class:`LocalTrainers` holds the run's
+:class:`~saintpipe.trainer.actor.TrainerActor` s (assembled by
+:func:`saintpipe.trainer.assemble.assemble_trainer`, as every trainer is) as threaded
+actors, so that ``progress()`` answers while ``run()`` trains. Each has one torch
+thread (Ray gives it one CPU) and the feature client's trainer-side cache (static
+highest-degree rows plus LRU), whose hit rate the dashboard shows.
 """
 
 from __future__ import annotations
@@ -19,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import threading
 import time
 from typing import Any
 
@@ -33,166 +29,10 @@ from saintpipe.core.errors import (
     SaintpipeError,
     ServiceUnavailable,
 )
-from saintpipe.pipeline.progress import TrainerProgress
+from saintpipe.trainer.progress import TrainerProgress
 from saintpipe.pipeline.supervision import Failure
 
 log = logging.getLogger(__name__)
-
-
-def _observed_metrics(name: str):
-    """The trainer's metrics, remembering the last loss and validation score for ``progress()``."""
-    from saintpipe.trainer.metrics import TrainerMetrics
-
-    class ObservedMetrics(TrainerMetrics):
-        last_loss = math.nan
-        last_val = math.nan
-
-        def observe_step(self, compute_s: float, data_wait_s: float, fetch_s: float, loss: float) -> None:
-            super().observe_step(compute_s, data_wait_s, fetch_s, loss)
-            self.last_loss = loss
-
-        def val_score(self, score: float) -> None:
-            super().val_score(score)
-            self.last_val = score
-
-    return ObservedMetrics(name)
-
-
-class _TrainerActor:
-    """One rank: builds the trainer package's loop in :meth:`prepare`, trains in :meth:`run`."""
-
-    def __init__(self, spec, rank: int, world_size: int, cache: dict[str, int] | None) -> None:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        self.spec, self.rank, self.world_size, self.cache = spec, rank, world_size, cache
-        self.loop = self.feed = self.group = self.pool = self.client = self.http = None
-        self.metrics = None
-        self._lock = threading.Lock()
-
-    def rendezvous(self) -> str:
-        """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
-        from saintpipe.trainer.distributed import free_port
-
-        # One node: loopback. Several: the address Ray itself uses to reach this node (as saintpipe.trainer.actor does).
-        alive = [n for n in ray.nodes() if n.get("Alive")]
-        host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
-        return f"{host}:{free_port(host)}"
-
-    def prepare(self, master: str | None, metrics_port: int | None = None) -> str | None:
-        """Open the dataset, connect to the pool and the shards, join the group; returns the metrics URL.
-
-        ``metrics_port``: serve the metrics there (a restarted rank keeps the endpoint the run announced).
-        """
-        import torch
-
-        from saintpipe.services.dataset.expand import SubgraphExpander
-        from saintpipe.services.dataset.sample_graph import sampled_degrees
-        from saintpipe.services.dataset.store import open_dataset
-        from saintpipe.services.feature_shard.cache import CacheConfig
-        from saintpipe.services.feature_shard.client import FeatureClient
-        from saintpipe.services.pool.pool import SubgraphPool
-        from saintpipe.trainer.checkpoint import Checkpointer
-        from saintpipe.trainer.distributed import DataParallel
-        from saintpipe.trainer.evaluate import EvalGraph
-        from saintpipe.trainer.feeds import PoolFeed
-        from saintpipe.trainer.loop import TrainLoop
-        from saintpipe.trainer.metrics import FeatureMeter, serve_metrics
-        from saintpipe.trainer.run_files import outputs_for
-        from saintpipe.trainer.step import TrainState
-        from saintpipe.trainer.worker import pick_device, take_back, trainer_name
-
-        spec, cfg = self.spec, self.spec.config
-        name = trainer_name(spec.job, self.rank)
-        torch.set_num_threads(cfg.threads or 1)  # one core per trainer actor unless configured
-        device = pick_device(cfg.device)
-        self.metrics = _observed_metrics(name)
-        url = None
-        if spec.metrics_port is not None:
-            port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
-            self.http = serve_metrics(port, spec.metrics_host)
-            url = f"http://{spec.metrics_host}:{self.http.server_address[1]}/metrics"
-        dataset = open_dataset(spec.dataset_dir)
-        degrees = dataset.degrees()
-        cache = CacheConfig.model_validate(self.cache) if self.cache else None
-        self.client = FeatureClient(spec.feature_addresses, name=name, cache=cache,
-                                    degrees=degrees if cache and cache.static_rows else None,
-                                    shared_memory=cfg.feature_shared_memory,
-                                    retry_deadline_s=cfg.feature_retry_deadline_s,
-                                    security=cfg.feature_security())
-        self.pool = SubgraphPool.from_config(spec.pool.model_copy(update={"job_id": spec.job}), url=spec.pool_url)
-        # The training steps' gathers are counted apart from evaluation's (hit rate, bytes per step).
-        meter = FeatureMeter(self.client, self.metrics)
-        graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
-                          gather=meter.gather_uncounted, feature_dim=dataset.manifest.feature_dim,
-                          splits=dict(dataset.splits))
-        state = TrainState(cfg.model, graph.feature_dim, graph.num_classes, graph.multilabel, device=device,
-                           seed=cfg.seed)
-        if self.world_size > 1:
-            self.group = DataParallel(self.rank, self.world_size, master, device,
-                                      timeout_s=max(300.0, 4 * cfg.pool_timeout_s))
-        checkpointer = Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None
-        self.loop = TrainLoop(state, graph, cfg, name=name, metrics=self.metrics,
-                              sync=self.group.sync if self.group else None,
-                              decide=self.group.decide if self.group else None,
-                              is_leader=self.rank == 0, checkpointer=checkpointer, feature_meter=meter,
-                              sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
-                              outputs=outputs_for(spec.output_dir, dataset))
-        if self.group is not None:
-            self.group.check_same_start(state.steps)
-        take_back(self.pool, name)
-        self.feed = PoolFeed(self.pool, name, meter.gather, prefetch=cfg.prefetch,
-                             expand=SubgraphExpander(dataset))
-        return url
-
-    def run(self):
-        """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
-        try:
-            return self.loop.run(self.feed)
-        finally:
-            self.feed.close()
-            if self.group is not None:
-                self.group.close()
-            self.pool.close()
-            self.client.close()
-            if self.http is not None:
-                self.http.shutdown()
-                self.http.server_close()
-
-    def progress(self) -> TrainerProgress:
-        loop = self.loop
-        if loop is None:
-            return TrainerProgress()
-        p, e = loop.progress, loop.watch.status
-        return TrainerProgress(epoch=p.epoch, epoch_fraction=p.epoch_fraction, steps=loop.state.steps,
-                               subgraphs=p.subgraphs, loss=self.metrics.last_loss, val_score=self.metrics.last_val,
-                               evaluating=e.running, evaluation=e.phase, evaluation_fraction=e.fraction,
-                               evaluation_s=e.elapsed_s)
-
-    def finish_at(self, steps: int) -> None:
-        """End training once ``steps`` optimizer steps are done (every rank gets the same target)."""
-        if self.loop is not None:
-            self.loop.config.max_steps = max(1, steps)
-
-    def evaluation_estimate(self) -> tuple[float, bool]:
-        """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready), and
-        whether the end of training needs one (not when the best validation's pass scored the test split)."""
-        with self._lock:  # one estimate at a time; the loop caches it
-            if self.loop is None:
-                return math.nan, True
-            return self.loop.evaluation_estimate(), self.loop.needs_final_evaluation
-
-    def cancel_validation(self) -> None:
-        """Cut a validation running now (the run's end is near: its final scoring goes first)."""
-        if self.loop is not None:
-            self.loop.watch.cancel()
-
-    def cut_evaluation_at(self, deadline: float | None) -> None:
-        """Cut any evaluation still running at ``deadline`` (``time.time()``)."""
-        if self.loop is not None:
-            self.loop.watch.cut_at(deadline)
-
-    def snapshot(self):
-        """The TrainResult so far, without scoring (for a run that ends before this rank's loop returns)."""
-        return self.loop.snapshot() if self.loop is not None else None
 
 
 def _last_line(exc: BaseException) -> str:
@@ -213,7 +53,7 @@ class LocalTrainers:
     """Start the run's trainer actors, follow them, stop them.
 
     Args:
-        spec: the job (:class:`saintpipe.trainer.worker.TrainerSpec`).
+        spec: the job (:class:`saintpipe.trainer.assemble.TrainerSpec`).
         trainers: data-parallel ranks.
         cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
     """
@@ -234,10 +74,14 @@ class LocalTrainers:
 
     def launch(self) -> None:
         """Create the actors (they import torch in the background meanwhile)."""
+        from saintpipe.trainer.actor import TrainerActor
+
         use_gpus = ray.available_resources().get("GPU", 0) >= self.trainers
-        remote = ray.remote(_TrainerActor).options(num_cpus=1, num_gpus=1 if use_gpus else 0, max_concurrency=4,
-                                                   max_restarts=0)
-        self._actors = [remote.remote(self.spec, rank, self.trainers, self.cache) for rank in range(self.trainers)]
+        remote = ray.remote(TrainerActor).options(num_cpus=1, num_gpus=1 if use_gpus else 0, max_concurrency=4,
+                                                  max_restarts=0)
+        # One torch thread each unless [trainer] threads says otherwise: Ray gives the actor one CPU.
+        self._actors = [remote.remote(self.spec, rank, self.trainers, threads=1, cache=self.cache)
+                        for rank in range(self.trainers)]
 
     def start(self, timeout: float = 120.0, estimate_evaluation: bool = False) -> None:
         """Wait until every actor is connected (and in the data-parallel group), then start training.

@@ -20,7 +20,7 @@ split, the stored normalization), for trainers and for the benchmark that
 measures it (``saintpipe bench samplers``) alike.
 
 A :class:`SubgraphExpander` is what a trainer passes to the pool's ``get``
-(through :class:`~saintpipe.trainer.feeds.PoolFeed`): it runs on the prefetch
+(through :class:`~saintpipe.minibatch.feed.PoolFeed`): it runs on the prefetch
 thread, overlapping the step in progress. It tells two failures apart:
 
 * :class:`~saintpipe.core.errors.DecodeError`: the entry itself is unusable

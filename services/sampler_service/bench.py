@@ -375,6 +375,7 @@ def plan_runs(transport: str, wire: str, workers: int) -> list[Run]:
 def _bench(args: argparse.Namespace) -> int:
     import ray
 
+    from saintpipe.core.ray_cluster import connect_ray
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
     from saintpipe.services.dataset.normalization import load_or_estimate
@@ -417,7 +418,7 @@ def _bench(args: argparse.Namespace) -> int:
         cross_host = _cross_host_plan(args.cross_host)
         if cross_host == "veth":
             runs += [Run(1, "redis", "full", veth=True), Run(1, "redis", "nodes", veth=True)]
-        ray.init(address="local", num_cpus=max(cores, workers), include_dashboard=False, log_to_driver=False)
+        connect_ray("local", num_cpus=max(cores, workers), log_to_driver=False)
         measured: dict[Run, tuple[list[dict], list[dict]]] = {}
 
         def measure(run: Run, url: str, redis_pid: int | None) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import ray
 
-from saintpipe.core.credentials import check_ray_token, redis_url_with_password
+from saintpipe.core.credentials import redis_url_with_password
 from saintpipe.core.errors import ConfigError, InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
 from saintpipe.core.report import plural
 from saintpipe.services.pool.connection import redact_url
@@ -294,22 +294,12 @@ class SamplerService:
         return SamplerWorker(index, self._spec, orientation=self._orientation_ref, process=process)
 
     def _connect_ray(self) -> None:
-        if ray.is_initialized():
-            return
-        address = self.config.ray_address
-        if address not in (None, "local"):
-            check_ray_token()  # a cluster token left at the .env.example placeholder: refuse it, say so
-        try:
-            if address in (None, "local"):
-                # address="local": always a new private cluster, never one another driver left running.
-                # More logical CPUs than cores when asked for more workers: they then share cores.
-                cpus = max(len(os.sched_getaffinity(0)), int(self.config.workers * self.config.num_cpus_per_worker))
-                ray.init(address="local", num_cpus=cpus, include_dashboard=False)
-            else:
-                ray.init(address=address, include_dashboard=False)
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise ServiceUnavailable(f"ray: cannot start or join {address or 'a local cluster'}: {exc}") from exc
-        self._owns_ray = True
+        from saintpipe.core.ray_cluster import connect_ray
+
+        # A local cluster: more logical CPUs than cores when asked for more workers (they then share cores).
+        cpus = max(len(os.sched_getaffinity(0)), int(self.config.workers * self.config.num_cpus_per_worker))
+        if connect_ray(self.config.ray_address, num_cpus=cpus):
+            self._owns_ray = True
 
     def _connect_redis(self) -> None:
         from saintpipe.services.pool.pool import SubgraphPool

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from saintpipe.pipeline.ray_start import init_local_ray
+from saintpipe.core.ray_cluster import init_local_ray
 
 
 def start_local_ray(attempts: int = 3) -> None:

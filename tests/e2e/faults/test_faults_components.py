@@ -39,7 +39,7 @@ def test_a_killed_sampler_worker_is_restarted_by_ray(fault_run, undisturbed):
 
 def test_a_killed_trainer_is_restarted_from_its_checkpoint(fault_run, undisturbed):
     run = fault_run().training(steps=60)  # past a checkpoint (every 25 steps)
-    run.kill("ray::_TrainerActor")
+    run.kill("ray::TrainerActor")
     wait_until(lambda: "trainers restarted" in run.stderr, 180, "the trainers' restart", run)
     summary = finish_cleanly(run, undisturbed)
     assert len(restarts(summary, "trainers")) == 1, summary["restarts"]

@@ -67,10 +67,10 @@ def test_a_sigkilled_runner_takes_its_children_along_and_doctor_removes_its_shar
 
 def test_a_component_past_its_budget_ends_the_run_with_one_line_and_resume_goes_on(fault_run, undisturbed, tmp_path):
     run = fault_run("max_restarts = 1").training(steps=60)
-    run.kill("ray::_TrainerActor")
+    run.kill("ray::TrainerActor")
     wait_until(lambda: "trainers restarted" in run.stderr, 180, "the trainers' restart", run)
     run.wait_for_steps(30, 120)  # back in business (resumed from its checkpoint at step 50 or later)
-    run.kill("ray::_TrainerActor")
+    run.kill("ray::TrainerActor")
     code = run.finish()
     assert code == 2, run.output()
     summary = run.summary()  # what ran is still reported

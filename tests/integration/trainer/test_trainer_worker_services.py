@@ -6,7 +6,7 @@ from prometheus_client import REGISTRY
 
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
-from saintpipe.trainer.worker import TrainerSpec, run_trainer, trainer_name
+from saintpipe.trainer.assemble import TrainerSpec, run_trainer, trainer_name
 
 MODEL = ModelConfig(arch="gcn", hidden=[32, 32], dropout=0.5, weight_decay=5e-4)
 

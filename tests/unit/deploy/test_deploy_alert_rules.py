@@ -184,7 +184,7 @@ def test_labels_a_rule_groups_or_joins_by_are_documented():
 
 def test_the_training_job_regex_matches_the_trainers_names():
     """The rules read the training job out of the `trainer` label: trainer_name(job, rank) must fit."""
-    from saintpipe.trainer.worker import trainer_name
+    from saintpipe.trainer.assemble import trainer_name
 
     regexes = set()
     for rule in alerts().values():

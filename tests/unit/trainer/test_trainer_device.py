@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from saintpipe.core.errors import ConfigError
-from saintpipe.trainer.worker import pick_device
+from saintpipe.trainer.assemble import pick_device
 
 
 def test_auto_and_cpu_pick_a_device_torch_has():

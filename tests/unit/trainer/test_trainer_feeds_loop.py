@@ -15,7 +15,7 @@ from saintpipe.core.subgraph import Subgraph
 from saintpipe.trainer.checkpoint import Checkpointer
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.feeds import Item, PoolFeed
+from saintpipe.minibatch.feed import Item, PoolFeed
 from saintpipe.trainer.loop import TrainLoop
 from saintpipe.trainer.step import EarlyStopping, TrainState
 from saintpipe.trainer.synthetic import random_subgraph

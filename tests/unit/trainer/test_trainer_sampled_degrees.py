@@ -12,7 +12,7 @@ from saintpipe.services.sampler.sampler import make_sampler
 from saintpipe.trainer import loop as loop_module
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.feeds import Item
+from saintpipe.minibatch.feed import Item
 from saintpipe.trainer.loop import TrainLoop
 from saintpipe.trainer.step import TrainState
 

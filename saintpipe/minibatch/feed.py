@@ -1,4 +1,4 @@
-"""Where a trainer's subgraphs and their features come from.
+"""Where a consumer's subgraphs and their features come from: a trainer's, or a user's loader's.
 
 A feed hands out :class:`Item` s: a subgraph, its feature rows and a callback
 that acknowledges it once the step that used it is done.
@@ -172,3 +172,15 @@ class PoolFeed:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.get_timeout + 5.0)
+
+
+def take_back(pool, name: str) -> int:
+    """What consumer ``name`` held unacknowledged before it was restarted, delivered to it again at once.
+
+    A restarted trainer (a Ray actor, a container, a pod) or loader comes back under its old name; without
+    this its subgraphs would wait out the pool's visibility timeout. Returns how many there were.
+    """
+    recovered = pool.recover(name)
+    if recovered:
+        log.info("%s: %d unacknowledged subgraph(s) of its previous life delivered again", name, recovered)
+    return recovered

@@ -1,4 +1,10 @@
-"""Starting a private local Ray cluster, tried again when its node does not come up in time."""
+"""Starting or joining Ray: the one way every entry point does it.
+
+:func:`connect_ray` joins a cluster by address (its token checked first) or
+starts a private local one, and a local start whose node did not come up in
+time is tried again (:func:`init_local_ray`). ``saintpipe run``, the sampler
+service, ``serve trainer`` and the benchmarks all start Ray through it.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,41 @@ log = logging.getLogger(__name__)
 # (30 s; a bare Exception), or the GCS did not publish its port (RAY_gcs_server_port_wait_time_s, 30 s; a
 # RuntimeError naming the session's gcs_server_port file).
 STARTUP_TIMEOUTS = ("timed out during startup", "Timed out waiting for file")
+
+
+def connect_ray(address: str | None = None, *, num_cpus: int | None = None, log_to_driver: bool = True,
+                **init_kwargs: Any) -> bool:
+    """Join the Ray cluster at ``address``, or start a private local one; returns whether this call did either.
+
+    Nothing happens (False) when this process is already connected: whoever connected it shuts it down.
+    ``address`` None or ``"local"``: always a new private cluster of ``num_cpus`` logical CPUs (never one
+    another driver left running), started again when its node times out during start-up. Any other
+    address (``"auto"``, ``host:port``, ``ray://...``) is joined after the cluster token is checked.
+    ``init_kwargs`` go to ``ray.init`` (``logging_level``, ``configure_logging``, ...); the dashboard stays off.
+
+    Raises:
+        ServiceUnavailable: the cluster cannot be started or joined (the message names the address).
+        ConfigError: a cluster token left at its placeholder.
+    """
+    import ray
+
+    from saintpipe.core.credentials import check_ray_token
+    from saintpipe.core.errors import ServiceUnavailable
+
+    if ray.is_initialized():
+        return False
+    local = address in (None, "local")
+    if not local:
+        check_ray_token()  # a cluster token left at the .env.example placeholder: refuse it, say so
+    try:
+        if local:
+            init_local_ray(address="local", num_cpus=num_cpus, include_dashboard=False,
+                           log_to_driver=log_to_driver, **init_kwargs)
+        else:
+            ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver, **init_kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ServiceUnavailable(f"ray: cannot start or join {address or 'a local cluster'}: {exc}") from exc
+    return True
 
 
 def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) -> None:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from saintpipe.pipeline.ray_start import init_local_ray
+from saintpipe.core.ray_cluster import init_local_ray
 
 
 def _fake_ray(monkeypatch, failures: list[Exception]) -> list[str]:

@@ -1,0 +1,33 @@
+"""The minibatch path: how a consumer's subgraphs and their features arrive, beneath the trainer and the loader.
+
+* :mod:`~saintpipe.minibatch.feed`: :class:`PoolFeed` (a subgraph from the pool, its feature rows,
+  prefetched on a thread), :class:`Item`, and :func:`take_back` (a restarted consumer's unacknowledged
+  subgraphs, delivered again at once).
+* :mod:`~saintpipe.minibatch.inputs`: :class:`PoolInputs`, a consumer's pool, feature client and feed,
+  opened one way for trainers and users' loaders alike.
+
+The models know nothing of this layer: the trainer's loop takes :class:`Item` s from any ``Feed``.
+Importing this package loads nothing else: the names below load on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from saintpipe.minibatch.feed import Feed, Item, PoolFeed, take_back
+    from saintpipe.minibatch.inputs import PoolInputs
+
+_WHERE = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs"}
+
+__all__ = ["Feed", "Item", "PoolFeed", "PoolInputs", "take_back"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'saintpipe.minibatch' has no attribute {name!r}")
+    value = getattr(import_module(f"saintpipe.minibatch.{module}"), name)
+    globals()[name] = value
+    return value
