@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from saintpipe.core.subgraph import Subgraph
-from saintpipe.trainer.sparse import SparseOperand, as_tensor
+from saintpipe.core.tensors import as_tensor
+from saintpipe.trainer.sparse import SparseOperand
 
 
 def mean_aggregation_weights(indptr: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

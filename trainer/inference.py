@@ -54,7 +54,8 @@ from saintpipe.trainer.layers import GATLayer, MixHopLayer
 from saintpipe.trainer.models import GNN
 from saintpipe.trainer.ops import spmm
 from saintpipe.trainer.schedule import Scheduler
-from saintpipe.trainer.sparse import SparseOperand, as_tensor
+from saintpipe.core.tensors import as_tensor
+from saintpipe.trainer.sparse import SparseOperand
 
 log = logging.getLogger(__name__)
 

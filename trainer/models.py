@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from saintpipe.core.tensors import weighted_loss
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer, SAGELayer, _glorot
@@ -88,24 +89,6 @@ class GNN(nn.Module):
     def loss(self, logits: torch.Tensor, batch: GraphBatch) -> torch.Tensor:
         """Σ_v λ_v·L_v / Σ_v λ_v with λ the batch's loss weights (zero for unlabelled nodes)."""
         return weighted_loss(logits, batch.labels, batch.loss_weights, self.multilabel)
-
-
-def weighted_loss(
-    logits: torch.Tensor, labels: torch.Tensor, weights: torch.Tensor, multilabel: bool
-) -> torch.Tensor:
-    """Per-node CE (softmax) or BCE (sigmoid, mean over classes), weighted by ``weights``.
-
-    The sum is divided by Σ weights rather than by a constant, so the step size
-    does not depend on how many labelled nodes a subgraph happens to hold.
-    """
-    if multilabel:
-        per_node = nn.functional.binary_cross_entropy_with_logits(logits, labels, reduction="none").mean(1)
-    else:
-        per_node = nn.functional.cross_entropy(logits, labels.clamp(min=0), reduction="none")
-    total = weights.sum()
-    if float(total) <= 0.0:
-        return (logits * 0.0).sum()  # no labelled node in this batch: a zero loss that still has a graph
-    return (weights * per_node).sum() / total
 
 
 def build_model(config: ModelConfig, in_dim: int, num_classes: int, multilabel: bool) -> GNN:

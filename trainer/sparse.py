@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from numba import njit
 
+from saintpipe.core.tensors import as_tensor
+
 
 @contextmanager
 def _quiet_beta():
@@ -47,18 +49,6 @@ def transpose_permutation(indptr: np.ndarray, indices: np.ndarray) -> np.ndarray
             perm[nxt[u]] = j
             nxt[u] += 1
     return perm
-
-
-def as_tensor(array: np.ndarray, dtype: np.dtype) -> torch.Tensor:
-    """A CPU tensor over ``array`` (converted to ``dtype``), copying only when it must.
-
-    Arrays decoded from the pool are read-only views of the message; torch
-    cannot wrap those, so they are copied once.
-    """
-    out = np.ascontiguousarray(array, dtype=dtype)
-    if not out.flags.writeable:
-        out = out.copy()
-    return torch.from_numpy(out)
 
 
 @dataclass

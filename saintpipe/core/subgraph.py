@@ -23,7 +23,7 @@ Conventions (shared by every component):
 :class:`SubgraphNodes` is the compact form the pool may carry instead (pool
 setting ``wire = "nodes"``): the node set and an :class:`Induction`, the few
 facts a trainer needs to induce the CSR and compute every weight again from
-its own copy of the topology (``saintpipe.services.dataset.expand``), bit for bit what
+its own copy of the topology (``saintpipe.minibatch.expand``), bit for bit what
 the sampler would have sent. FastSample's hybrid partitioning (topology
 replicated on every host) is what makes that possible.
 """

@@ -4,7 +4,7 @@ Each iteration takes subgraphs from the job's pool exactly as a trainer does
 (:class:`~saintpipe.minibatch.feed.PoolFeed`: the next subgraph and its features
 are fetched on a background thread while the caller's step computes; node-set
 entries are induced again over the dataset's topology by
-:class:`~saintpipe.services.dataset.expand.SubgraphExpander`), gathers the
+:class:`~saintpipe.minibatch.expand.SubgraphExpander`), gathers the
 features from the shards (through same-host shared memory where it can) and
 yields one :class:`~saintpipe.loader.minibatch.Minibatch` per subgraph.
 

@@ -5,6 +5,10 @@
   subgraphs, delivered again at once).
 * :mod:`~saintpipe.minibatch.inputs`: :class:`PoolInputs`, a consumer's pool, feature client and feed,
   opened one way for trainers and users' loaders alike.
+* :mod:`~saintpipe.minibatch.expand`: :class:`SubgraphExpander`, node sets from the pool (wire
+  ``nodes``) induced again on the consumer's copy of the topology, by the sampler's own kernel.
+* :mod:`~saintpipe.minibatch.batch`: :class:`Minibatch`, one subgraph as tensors with the GraphSAINT
+  loss (what the users' loader yields), and :func:`build_minibatch`.
 
 The models know nothing of this layer: the trainer's loop takes :class:`Item` s from any ``Feed``.
 Importing this package loads nothing else: the names below load on first use.
@@ -16,12 +20,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    from saintpipe.minibatch.batch import Minibatch, build_minibatch
+    from saintpipe.minibatch.expand import SubgraphExpander
     from saintpipe.minibatch.feed import Feed, Item, PoolFeed, take_back
     from saintpipe.minibatch.inputs import PoolInputs
 
-_WHERE = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs"}
+_WHERE = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs",
+          "SubgraphExpander": "expand", "Minibatch": "batch", "build_minibatch": "batch"}
 
-__all__ = ["Feed", "Item", "PoolFeed", "PoolInputs", "take_back"]
+__all__ = ["Feed", "Item", "Minibatch", "PoolFeed", "PoolInputs", "SubgraphExpander", "build_minibatch", "take_back"]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ that acknowledges it once the step that used it is done.
 
 The trainer takes subgraphs only through the pool's client: it never samples.
 Entries that arrive as node sets (pool wire ``nodes``) are induced again by the
-feed's ``expand`` (:class:`saintpipe.services.dataset.expand.SubgraphExpander`) inside the
+feed's ``expand`` (:class:`saintpipe.minibatch.expand.SubgraphExpander`) inside the
 pool's ``get``, on the prefetch thread, so every item holds a whole subgraph.
 
 Every item carries how long its subgraph took to arrive (``sample_wait_s``:

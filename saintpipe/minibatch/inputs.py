@@ -65,7 +65,7 @@ class PoolInputs:
     def start_feed(self, gather: Callable[[np.ndarray], np.ndarray] | None = None) -> PoolFeed:
         """Take back what this consumer held before, then start the feed (features through ``gather``;
         default the feature client's)."""
-        from saintpipe.services.dataset.expand import SubgraphExpander
+        from saintpipe.minibatch.expand import SubgraphExpander
 
         take_back(self.pool, self.consumer)
         self.feed = PoolFeed(self.pool, self.consumer, gather or self.client.gather, prefetch=self.prefetch,

@@ -4,7 +4,7 @@ A sampler in the ``nodes`` wire mode sends only the node set of its subgraph
 and an :class:`~saintpipe.core.subgraph.Induction` (which graph, which
 normalization, which training nodes); the trainer induces the CSR and computes
 the weights again from its own copy of the topology
-(:mod:`saintpipe.services.dataset.expand`). Ids travel sorted, as the first id and the
+(:mod:`saintpipe.minibatch.expand`). Ids travel sorted, as the first id and the
 gaps between neighbours in the narrowest unsigned width that holds the largest
 gap: a random-walk subgraph of ~7,000 nodes on a Kronecker graph of 262,144
 nodes takes 2 bytes a node (about 14 KB, with the rest of the message) where

@@ -323,7 +323,7 @@ class SubgraphPool:
             consumer: this trainer's name, unique among the job's live trainers.
             timeout: seconds to wait for an entry; ``None`` waits forever, ``0`` does not wait.
             expand: turns an entry of the compact form (a node set, pool wire ``nodes``) into its
-                whole subgraph (the trainer's :class:`saintpipe.services.dataset.expand.SubgraphExpander`).
+                whole subgraph (the trainer's :class:`saintpipe.minibatch.expand.SubgraphExpander`).
                 It raises DecodeError for an entry that cannot be trained on (dead-lettered like one
                 that does not decode) and ConfigError where this consumer cannot expand it (left for
                 another consumer, as below).

@@ -1,7 +1,7 @@
 """``saintpipe bench samplers``, the wire's side: bytes per subgraph and the trainer's work, whole vs node set.
 
 With the pool's ``wire = "nodes"`` a worker sends the node set and the
-trainer induces it again (:class:`saintpipe.services.dataset.expand.SubgraphExpander`):
+trainer induces it again (:class:`saintpipe.minibatch.expand.SubgraphExpander`):
 the bytes and the sampler's work shrink, the trainer's work grows. This
 measures both sides on the same subgraphs, in the benchmark's process, pinned
 to one core as the plain loop is: the encoded size of each form, and what a
@@ -30,7 +30,7 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
         ``expanded_equal`` (every expanded subgraph equals its whole form).
     """
     from saintpipe.core.subgraph import SubgraphNodes
-    from saintpipe.services.dataset.expand import SubgraphExpander
+    from saintpipe.minibatch.expand import SubgraphExpander
     from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
     from saintpipe.services.pool.compact import decode_entry, encode_nodes
     from saintpipe.services.sampler.parallel import subgraph_seeds

@@ -15,7 +15,7 @@ waiting is overlapped with the next draw in one of two ways:
   pusher).
 * node sets (pool wire ``nodes``, given an ``induction``): the worker draws
   only the node set (no induction, no weights: the trainer does those,
-  :mod:`saintpipe.services.dataset.expand`) and puts a message of a few KB, pipelined
+  :mod:`saintpipe.minibatch.expand`) and puts a message of a few KB, pipelined
   on the drawing thread as with shared memory: encoding it takes ~20 us and
   its send is one small write, not worth a hand-off to another thread.
 

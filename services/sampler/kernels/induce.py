@@ -26,8 +26,8 @@ from saintpipe.services.sampler.kernels.oriented import induce_oriented
 from saintpipe.services.sampler.kernels.rng import bounded
 from saintpipe.services.sampler.kernels.select import bitset_words, clear_nodes, index_ranks, local_id, unmark
 
-__all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_subgraph", "induce_scan", "radix_sort_ids",
-           "release_nodes", "sorted_node_ids", "stage_subgraph", "transpose_weights"]
+__all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_subgraph", "induce_node_set", "induce_scan",
+           "radix_sort_ids", "release_nodes", "sorted_node_ids", "stage_subgraph", "transpose_weights"]
 
 STATUS_OK = 0
 STATUS_ASYMMETRIC = 1
@@ -377,3 +377,38 @@ def finish_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_
                                         loss_coef, sub_indices, weights, weights_t, loss)
     eids = tmp_eid[:e].copy() if want_eids else tmp_eid
     return status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss
+
+
+@njit(cache=True, nogil=True)
+def induce_node_set(indptr, indices, bits, ranks, node_ids, alpha, train_mask, loss_coef):
+    """The subgraph of a node set that arrived without its edges (the pool's ``nodes`` wire), as
+    :func:`finish_subgraph` made it when the set was drawn: the same scan, weights, Algorithm 6 and loss
+    weights, so a consumer's re-induction is bit for bit the sampler's (FastSample's fused induction, done
+    on the consumer's side).
+
+    Args:
+        indptr, indices: the graph the set was drawn from (CSR, sorted rows, both directions of each edge).
+        bits: uint64 [ceil(N/64)] scratch, all 0 (left so). ranks: int32 [ceil(N/64)] scratch.
+        node_ids: int64 [n], strictly ascending, each in [0, N) (the decoder checked).
+        alpha, train_mask, loss_coef: as :func:`finish_subgraph`'s (empty arrays: none).
+
+    Returns:
+        ``(bad_row, sub_indptr, sub_indices, weights, weights_t, loss)``; ``bad_row`` is -1, or a local
+        row with an entry whose reverse is missing (a directed graph).
+    """
+    n = node_ids.size
+    for i in range(n):
+        v = np.uint64(node_ids[i])
+        bits[v >> _SIX] |= _ONE << (v & _LOW6)
+    index_ranks(ranks, node_ids)
+    sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, alpha.size > 0)
+    e = sub_indptr[n]
+    for k in range(e):
+        kept[k] = local_id(bits, ranks, kept[k])
+    sub_indices = np.empty(e, dtype=np.int32)
+    weights = np.empty(e, dtype=np.float32)
+    weights_t = np.empty(e, dtype=np.float32)
+    loss = np.empty(n, dtype=np.float32)
+    _, bad_row = complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
+                                   loss_coef, sub_indices, weights, weights_t, loss)
+    return bad_row, sub_indptr, sub_indices, weights, weights_t, loss

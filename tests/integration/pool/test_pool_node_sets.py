@@ -9,7 +9,7 @@ from saintpipe.core.errors import ConfigError
 from saintpipe.core.subgraph import SubgraphNodes
 from saintpipe.protos import subgraph_pb2
 from saintpipe.services.dataset.demo import generate_demo
-from saintpipe.services.dataset.expand import SubgraphExpander
+from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 from saintpipe.services.pool import schema

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from saintpipe.services.dataset.expand import SubgraphExpander
+from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.config import PoolConfig

@@ -12,7 +12,7 @@ import pytest
 from saintpipe.core.subgraph import Subgraph
 from saintpipe.services.dataset import train_graph as tg
 from saintpipe.services.dataset.demo import generate_demo
-from saintpipe.services.dataset.expand import SubgraphExpander
+from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_stored
 from saintpipe.services.dataset.sample_graph import open_sample_graph
 from saintpipe.services.dataset.store import open_dataset, write_dataset

@@ -15,7 +15,8 @@ import torch
 
 from saintpipe.trainer.batch import batch_from_subgraph
 from saintpipe.trainer.config import ModelConfig
-from saintpipe.trainer.models import build_model, weighted_loss
+from saintpipe.core.tensors import weighted_loss
+from saintpipe.trainer.models import build_model
 from saintpipe.trainer.synthetic import random_subgraph
 
 

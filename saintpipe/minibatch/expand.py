@@ -1,4 +1,4 @@
-"""Node sets from the pool back into whole subgraphs, over a dataset's topology (a trainer's copy).
+"""Node sets from the pool back into whole subgraphs, over a dataset's topology (a consumer's copy).
 
 With the pool's ``wire = "nodes"`` a sampler sends a subgraph as its node set
 and an :class:`~saintpipe.core.subgraph.Induction` (a few KB instead of
@@ -14,10 +14,9 @@ are induced on the training graph stored with the dataset
 (``DATASET/train_graph/``): its degrees and CSR positions are what that
 normalization's coefficients index. (Without a normalization the full graph
 gives the same arrays: a node set of training nodes induces the same edges in
-both, and the plain weights depend only on those.) It lives with
-the dataset store because that is all it reads (the topology, the training
-split, the stored normalization), for trainers and for the benchmark that
-measures it (``saintpipe bench samplers``) alike.
+both, and the plain weights depend only on those.) The induction is the
+sampler's own kernel (:func:`saintpipe.services.sampler.kernels.induce.induce_node_set`),
+reached through this layer: the trainer itself never imports the sampler.
 
 A :class:`SubgraphExpander` is what a trainer passes to the pool's ``get``
 (through :class:`~saintpipe.minibatch.feed.PoolFeed`): it runs on the prefetch
@@ -43,8 +42,10 @@ import numpy as np
 from saintpipe.core.errors import ConfigError, DatasetError, DecodeError
 from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
 from saintpipe.services.dataset.norm_files import NORM_DIR, read_stored, train_digest
-from saintpipe.services.dataset.induce import EXPAND_OK, expand_node_set
 from saintpipe.services.dataset.train_graph import TrainGraph, load_train_graph
+from saintpipe.services.sampler.kernels.induce import induce_node_set
+
+_INDUCED = -1  # induce_node_set's bad_row when the pattern is symmetric
 
 _EMPTY_F32 = np.empty(0, dtype=np.float32)
 _EMPTY_U8 = np.empty(0, dtype=np.uint8)
@@ -76,10 +77,9 @@ class SubgraphExpander:
         self._train = dataset.splits.get("train")
         self._train_digest: str | None = None
         self._train_mask: np.ndarray | None = None
-        # Scratch of the graph's size (4.1 bytes a node), made on the first node set: a trainer fed whole
-        # subgraphs never pays for it.
-        self._g2l: np.ndarray | None = None
-        self._bits: np.ndarray | None = None
+        # Scratch of the graph's size (0.19 bytes a node: a bit and a rank per 64 nodes), made on the first
+        # node set: a trainer fed whole subgraphs never pays for it.
+        self._scratch: tuple[np.ndarray, np.ndarray] | None = None
         self._norms: dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray, TrainGraph | None]] = {}
         self._train_graph: TrainGraph | None = None  # read on the first node set drawn from it
         self._train_scratch: tuple[np.ndarray, np.ndarray] | None = None
@@ -102,12 +102,12 @@ class SubgraphExpander:
         if train_graph is not None:
             return self._expand_on_training_graph(nodes, train_graph, alpha, loss_coef)
         with self._lock:
-            if self._g2l is None:
-                self._g2l = np.full(self.num_nodes, -1, dtype=np.int32)
-                self._bits = np.zeros((self.num_nodes + 63) // 64, dtype=np.uint64)
-            bad_row, indptr, indices, weights, weights_t, loss = expand_node_set(
-                self._indptr, self._indices, ids, self._g2l, self._bits, alpha, mask, loss_coef)
-        if bad_row != EXPAND_OK:
+            if self._scratch is None:
+                self._scratch = _scratch(self.num_nodes)
+            bits, ranks = self._scratch
+            bad_row, indptr, indices, weights, weights_t, loss = induce_node_set(
+                self._indptr, self._indices, bits, ranks, ids, alpha, mask, loss_coef)
+        if bad_row != _INDUCED:
             raise DatasetError(f"{self.path}: the graph is not symmetric: node {int(ids[bad_row])} has an edge "
                                "whose reverse is missing")
         return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
@@ -124,12 +124,11 @@ class SubgraphExpander:
                               "the training graph its normalization was made on")
         with self._lock:
             if self._train_scratch is None:
-                self._train_scratch = (np.full(graph.num_nodes, -1, dtype=np.int32),
-                                       np.zeros((graph.num_nodes + 63) // 64, dtype=np.uint64))
-            g2l, bits = self._train_scratch
-            bad_row, indptr, indices, weights, weights_t, loss = expand_node_set(
-                graph.indptr, graph.indices, local, g2l, bits, alpha, _EMPTY_U8, loss_coef)
-        if bad_row != EXPAND_OK:
+                self._train_scratch = _scratch(graph.num_nodes)
+            bits, ranks = self._train_scratch
+            bad_row, indptr, indices, weights, weights_t, loss = induce_node_set(
+                graph.indptr, graph.indices, bits, ranks, local, alpha, _EMPTY_U8, loss_coef)
+        if bad_row != _INDUCED:
             raise DatasetError(f"{graph.where}: the training graph is not symmetric: node {int(ids[bad_row])} has "
                                "an edge whose reverse is missing")
         return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
@@ -162,11 +161,12 @@ class SubgraphExpander:
                 f"of this trainer's dataset {self.path} has digest {self._train_digest}: point the trainers at the "
                 "samplers' dataset"
             )
-        if self._train_mask is None:
-            mask = np.zeros(self.num_nodes, dtype=np.uint8)
-            mask[np.asarray(self._train)] = 1
-            mask.flags.writeable = False
-            self._train_mask = mask
+        if self._train_mask is None:  # one bit per node, as the sampler's kernels read it
+            mask = np.zeros(self.num_nodes, dtype=bool)
+            mask[np.asarray(self._train)] = True
+            packed = np.packbits(mask, bitorder="little")
+            packed.flags.writeable = False
+            self._train_mask = packed
         return self._train_mask
 
     def _normalization(self, ind: Induction) -> tuple[np.ndarray, np.ndarray, TrainGraph | None]:
@@ -205,6 +205,12 @@ class SubgraphExpander:
         cached = (_readonly(alpha, np.float32), _readonly(loss, np.float32), graph)
         self._norms[key] = cached
         return cached
+
+
+def _scratch(num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The induction's membership bitset (all 0) and rank per word, for a graph of ``num_nodes``."""
+    words = (num_nodes + 63) // 64
+    return np.zeros(words, dtype=np.uint64), np.zeros(words, dtype=np.int32)
 
 
 def _readonly(array: np.ndarray, dtype: type) -> np.ndarray:

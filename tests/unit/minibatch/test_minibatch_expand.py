@@ -12,7 +12,7 @@ from saintpipe.core.errors import ConfigError, DecodeError
 from saintpipe.core.subgraph import Induction, SubgraphNodes
 from saintpipe.services.dataset import normalization as stored_normalization
 from saintpipe.services.dataset import norm_files
-from saintpipe.services.dataset.expand import SubgraphExpander
+from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate, norm_dir
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.codec import encode_subgraph

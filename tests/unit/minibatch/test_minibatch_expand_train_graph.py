@@ -10,7 +10,7 @@ import pytest
 
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.subgraph import SubgraphNodes
-from saintpipe.services.dataset.expand import SubgraphExpander
+from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import graph_norm_dir, load_or_estimate, store_normalization
 from saintpipe.services.dataset.sample_graph import open_sample_graph
 from saintpipe.services.dataset.store import open_dataset
