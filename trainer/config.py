@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 import pydantic
 
 from saintpipe.core.config import StrictModel
+from saintpipe.core.seeds import Seed
 
 # Bounds far past any real run; they keep a typo (or 10**30) from overflowing numpy and torch.
 MAX_STEPS = 10**9
@@ -99,8 +100,8 @@ class TrainerConfig(StrictModel):
     """Where checkpoints go (None: no checkpoints). A restarted trainer resumes from the latest."""
     checkpoint_every_steps: int = pydantic.Field(50, ge=0, le=MAX_STEPS)
     """Checkpoint every this many steps, besides each epoch end and the end (0: only those)."""
-    seed: int = pydantic.Field(0, ge=0, le=2**63 - 1)
-    """Seed of the model's initialization and dropout (numpy and torch take 0 to 2**63 - 1)."""
+    seed: Seed = 0
+    """Seed of the model's initialization and dropout."""
     device: str = "auto"
     """torch device: auto (cuda when available), cpu, cuda, cuda:1, ..."""
     pool_timeout_s: float = pydantic.Field(30.0, gt=0.0, le=86_400)

@@ -11,9 +11,8 @@ import math
 import operator
 
 from saintpipe.core.errors import InvalidArgument
+from saintpipe.core.seeds import SEED_MAX
 
-# numpy seeds must be non-negative; 63 bits keeps them printable and storable as int64.
-MAX_SEED = 2**63 - 1
 # Node ids are stored as int32.
 MAX_NODES = 2**31 - 1
 
@@ -50,5 +49,5 @@ def require_float(flag: str, value: object, low: float, high: float | None = Non
 
 
 def require_seed(value: object, flag: str = "--seed") -> int:
-    """A random seed in ``[0, 2**63 - 1]`` (numpy refuses negative seeds with a traceback)."""
-    return require_int(flag, value, 0, MAX_SEED)
+    """A random seed in ``[0, SEED_MAX]`` (:mod:`saintpipe.core.seeds`; numpy refuses negative seeds with a traceback)."""
+    return require_int(flag, value, 0, SEED_MAX)
