@@ -65,6 +65,7 @@ def add_model_flags(
     fields: Iterable[str] | Mapping[str, str],
     *,
     under: str | tuple[str, ...] = (),
+    required: Iterable[str] = (),
 ) -> ModelFlags:
     """Add one flag per field of ``model`` to ``parser``.
 
@@ -75,6 +76,7 @@ def add_model_flags(
             where the flag's name is not the field's (``{"job_id": "--job"}``).
         under: where ``model`` sits in the config that the values go to (``"pool"`` for the pool
             section inside the sampler service's), for :meth:`ModelFlags.values`.
+        required: fields whose flag must be given (where no config file can give the value).
 
     The argparse dest is the flag's name (``--job`` is ``args.job``; ``--no-bulk`` is ``args.bulk``).
 
@@ -84,12 +86,14 @@ def add_model_flags(
     """
     names = dict(fields) if isinstance(fields, Mapping) else {f: "--" + f.replace("_", "-") for f in fields}
     out = ModelFlags(model, (under,) if isinstance(under, str) else tuple(under))
+    required = set(required)
     for field, flag in names.items():
         info = model.model_fields.get(field)
         if info is None:
             raise TypeError(f"{model.__name__} has no field {field!r}")
         dest = flag.removeprefix("--").removeprefix("no-").replace("-", "_")
-        parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag))
+        parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag),
+                            **({"required": True} if field in required else {}))
         out.fields[dest] = field
         out.flags[field] = flag
     return out
@@ -117,8 +121,8 @@ def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str)
         kwargs.update(action="store_const", const=not value)
         description = f"{field} = {_shown(not value)} (default {_shown(default)}): {description}"
     elif base in (int, float):
-        bounds = _bounds(info.metadata, base is int)
-        if bounds is None:
+        bounds = field_bounds(info)
+        if math.isinf(bounds.min) or math.isinf(bounds.max):
             raise TypeError(f"{where}: a numeric flag needs a lower and an upper bound on its field")
         kwargs["type"] = (Integer(bounds, "integer") if base is int else Real(bounds, "number"))
         notes.append(bounds.describe())
@@ -144,10 +148,14 @@ def _base(annotation: Any) -> Any:
     return annotation
 
 
-def _bounds(metadata: list[Any], integral: bool) -> Bounds | None:
-    low = high = None
+def field_bounds(info: Any) -> Bounds:
+    """The range of a numeric field (a pydantic ``FieldInfo``) from its ``ge``/``gt``/``le``/``lt``; a missing
+    end is infinite. An open end of an integer field is the closed one next to it: ``lt=2**63`` is
+    ``le=2**63 - 1``."""
+    low: Any = -math.inf
+    high: Any = math.inf
     low_open = high_open = False
-    for item in metadata:
+    for item in info.metadata:
         if isinstance(item, annotated_types.Ge):
             low, low_open = item.ge, False
         elif isinstance(item, annotated_types.Gt):
@@ -156,12 +164,9 @@ def _bounds(metadata: list[Any], integral: bool) -> Bounds | None:
             high, high_open = item.le, False
         elif isinstance(item, annotated_types.Lt):
             high, high_open = item.lt, True
-    if low is None or high is None:
-        return None
-    if integral:  # an open end of an integer range is the closed one next to it: lt=2**63 is le=2**63 - 1
-        return Bounds(int(low) + low_open, int(high) - high_open)
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return None
+    if _base(info.annotation) is int:
+        return Bounds(low if math.isinf(low) else int(low) + low_open,
+                      high if math.isinf(high) else int(high) - high_open)
     return Bounds(float(low), float(high), low_open, high_open)
 
 
