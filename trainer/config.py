@@ -79,6 +79,10 @@ class ModelConfig(StrictModel):
 class TrainerConfig(StrictModel):
     """The training loop: length, evaluation, early stopping, checkpoints, data feeding."""
 
+    # A field's docstring is its description: the help of its flag (serve trainer, saintpipe.core.model_flags).
+    # Only here: reading the docstrings costs an inspect of the source per model at import.
+    model_config = pydantic.ConfigDict(use_attribute_docstrings=True)
+
     model: ModelConfig = pydantic.Field(default_factory=ModelConfig)
     epochs: int = pydantic.Field(50, ge=1, le=1_000_000)
     """Upper bound on epochs. One epoch = |train nodes| / mean labelled nodes per subgraph subgraphs."""

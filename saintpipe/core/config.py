@@ -38,9 +38,7 @@ class StrictModel(pydantic.BaseModel):
     """Base for every config section: unknown keys are errors, values are validated on assignment."""
 
     # NaN passes every gt/le bound (each comparison is False) and inf passes every lower one: refuse both.
-    # use_attribute_docstrings: a field's docstring is its description (the help of its generated flag, model_flags).
-    model_config = pydantic.ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False,
-                                       use_attribute_docstrings=True)
+    model_config = pydantic.ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False)
 
 
 # A config file is read whole before parsing: past this size it is not one (--config /dev/zero, a data file).

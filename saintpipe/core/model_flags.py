@@ -10,8 +10,8 @@ the flag is made from the field:
   value out of range is argparse's one-line error naming the flag and the range), a
   ``Literal``'s values as ``choices``, ``Path``, ``str``; a bool is a switch that sets
   the field to the opposite of its default (``--no-bulk`` for ``bulk: bool = True``);
-* the help from the field's description (its ``description=`` or its docstring), then
-  the range and the default, read from the model;
+* the help from the field's description (its ``description=``, or its docstring in a model
+  with ``use_attribute_docstrings``), then the range and the default, read from the model;
 * argparse's default is None: a flag not given sets nothing, so the file and the
   environment below it stay in force.
 

@@ -17,6 +17,8 @@ from saintpipe.services.feature_shard.config import SECTION, FeatureShardConfig
 
 
 class Toy(StrictModel):
+    model_config = pydantic.ConfigDict(use_attribute_docstrings=True)  # as TrainerConfig's
+
     count: int = pydantic.Field(8, ge=1, le=1024)
     """how many"""
     ratio: float = pydantic.Field(0.5, gt=0, lt=1, description="a share, 100% excluded")
