@@ -35,7 +35,6 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 import pydantic
-from pydantic_core import PydanticUndefined
 
 from saintpipe.core.argtypes import Bounds, Integer, Real
 
