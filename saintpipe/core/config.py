@@ -181,10 +181,22 @@ def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+class _Null:
+    """The type of :data:`NULL`."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+# In ``flags``, where None means "not given": a value that is None, as a file's null (``--param clip_multiple=null``).
+NULL = _Null()
+
+
 def given(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` without its ``None`` entries, at every level: the settings a caller gave (flags not given
-    are None), as opposed to a file's ``null``, which is a value."""
-    return {k: given(v) if isinstance(v, Mapping) else v for k, v in values.items() if v is not None}
+    are None), as opposed to a file's ``null``, which is a value; :data:`NULL` becomes that value (None)."""
+    return {k: given(v) if isinstance(v, Mapping) else None if v is NULL else v
+            for k, v in values.items() if v is not None}
 
 
 def load_config(

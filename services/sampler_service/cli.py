@@ -34,8 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def sampler_flags(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The sampler section given on the command line (file, then kind and params on top)."""
-    from saintpipe.core.config import read_config_file
+    """The sampler section given on the command line (file, then kind and params on top); a null in the
+    file or a ``--param KEY=null`` is :data:`~saintpipe.core.config.NULL` (the field's None, not "not given")."""
+    from saintpipe.core.config import NULL, read_config_file
     from saintpipe.core.errors import ConfigError
 
     section: dict[str, Any] = {}
@@ -44,7 +45,7 @@ def sampler_flags(args: argparse.Namespace) -> dict[str, Any] | None:
         if not isinstance(data.get("sampler", data), dict):
             raise ConfigError(f"{args.sampler_config}: 'sampler' must be a table/mapping, "
                               f"got {type(data['sampler']).__name__}")
-        section = dict(data.get("sampler", data))
+        section = {k: NULL if v is None else v for k, v in data.get("sampler", data).items()}
     if args.sampler_kind is not None:
         if section.get("kind") not in (None, args.sampler_kind):
             section = {}  # another kind: the file's parameters do not apply
@@ -54,9 +55,10 @@ def sampler_flags(args: argparse.Namespace) -> dict[str, Any] | None:
         if not sep or not key:
             raise ConfigError(f"--param {item!r}: expected KEY=VALUE")
         try:
-            section[key] = json.loads(raw)
+            value = json.loads(raw)
         except json.JSONDecodeError:
-            section[key] = raw
+            value = raw
+        section[key] = NULL if value is None else value
     return section or None
 
 

@@ -268,3 +268,25 @@ def test_null_in_a_sampler_section_turns_clipping_off(tmp_path: Path):
     cfg.write_text(f"{SECTION}:\n  sampler:\n    kind: node\n    kappa: null\n")
     with pytest.raises(ConfigError, match=r"samplers\.sampler\.node\.kappa: null is not allowed here"):
         load_config(SamplerServiceConfig, cfg, {"data": tmp_path}, environ={}, section=SECTION)
+
+
+def test_null_given_on_the_command_line_is_config_null(tmp_path: Path):
+    import argparse
+
+    from saintpipe.core.config import NULL
+    from saintpipe.services.sampler_service.cli import sampler_flags
+    from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
+
+    cfg = tmp_path / "sampler.yaml"
+    cfg.write_text("sampler:\n  kind: edge\n  clip_multiple: null\n")
+    for args in (argparse.Namespace(sampler_config=cfg, sampler_kind=None, param=[]),
+                 argparse.Namespace(sampler_config=None, sampler_kind="edge", param=["clip_multiple=null"])):
+        flags = {"data": tmp_path, "sampler": sampler_flags(args)}
+        assert flags["sampler"]["clip_multiple"] is NULL
+        config = load_config(SamplerServiceConfig, None, flags, environ={}, section=SECTION)
+        assert config.sampler.kind == "edge" and config.sampler.clip_multiple is None
+    args = argparse.Namespace(sampler_config=None, sampler_kind=None, param=["kappa=null"])
+    with pytest.raises(ConfigError, match=r"samplers\.sampler\.random_walk\.kappa: null is not allowed here; remove "
+                                          r"the key for the default \(from command-line flags\)"):
+        load_config(SamplerServiceConfig, None, {"data": tmp_path, "sampler": sampler_flags(args)}, environ={},
+                    section=SECTION)
