@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from saintpipe.core.argtypes import integer, port
+from saintpipe.core.model_flags import ModelFlags, add_model_flags
 
 if TYPE_CHECKING:
     from saintpipe.services.pool.config import PoolConfig
@@ -25,16 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "file ([trainer] and [pool] sections) < SAINTPIPE_TRAINER__<FIELD> / SAINTPIPE_POOL__<FIELD> "
         "< flags.",
     )
-    parser.add_argument(
-        "--redis-url", help="Redis URL of the subgraph pool (default: [pool] url or SAINTPIPE_REDIS_URL)"
-    )
+    # Flags that set [pool] and [trainer] fields: made from the config models (range, default and help).
+    pool = pool_flags(parser)
     parser.add_argument(
         "--features",
         help='feature shard addresses "h:p;h:p" (";" between shards, "," between '
         "replicas) or a JSON address manifest",
     )
     parser.add_argument("--data", type=Path, help="dataset directory (topology, labels, splits)")
-    parser.add_argument("--job", help="training job id (the pool stream)")
     parser.add_argument("--trainers", type=integer(1, 1024), default=1,
                         help="data-parallel trainers, 1 to 1024 (default 1)")
     parser.add_argument(
@@ -46,9 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
-    parser.add_argument("--epochs", type=integer(1, 1_000_000), help="epoch budget (1 to 1000000)")
-    parser.add_argument("--max-steps", type=integer(0, 10**9), help="stop after this many steps (0: no limit)")
-    parser.add_argument("--checkpoint-dir", type=Path, help="checkpoint here and resume from here")
+    trainer = trainer_flags(parser)
     parser.add_argument("--ray-address", help="join this Ray cluster instead of starting a local one")
     parser.add_argument(
         "--world-size",
@@ -61,15 +58,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--master", help="HOST:PORT where rank 0 listens for the group's rendezvous (every rank names it)"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    # Feature-shard security (docs/features.md#security); the token comes from a file or SAINTPIPE_FEATURE_TOKEN.
-    parser.add_argument("--feature-tls-ca", type=Path, help="PEM CA bundle of the feature shards' certificates (TLS)")
-    parser.add_argument("--feature-tls-cert", type=Path, help="PEM client certificate, for shards that require one")
-    parser.add_argument("--feature-tls-key", type=Path, help="PEM private key of --feature-tls-cert")
-    parser.add_argument("--feature-tls-server-name", help="name on the shards' certificates, if not their host")
-    parser.add_argument(
-        "--feature-token-file", type=Path, help="file holding the shards' token (default: $SAINTPIPE_FEATURE_TOKEN)"
-    )
-    parser.set_defaults(func=_serve)
+    parser.set_defaults(func=_serve, _trainer_flags=trainer, _pool_flags=pool)
+
+
+def pool_flags(parser: argparse.ArgumentParser) -> ModelFlags:
+    """``--redis-url`` and ``--job``: the [pool] fields a trainer takes on the command line."""
+    from saintpipe.services.pool.config import PoolConfig
+
+    return add_model_flags(parser, PoolConfig, {"url": "--redis-url", "job_id": "--job"})
+
+
+def trainer_flags(parser: argparse.ArgumentParser) -> ModelFlags:
+    """The [trainer] fields a trainer takes on the command line; the feature_* ones are the feature shards'
+    security (docs/features.md#security): the token itself comes from a file or SAINTPIPE_FEATURE_TOKEN."""
+    from saintpipe.trainer.config import TrainerConfig
+
+    return add_model_flags(parser, TrainerConfig, ("epochs", "max_steps", "checkpoint_dir", "feature_tls_ca",
+                                                   "feature_tls_cert", "feature_tls_key", "feature_tls_server_name",
+                                                   "feature_token_file"))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -81,13 +87,8 @@ def _serve(args: argparse.Namespace) -> int:
     from saintpipe.services.pool.config import PoolConfig
     from saintpipe.trainer.config import TrainerConfig
 
-    flags = {"epochs": args.epochs, "max_steps": args.max_steps, "checkpoint_dir": args.checkpoint_dir}
-    for name in ("tls_ca", "tls_cert", "tls_key", "tls_server_name", "token_file"):
-        flags[f"feature_{name}"] = getattr(args, f"feature_{name}")
-    config = load_config(TrainerConfig, args.config, flags=flags, section="trainer")
-    pool = load_config(
-        PoolConfig, args.config, flags={"url": args.redis_url, "job_id": args.job}, section="pool"
-    )
+    config = load_config(TrainerConfig, args.config, flags=args._trainer_flags.values(args), section="trainer")
+    pool = load_config(PoolConfig, args.config, flags=args._pool_flags.values(args), section="pool")
     url = pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
     if url:  # trainer actors may run elsewhere, without this host's password file: the URL carries it (in memory)
         url = redis_url_with_password(url)

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import pydantic
 
 from saintpipe.core.config import StrictModel
+from saintpipe.core.seeds import Seed
 
 # Bounds far past any real run; they keep a typo (or 10**30) from overflowing numpy and torch.
 MAX_STEPS = 10**9
@@ -78,6 +79,10 @@ class ModelConfig(StrictModel):
 class TrainerConfig(StrictModel):
     """The training loop: length, evaluation, early stopping, checkpoints, data feeding."""
 
+    # A field's docstring is its description: the help of its flag (serve trainer, saintpipe.core.model_flags).
+    # Only here: reading the docstrings costs an inspect of the source per model at import.
+    model_config = pydantic.ConfigDict(use_attribute_docstrings=True)
+
     model: ModelConfig = pydantic.Field(default_factory=ModelConfig)
     epochs: int = pydantic.Field(50, ge=1, le=1_000_000)
     """Upper bound on epochs. One epoch = |train nodes| / mean labelled nodes per subgraph subgraphs."""
@@ -99,8 +104,8 @@ class TrainerConfig(StrictModel):
     """Where checkpoints go (None: no checkpoints). A restarted trainer resumes from the latest."""
     checkpoint_every_steps: int = pydantic.Field(50, ge=0, le=MAX_STEPS)
     """Checkpoint every this many steps, besides each epoch end and the end (0: only those)."""
-    seed: int = pydantic.Field(0, ge=0, le=2**63 - 1)
-    """Seed of the model's initialization and dropout (numpy and torch take 0 to 2**63 - 1)."""
+    seed: Seed = 0
+    """Seed of the model's initialization and dropout."""
     device: str = "auto"
     """torch device: auto (cuda when available), cpu, cuda, cuda:1, ..."""
     pool_timeout_s: float = pydantic.Field(30.0, gt=0.0, le=86_400)

@@ -11,10 +11,11 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from saintpipe.core.argtypes import integer, real, seed
+from saintpipe.core.argtypes import integer, seed
+from saintpipe.core.model_flags import add_model_flags
+from saintpipe.services.dataset.params import DEMO_FLAGS, KRONECKER_FLAGS, MAX_NODES, DemoParams, KroneckerParams
 
-# Node ids are int32 in a dataset (csr.py), and 4096 shard files is far past any use.
-MAX_NODES = 2**31 - 1
+# 4096 shard files is far past any use.
 MAX_SHARDS = 4096
 
 
@@ -223,9 +224,9 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
 
     demo = gen_sub.add_parser("demo", help="the built-in demo dataset (planted communities)",
                               description="A labelled graph with planted communities whose labels can be learned.")
-    demo.add_argument("--nodes", type=integer(1, MAX_NODES), default=30_000,
-                      help=f"number of nodes, 1 to {MAX_NODES} (default 30000)")
-    demo.add_argument("--seed", type=seed(), default=0, help="random seed, 0 to 2^63-1 (default 0)")
+    # The generators' flags are made from their parameter models (services/dataset/params.py), which the
+    # generators check their arguments against too: one range, default and help for both.
+    demo.set_defaults(_model_flags=add_model_flags(demo, DemoParams, DEMO_FLAGS))
     _writer_flags(demo, shards=2)
     _keep_existing_flag(demo)
     demo.set_defaults(func=_generate_demo)
@@ -233,12 +234,8 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
     kron = gen_sub.add_parser("kronecker", help="a Kronecker (R-MAT) graph, GraphSAINT section 7.1",
                               description="R-MAT graph with initiator [[0.9, 0.5], [0.5, 0.1]]: 2^SCALE nodes, "
                               "mean degree DEGREE, undirected, random features and labels.")
-    kron.add_argument("--scale", type=integer(1, 30), required=True, help="2^SCALE nodes, SCALE 1 to 30")
-    kron.add_argument("--degree", type=real(0, 2**30, min_open=True), required=True,
-                      help="mean degree (directed entries / N), > 0 and below N - 1")
-    kron.add_argument("--seed", type=seed(), default=0, help="random seed, 0 to 2^63-1 (default 0)")
-    kron.add_argument("--feature-dim", type=integer(1, 2**20), default=50, help="feature columns (default 50)")
-    kron.add_argument("--classes", type=integer(1, 2**20), default=10, help="label classes (default 10)")
+    kron.set_defaults(_model_flags=add_model_flags(kron, KroneckerParams, KRONECKER_FLAGS,
+                                                   required=("scale", "degree")))
     _writer_flags(kron)
     _keep_existing_flag(kron)
     kron.set_defaults(func=_generate_kronecker)
@@ -358,7 +355,7 @@ def _generate_demo(args: argparse.Namespace) -> int:
     if _kept(args):
         return 0
     _check_out(args)
-    return _write(args, generate_demo(num_nodes=args.nodes, seed=args.seed))
+    return _write(args, generate_demo(**args._model_flags.values(args)))
 
 
 def _generate_kronecker(args: argparse.Namespace) -> int:
@@ -367,8 +364,7 @@ def _generate_kronecker(args: argparse.Namespace) -> int:
     if _kept(args):
         return 0
     _check_out(args)
-    return _write(args, generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=args.feature_dim,
-                                           num_classes=args.classes, progress=sys.stderr.isatty()))
+    return _write(args, generate_kronecker(**args._model_flags.values(args), progress=sys.stderr.isatty()))
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -7,6 +7,9 @@ import logging
 import sys
 from pathlib import Path
 
+from saintpipe.core.model_flags import add_model_flags
+from saintpipe.pipeline.config import RunConfig
+
 log = logging.getLogger(__name__)
 
 
@@ -20,12 +23,11 @@ def register(groups: argparse._SubParsersAction) -> None:
         "Ctrl-C (or SIGTERM) stops every component. Settings: defaults < --config file (sections [run], "
         "[pool], [samplers], [trainer]) < SAINTPIPE_<SECTION>__<FIELD> < flags; see docs/local-run.md.",
     )
-    parser.add_argument("--data", type=Path, help="dataset directory (default: the demo dataset)")
+    # --data and --run-dir set [run] fields: made from RunConfig (help from its descriptions).
+    add_model_flags(parser, RunConfig, ("data",))
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object as well")
-    parser.add_argument("--run-dir", type=Path, metavar="DIR",
-                        help="the run directory: config, checkpoints, metrics.jsonl, best.pt, final.pt, summary "
-                             "(default: a new one under $SAINTPIPE_HOME/runs/; [run] run_dir)")
+    add_model_flags(parser, RunConfig, ("run_dir",))
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR",
                         help="go on with an interrupted run from its latest checkpoint, with its stored config "
                              "(--config, SAINTPIPE_* variables and flags given now override it); RUN_DIR is the "

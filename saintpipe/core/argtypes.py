@@ -23,7 +23,8 @@ import argparse
 import math
 from dataclasses import dataclass
 
-SEED_MAX = 2**63 - 1  # numpy's and torch's seeds are unsigned 64-bit; int64 keeps them portable
+from saintpipe.core.seeds import SEED_MAX
+
 PORT_MAX = 65535
 _SHOWN = 40  # characters of a rejected value quoted in the message
 
@@ -128,7 +129,7 @@ def real(min: float, max: float, *, min_open: bool = False, max_open: bool = Fal
 
 
 def seed() -> Integer:
-    """An argparse type for random seeds: 0 to 2**63 - 1 (numpy refuses negative seeds)."""
+    """An argparse type for random seeds: 0 to :data:`~saintpipe.core.seeds.SEED_MAX` (2**63 - 1)."""
     return Integer(Bounds(0, SEED_MAX), "seed")
 
 

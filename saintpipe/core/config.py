@@ -5,6 +5,12 @@ YAML or JSON), environment variables, then command-line flags. Environment
 variables are named ``SAINTPIPE_<SECTION>__<FIELD>`` (double underscore between
 levels), e.g. ``SAINTPIPE_POOL__CAPACITY=64``. A bad value raises
 :class:`~saintpipe.core.errors.ConfigError` naming the file (or variable) and field.
+
+A ``null`` in a file (YAML ``~``/``null``, JSON ``null``) or a variable set to
+``null`` is a value: it sets a field that may be None to None (``clip_multiple:
+null`` turns clipping off), and is refused, naming the key, where the field may
+not be None. To get a field's default, leave its key out. A flag that is not
+given (``None`` in ``flags``) sets nothing.
 """
 
 from __future__ import annotations
@@ -160,14 +166,37 @@ def _env_items(environ: Mapping[str, str] | None, prefix: str) -> list[tuple[str
 
 
 def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``top`` into a copy of ``base``; nested mappings merge, other values replace."""
+    """Merge ``top`` into a copy of ``base``; nested mappings merge, other values replace.
+
+    A ``None`` in ``top`` replaces too (a config file's ``null``): validation then
+    takes it as the field's None or refuses it. Drop unset values first
+    (:func:`given`) where ``None`` means "not given".
+    """
     merged = dict(base)
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
             merged[key] = deep_merge(merged[key], value)
-        elif value is not None:
+        else:
             merged[key] = value
     return merged
+
+
+class _Null:
+    """The type of :data:`NULL`."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+# In ``flags``, where None means "not given": a value that is None, as a file's null (``--param clip_multiple=null``).
+NULL = _Null()
+
+
+def given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without its ``None`` entries, at every level: the settings a caller gave (flags not given
+    are None), as opposed to a file's ``null``, which is a value; :data:`NULL` becomes that value (None)."""
+    return {k: given(v) if isinstance(v, Mapping) else None if v is NULL else v
+            for k, v in values.items() if v is not None}
 
 
 def load_config(
@@ -183,7 +212,7 @@ def load_config(
     Args:
         model: the pydantic model class to build.
         path: optional config file (TOML, YAML or JSON).
-        flags: values given on the command line (``None`` values are ignored).
+        flags: values given on the command line (``None`` values, at any level, are not given: ignored).
         environ: the environment (defaults to ``os.environ``).
         section: read only this top-level section of the file and environment
             (e.g. ``"pool"`` when a service reads its own part of a shared file).
@@ -210,14 +239,15 @@ def load_config(
     if env:
         layers.append((_env_source(environ, scope), env))
     if flags:
-        layers.append((lambda keys: "from command-line flags", {k: v for k, v in flags.items() if v is not None}))
+        layers.append((lambda keys: "from command-line flags", given(flags)))
     merged: dict[str, Any] = {}
     for _, layer in layers:
         merged = deep_merge(merged, layer)
     try:
         return model.model_validate(merged)
     except pydantic.ValidationError as exc:
-        problems = "; ".join(_problem(err, layers, scope, model) for err in exc.errors())
+        # dict.fromkeys: one line per problem (a null refused by each member of a union is one problem)
+        problems = "; ".join(dict.fromkeys(_problem(err, layers, scope, model) for err in exc.errors()))
         raise ConfigError(f"invalid configuration: {problems}") from None
 
 
@@ -238,14 +268,18 @@ def _env_source(environ: Mapping[str, str] | None, scope: tuple[str, ...]) -> Ca
 
 def _problem(err: Any, layers: list, scope: tuple[str, ...], model: type[pydantic.BaseModel]) -> str:
     """One validation error as ``field: what is wrong, got VALUE (where it came from)``."""
+    value = err.get("input")
+    if value is None and err["type"] != "missing":  # a file's null (or a variable's) where None is not allowed
+        err = {**err, "loc": _null_loc(err["loc"], layers)}
     loc = tuple(str(p) for p in err["loc"])
     field = ".".join(scope + loc) or "<root>"
     msg = err["msg"]
     if err["type"] == "extra_forbidden" and (known := fields_at(model, loc[:-1])):
         msg = f"not a known key here (known: {', '.join(known)})"  # a typo needs the names that exist
-    value = err.get("input")
     got = ""
-    if err["type"] != "missing" and isinstance(value, (str, int, float, bool)):
+    if value is None and err["type"] != "missing":
+        msg = "null is not allowed here; remove the key for the default"
+    elif err["type"] != "missing" and isinstance(value, (str, int, float, bool)):
         shown = repr(value)
         got = f", got {shown if len(shown) <= 60 else shown[:57] + '...'}"
     # The value came from the highest layer that sets this field; a default or a check across fields
@@ -253,6 +287,24 @@ def _problem(err: Any, layers: list, scope: tuple[str, ...], model: type[pydanti
     sources = [describe(keys) for describe, data in layers if (keys := _lookup(data, loc)) is not None]
     where = sources[-1] if sources else "; ".join(describe(()) for describe, _ in layers) or "defaults"
     return f"{field}: {msg}{got} ({where})"
+
+
+def _null_loc(loc: tuple, layers: list) -> tuple:
+    """``loc`` cut to the key that holds the null: pydantic reports a union's refusal at its members
+    (``x.int``, ``x.str``), which are not keys."""
+    for end in range(len(loc), 0, -1):
+        keys = tuple(str(p) for p in loc[:end])
+        for _, data in layers:
+            found = _lookup(data, keys)
+            if found is not None and _at(data, found) is None:
+                return tuple(loc[:end])
+    return loc
+
+
+def _at(data: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        data = data[int(key)] if isinstance(data, list) else data[key]
+    return data
 
 
 def _lookup(data: Any, loc: tuple[str, ...]) -> tuple[str, ...] | None:

@@ -71,7 +71,8 @@ class EmbeddedPipeline(LocalPipeline):
         Args:
             data: the dataset directory.
             config_file: a TOML, YAML or JSON file with ``[pool]``, ``[samplers]``, ``[trainer]``, ``[run]``.
-            overrides: sections as nested dicts, e.g. ``{"samplers": {"sampler": {"roots": 500}}}``.
+            overrides: sections as nested dicts, e.g. ``{"samplers": {"sampler": {"roots": 500}}}``; a None
+                sets nothing, :data:`saintpipe.core.config.NULL` sets a field to None (``clip_multiple``).
 
         Raises:
             ConfigError: naming the file, variable or field at fault.

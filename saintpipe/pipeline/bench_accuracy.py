@@ -19,7 +19,8 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from saintpipe.core.argtypes import SEED_MAX, integer
+    from saintpipe.core.argtypes import integer
+    from saintpipe.core.seeds import SEED_MAX
     from saintpipe.core.report import add_json_flag
     from saintpipe.pipeline.accuracy_setup import NORMALIZATIONS, SAMPLERS, SamplingSetup
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from saintpipe.core.memory import require_memory
 from saintpipe.services.dataset.csr import edges_to_csr
-from saintpipe.services.dataset.params import MAX_NODES, require_float, require_int, require_seed
+from saintpipe.services.dataset.params import DEMO, DEMO_FLAGS, DemoParams, check
 
 
 def demo_peak_bytes(num_nodes: int, num_classes: int, mean_degree: float, feature_dim: int) -> int:
@@ -33,13 +33,13 @@ def demo_peak_bytes(num_nodes: int, num_classes: int, mean_degree: float, featur
 
 
 def generate_demo(
-    num_nodes: int = 30_000,
-    num_classes: int = 8,
-    mean_degree: float = 12.0,
-    feature_dim: int = 64,
-    homophily: float = 0.8,
-    noise: float = 3.0,
-    seed: int = 0,
+    num_nodes: int = DEMO.num_nodes,
+    num_classes: int = DEMO.num_classes,
+    mean_degree: float = DEMO.mean_degree,
+    feature_dim: int = DEMO.feature_dim,
+    homophily: float = DEMO.homophily,
+    noise: float = DEMO.noise,
+    seed: int = DEMO.seed,
 ) -> dict[str, object]:
     """Return the demo graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
@@ -47,17 +47,13 @@ def generate_demo(
         InvalidArgument: an argument out of range (``--nodes must be at least 1, got -5``), or a graph
             that needs more memory than is available.
     """
-    require_int("--nodes", num_nodes, 1)
-    require_seed(seed)
-    require_int("num_classes", num_classes, 1, MAX_NODES)
-    require_int("feature_dim", feature_dim, 1)
-    require_float("mean_degree", mean_degree, 0.0, float(MAX_NODES))
-    require_float("homophily", homophily, 0.0, 1.0)
-    require_float("noise", noise, 0.0)
+    # The arguments' ranges are DemoParams' (the flags' too); --nodes' upper bound after the memory check, below.
+    check(DemoParams, DEMO_FLAGS, lower_only=frozenset({"num_nodes"}), num_nodes=num_nodes, seed=seed,
+          num_classes=num_classes, feature_dim=feature_dim, mean_degree=mean_degree, homophily=homophily, noise=noise)
     require_memory(demo_peak_bytes(num_nodes, num_classes, mean_degree, feature_dim),
                    f"demo dataset of {num_nodes:,} nodes", hint="use fewer --nodes")
     # After the memory check, so that an absurd --nodes is told what it would cost; node ids are int32.
-    require_int("--nodes", num_nodes, 1, MAX_NODES)
+    check(DemoParams, DEMO_FLAGS, num_nodes=num_nodes)
     rng = np.random.default_rng(seed)
     labels = rng.integers(0, num_classes, size=num_nodes, dtype=np.int64)
     order = np.argsort(labels, kind="stable")

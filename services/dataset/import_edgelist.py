@@ -24,7 +24,7 @@ import numpy as np
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
-from saintpipe.services.dataset.params import require_seed
+from saintpipe.services.dataset.params import SEED_BOUNDS, require
 from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.dataset.edge_stream import StreamUnsupported, stream_csr
 from saintpipe.services.dataset.id_map import IdMap
@@ -126,7 +126,7 @@ def import_edgelist(
             that is not an integer.
         InvalidArgument: a negative or too large ``seed``.
     """
-    require_seed(seed)
+    require("--seed", seed, SEED_BOUNDS, True)
     edges = Path(edges)
     paths = {k: Path(v) for k, v in (("features", features), ("labels", labels), ("split", split),
                                      ("train", train), ("val", val), ("test", test)) if v is not None}

@@ -25,10 +25,11 @@ import logging
 
 import numpy as np
 
+from saintpipe.core.argtypes import Bounds
 from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.core.memory import require_memory
-from saintpipe.services.dataset.params import require_float, require_int, require_seed
+from saintpipe.services.dataset.params import KRONECKER_FLAGS, KroneckerParams, check, require
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +42,8 @@ _CHUNK = 1 << 21
 # Give up topping up when a round keeps under this share of its new draws.
 _MIN_YIELD = 0.01
 _MAX_ROUNDS = 30
-# The largest scale accepted: 2**30 nodes (node ids are int32).
-MAX_SCALE = 30
+# The defaults of the optional arguments (and of their flags): KroneckerParams'.
+_DEFAULTS = {name: field.default for name, field in KroneckerParams.model_fields.items() if not field.is_required()}
 
 
 def kronecker_peak_bytes(scale: int, degree: float, feature_dim: int) -> int:
@@ -183,9 +184,9 @@ def generate_kronecker(
     scale: int,
     degree: float,
     *,
-    seed: int = 0,
-    feature_dim: int = 50,
-    num_classes: int = 10,
+    seed: int = _DEFAULTS["seed"],
+    feature_dim: int = _DEFAULTS["feature_dim"],
+    num_classes: int = _DEFAULTS["num_classes"],
     progress: bool = False,
 ) -> dict[str, object]:
     """Generate a Kronecker (R-MAT) graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
@@ -193,7 +194,8 @@ def generate_kronecker(
     Args:
         scale: the graph has ``2**scale`` nodes (1 to 30).
         degree: mean degree, directed CSR entries / N, after symmetrizing and deduplicating.
-        seed: random seed in ``[0, 2**63 - 1]``; the same arguments give the same graph.
+        seed: random seed in ``[0, 2**63 - 1]`` (:data:`~saintpipe.core.seeds.SEED_MAX`); the same arguments
+            give the same graph.
         feature_dim: columns of the random (standard normal) float32 feature matrix.
         num_classes: labels are uniform random class ids in ``[0, num_classes)``.
         progress: show a progress bar on stderr.
@@ -210,13 +212,12 @@ def generate_kronecker(
         >>> d["indptr"].size - 1, round(d["indices"].size / 1024)
         (1024, 8)
     """
-    require_int("--scale", scale, 1, MAX_SCALE)
+    check(KroneckerParams, KRONECKER_FLAGS, scale=scale, degree=degree, seed=seed, feature_dim=feature_dim,
+          num_classes=num_classes)
     n = 1 << scale
-    if not 0 < require_float("--degree", degree, 0.0) < n - 1:
+    if not degree < n - 1:
         raise InvalidArgument(f"--degree must be in (0, {n - 1}) for 2^{scale} nodes, got {degree:g}")
-    require_seed(seed)
-    require_int("--feature-dim", feature_dim, 1)
-    require_int("--classes", num_classes, 1, n)  # every class gets at least one node
+    require("--classes", num_classes, Bounds(1, n), True)  # every class gets at least one node
     require_memory(kronecker_peak_bytes(scale, degree, feature_dim),
                    f"kronecker graph of 2^{scale} nodes (mean degree {degree:g}, {feature_dim} features)",
                    hint="use a smaller --scale, --degree or --feature-dim")

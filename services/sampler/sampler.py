@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, ClassVar, NoReturn
 import numpy as np
 
 from saintpipe.core.errors import InvalidArgument
+from saintpipe.core.seeds import DERIVED_SEED_MAX
 from saintpipe.services.sampler.config import (
     EdgeConfig,
     FrontierConfig,
@@ -82,15 +83,14 @@ log = logging.getLogger(__name__)
 
 _EMPTY_F32 = readonly(np.empty(0, dtype=np.float32), np.float32)
 _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
-MAX_SEED = 2**64 - 1
 MAX_STEP = 2**63 - 1
 
 
 def check_seed(seed: int) -> int:
-    """A seed must be an integer in ``[0, 2**64)``."""
+    """A seed must be an integer in ``[0, 2**64)``: a derived subgraph seed (:data:`DERIVED_SEED_MAX`)."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InvalidArgument(f"seed must be an integer, got {type(seed).__name__}")
-    if not 0 <= int(seed) <= MAX_SEED:
+    if not 0 <= int(seed) <= DERIVED_SEED_MAX:
         raise InvalidArgument(f"seed must be in [0, 2**64), got {seed}")
     return int(seed)
 
@@ -132,7 +132,7 @@ class Sampler:
                  orientation: Orientation | None = None) -> None:
         self.config = config
         self.kappa = int(config.kappa)
-        self.chain = np.uint64(int(chain) & MAX_SEED)  # uint64: kernels would read a Python int as int64
+        self.chain = np.uint64(int(chain) & DERIVED_SEED_MAX)  # uint64: kernels would read a Python int as int64
         self.indptr, self.indices = prepare_graph(indptr, indices, check=check_graph)
         self.num_nodes = self.indptr.size - 1
         self.num_edges = self.indices.size

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from saintpipe.core.config import StrictModel
+from saintpipe.core.seeds import Seed
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.sampler.config import EXACT_KINDS, RandomWalkConfig, SamplerConfig
 
@@ -25,7 +26,7 @@ class SamplerServiceConfig(StrictModel):
                                      "a core of its own: a further worker in a process adds its sampler's scratch, "
                                      "not another interpreter, numpy and Numba (about 120 MiB); 1: a process per "
                                      "worker, so a crash takes down one worker only")
-    seed: int = Field(0, ge=0, lt=2**63, description="job seed; subgraph s of worker w is drawn with a seed "
+    seed: Seed = Field(0, description="job seed; subgraph s of worker w is drawn with a seed "
                                                      "derived from (seed, w, s)")
     sampler: SamplerConfig = Field(default_factory=RandomWalkConfig,
                                    description="sampler kind and parameters (docs/sampler.md)")
@@ -51,7 +52,7 @@ class SamplerServiceConfig(StrictModel):
     norm_coverage: float = Field(100.0, gt=0, le=10_000,
                                  description="when norm_subgraphs is none: pre-sample enough subgraphs that each "
                                              "training node is drawn this many times on average")
-    norm_seed: int = Field(0, ge=0, lt=2**63, description="seed of the pre-sampling")
+    norm_seed: Seed = Field(0, description="seed of the pre-sampling")
     normalization: Literal["auto", "exact", "online", "smoothed", "reference", "none"] = Field(
         "auto", description="GraphSAINT's coefficients (docs/trainer.md): exact = closed-form probabilities "
                             "(node and edge samplers, no pre-sampling); online = start at once on the prior, "

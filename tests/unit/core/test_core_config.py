@@ -215,3 +215,78 @@ def test_pipeline_config_refuses_out_of_range_numbers(tmp_path: Path, section, f
     cfg.write_text(json.dumps({section: {field: value}}))
     with pytest.raises(ConfigError, match=rf"invalid configuration: {section}\.{field}.*\(from {cfg}\)"):
         load_pipeline_config(cfg, environ={})
+
+
+# A null in a config file (issue 43, point 5): it was dropped, so `clip_multiple: null` became the default 16.
+class Clipped(StrictModel):
+    clip_multiple: int | None = pydantic.Field(16, ge=1)
+    capacity: int = pydantic.Field(64, ge=1)
+    mode: int | str = 1
+    pool: Pool = Pool()
+
+
+@pytest.mark.parametrize("name,text", [("c.yaml", "clip_multiple: null\n"), ("c.yml", "clip_multiple: ~\n"),
+                                       ("c.json", '{"clip_multiple": null}')])
+def test_null_sets_an_optional_field_to_none(tmp_path: Path, name, text):
+    cfg = tmp_path / name
+    cfg.write_text(text)
+    assert load_config(Clipped, cfg, environ={}).clip_multiple is None
+    assert load_config(Clipped, None, environ={"SAINTPIPE_CLIP_MULTIPLE": "x"}).clip_multiple == 16  # no "__"
+    assert load_config(Clipped, None, environ={"SAINTPIPE_S__CLIP_MULTIPLE": "null"},
+                       section="s").clip_multiple is None
+    # A flag not given (None) sets nothing: the file's null stays; a flag given wins.
+    assert load_config(Clipped, cfg, flags={"clip_multiple": None}, environ={}).clip_multiple is None
+    assert load_config(Clipped, cfg, flags={"clip_multiple": 8}, environ={}).clip_multiple == 8
+
+
+@pytest.mark.parametrize("text,key", [("capacity: null\n", "capacity"), ("pool:\n  capacity: ~\n", "pool.capacity"),
+                                      ("pool: null\n", "pool"), ("mode: null\n", "mode")])
+def test_null_on_a_field_that_cannot_be_none_is_refused_naming_the_key(tmp_path: Path, text, key):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(Clipped, cfg, environ={})
+    message = str(err.value)
+    assert message == (f"invalid configuration: {key}: null is not allowed here; remove the key for the default "
+                       f"(from {cfg})")
+
+
+def test_null_in_a_variable_is_refused_naming_the_variable(tmp_path: Path):
+    with pytest.raises(ConfigError, match=r"^invalid configuration: s\.capacity: null is not allowed here; remove "
+                                          r"the key for the default \(from environment variable "
+                                          r"SAINTPIPE_S__CAPACITY\)$"):
+        load_config(Clipped, None, environ={"SAINTPIPE_S__CAPACITY": "null"}, section="s")
+
+
+def test_null_in_a_sampler_section_turns_clipping_off(tmp_path: Path):
+    from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
+
+    cfg = tmp_path / "samplers.yaml"
+    cfg.write_text(f"{SECTION}:\n  sampler:\n    kind: node\n    clip_multiple: null\n")
+    config = load_config(SamplerServiceConfig, cfg, {"data": tmp_path}, environ={}, section=SECTION)
+    assert config.sampler.kind == "node" and config.sampler.clip_multiple is None
+    cfg.write_text(f"{SECTION}:\n  sampler:\n    kind: node\n    kappa: null\n")
+    with pytest.raises(ConfigError, match=r"samplers\.sampler\.node\.kappa: null is not allowed here"):
+        load_config(SamplerServiceConfig, cfg, {"data": tmp_path}, environ={}, section=SECTION)
+
+
+def test_null_given_on_the_command_line_is_config_null(tmp_path: Path):
+    import argparse
+
+    from saintpipe.core.config import NULL
+    from saintpipe.services.sampler_service.cli import sampler_flags
+    from saintpipe.services.sampler_service.config import SECTION, SamplerServiceConfig
+
+    cfg = tmp_path / "sampler.yaml"
+    cfg.write_text("sampler:\n  kind: edge\n  clip_multiple: null\n")
+    for args in (argparse.Namespace(sampler_config=cfg, sampler_kind=None, param=[]),
+                 argparse.Namespace(sampler_config=None, sampler_kind="edge", param=["clip_multiple=null"])):
+        flags = {"data": tmp_path, "sampler": sampler_flags(args)}
+        assert flags["sampler"]["clip_multiple"] is NULL
+        config = load_config(SamplerServiceConfig, None, flags, environ={}, section=SECTION)
+        assert config.sampler.kind == "edge" and config.sampler.clip_multiple is None
+    args = argparse.Namespace(sampler_config=None, sampler_kind=None, param=["kappa=null"])
+    with pytest.raises(ConfigError, match=r"samplers\.sampler\.random_walk\.kappa: null is not allowed here; remove "
+                                          r"the key for the default \(from command-line flags\)"):
+        load_config(SamplerServiceConfig, None, {"data": tmp_path, "sampler": sampler_flags(args)}, environ={},
+                    section=SECTION)
