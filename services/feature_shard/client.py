@@ -40,7 +40,7 @@ from typing import Callable, Sequence, TypeVar
 import grpc
 import numpy as np
 
-from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument
+from saintpipe.core.errors import ConfigError, InvalidArgument
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard import metrics, ranges, shm
 from saintpipe.services.feature_shard.addresses import resolve_shards
@@ -50,6 +50,7 @@ from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
 from saintpipe.core.malloc import tune_malloc
 from saintpipe.services.feature_shard.replicas import Budget, Replica, Shard, connect_replica, with_failover
 from saintpipe.services.feature_shard.security import ClientSecurity
+from saintpipe.services.feature_shard.transports import Piece, transports
 from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ class FeatureClient:
         self._shm_mode = shared_memory
         self._shm_dir = shm.SHM_DIR
         self._regions = shm.RegionPool(self._shm_dir) if shared_memory != "off" else None
+        self._transports = transports(self)
         try:
             self._connect(transfer_dtype)
             self._cache = self._build_cache(cache, degrees)
@@ -488,110 +490,14 @@ class FeatureClient:
         budget: Budget,
         region: shm.Region | None = None,
     ) -> None:
-        request = pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype)
-        # Sorted unique requests (a subgraph's node_ids) land in one block of ``out``:
-        # copy chunks into a slice instead of scattering row by row.
-        base = int(positions[0])
-        contiguous = bool(positions[-1] - base == positions.size - 1 and (np.diff(positions) == 1).all())
-
-        def place(replica: Replica, offset: int, rows: np.ndarray) -> int:
-            """Copy one decoded chunk into ``out``; returns its row count."""
-            if rows.shape[1] != self.feature_dim or offset + rows.shape[0] > ids.size:
-                raise DecodeError(
-                    f"feature shard {shard.index} at {replica.address}: chunk of shape "
-                    f"{rows.shape} at offset {offset} does not fit a request of {ids.size} ids"
-                )
-            end = offset + rows.shape[0]
-            if rows.dtype == np.float16 and out.dtype == np.float32:  # numpy's cast is slow: a Numba kernel
-                from saintpipe.services.feature_shard.half import scatter_float16_rows  # loaded on first use
-
-                where = np.arange(base + offset, base + end) if contiguous else positions[offset:end]
-                scatter_float16_rows(rows, where, out)
-            elif contiguous:
-                out[base + offset : base + end] = rows
-            elif rows.dtype == out.dtype:
-                from saintpipe.services.feature_shard.scatter import scatter_rows  # Numba: loaded on first use
-
-                scatter_rows(rows, positions[offset:end], out)
-            else:
-                out[positions[offset:end]] = rows
-            return rows.shape[0]
-
-        def shared(replica: Replica, timeout: float) -> None:
-            """The server writes the rows into ``region`` at ``out[base]``; the answer is metadata."""
-            row_bytes = self.feature_dim * out.dtype.itemsize
-            target = pb.SharedMemoryTarget(
-                region=region.name,
-                offset=shm.HEADER_BYTES + base * row_bytes,  # ``out`` is the rows after the region's header
-                capacity=ids.size * row_bytes,
-                secret=region.secret,
-            )
-            reply = replica.gather_shm(
-                pb.GatherRequest(ids=request.ids, transfer_dtype=self._wire_dtype, shared_memory=target),
-                timeout=timeout,
-            )
-            if (
-                not reply.in_shared_memory
-                or list(reply.shape) != [ids.size, self.feature_dim]
-                or reply.dtype != out.dtype.name
-            ):
-                raise DecodeError(
-                    f"feature shard {shard.index} at {replica.address}: asked for {ids.size} x "
-                    f"{self.feature_dim} {out.dtype.name} rows in shared memory, answered "
-                    f"in_shared_memory={reply.in_shared_memory} shape={list(reply.shape)} dtype={reply.dtype!r}"
-                )
-            self._count(rows_fetched=ids.size, shm_bytes=ids.size * row_bytes, shard_calls=1)
+        """One shard call: the first of the transports that applies to a replica fetches the rows."""
+        piece = Piece(shard, ids, out, positions, pb.GatherRequest(ids=encode_ids(ids), transfer_dtype=self._wire_dtype),
+                      region)
 
         def attempt(replica: Replica, timeout: float) -> None:
-            if region is not None and self._replica_shm(shard, replica, timeout):
-                try:
-                    return shared(replica, timeout)
-                except grpc.RpcError as exc:
-                    region.tainted = True  # the server may still write into the region later: never reuse it
-                    # A replica that passed the probe but cannot open the region now (restarted elsewhere
-                    # under the same address?): probe again; if it fails, this call and later ones use bytes.
-                    if (
-                        exc.code() != grpc.StatusCode.INVALID_ARGUMENT
-                        or self._shm_mode == "on"
-                        or self._probe(shard, replica, timeout)
-                    ):
-                        raise
-            channel = self._bulk_channel(replica, timeout)
-            if channel is not None:
-                # Rows for one block of ``out`` in its dtype (sorted unique ids) are received straight into it.
-                into = out[base : base + ids.size] if contiguous else None
-                try:
-                    nbytes = channel.gather(ids, dim=self.feature_dim, float16=bool(self._wire_dtype),
-                                            timeout=timeout, into=into,
-                                            place=lambda offset, rows: place(replica, offset, rows))
-                except grpc.RpcError as exc:
-                    if exc.code() == grpc.StatusCode.UNAVAILABLE:  # a restarted replica may have a new bulk port:
-                        replica.bulk, replica.bulk_port = None, None  # ask its Info again on the next try
-                        channel.close()
-                    raise
-                self._count(rows_fetched=ids.size, bytes_received=nbytes, shard_calls=1)
-                return None
-            chunks = None
-            if replica.has_unary and ids.size <= self._max_rows_unary:  # the answer fits in one message
-                try:
-                    chunks = [replica.gather_unary(request, timeout=timeout)]
-                except grpc.RpcError as exc:
-                    if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
-                        raise
-                    log.info("feature shard %d at %s: no GatherUnary; streams", shard.index, replica.address)
-                    replica.has_unary = False
-            if chunks is None:  # a stream of chunks, each placed as it arrives
-                chunks = replica.gather(request, timeout=timeout)
-            received = nbytes = 0
-            for offset, rows in chunks:
-                received += place(replica, offset, rows)
-                nbytes += rows.nbytes
-            if received != ids.size:
-                raise DecodeError(
-                    f"feature shard {shard.index} at {replica.address}: answered {received} rows "
-                    f"for {ids.size} ids"
-                )
-            self._count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
+            for transport in self._transports:
+                if transport.fetch(piece, replica, timeout):
+                    return
 
         self._with_failover(shard, attempt, budget, "Gather")
 
