@@ -6,16 +6,18 @@ neither torch nor Ray::
     from saintpipe.trainer import TrainerConfig, ModelConfig, TrainLoop
 
 Modules. Models: ``models`` (``GNN``, ``build_model``, the loss), ``layers`` (GCN, GraphSAGE, GAT,
-MixHop), ``ops`` (layer operations in the scheduler's order), ``schedule`` (the matmul-order
-scheduler), ``sparse`` (a subgraph's CSR as a layer operand). Training: ``config`` (``TrainerConfig``,
+MixHop), ``ops`` (layer operations in the scheduler's order), ``schedule`` (the matmul-order scheduler),
+``sparse`` (a subgraph's CSR as a layer operand). Training: ``config`` (``TrainerConfig``,
 ``ModelConfig``), ``loop`` (``TrainLoop``, ``TrainResult``), ``step`` (one optimizer step, early
-stopping), ``batch`` (what a step works on), ``feeds`` (where subgraphs and features come from),
-``losses``, ``timing``, ``checkpoint`` (``Checkpointer``), ``run_files`` and ``model_file`` (what a run
-keeps on disk), ``metrics``. Running it: ``worker`` (one trainer wired to the dataset, pool and shards),
-``actor`` (Ray actors: ``train``, ``TrainerGroup``), ``distributed`` (data-parallel gradients), ``cli``
-(``saintpipe serve trainer``). Evaluation and inference: ``evaluate``, ``eval_watch``, ``inference``
-(layer-wise full-graph inference) and ``induce`` (its Numba kernels). Benchmarks and test data:
-``bench``, ``bench_core``, ``bench_inference`` and ``synthetic``.
+stopping), ``batch`` (what a step works on; its subgraphs and features come from
+:mod:`saintpipe.minibatch`), ``losses``, ``timing``, ``progress`` (where a trainer's training stands),
+``checkpoint`` (``Checkpointer``), ``run_files`` and ``model_file`` (what a run keeps on disk),
+``metrics``. Running it: ``assemble`` (one trainer wired to the dataset, pool and shards:
+``assemble_trainer``, ``run_trainer``, ``TrainerSpec``), ``actor`` (the Ray actor: ``train``,
+``TrainerGroup``), ``distributed`` (data-parallel gradients), ``cli`` (``saintpipe serve trainer``).
+Evaluation and inference: ``evaluate``, ``eval_watch``, ``inference`` (layer-wise full-graph inference)
+and ``induce`` (its Numba kernels). Benchmarks and test data: ``bench``, ``bench_core``,
+``bench_inference`` and ``synthetic``.
 """
 
 from __future__ import annotations
