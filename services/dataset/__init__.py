@@ -8,13 +8,13 @@ the package; they load on first use, so importing the package loads neither nump
 Modules. The store: ``store`` (``open_dataset``, ``write_dataset``, ``Dataset``), ``layout`` (file
 names, shard ranges), ``manifest`` (``Manifest``, checksums), ``output`` (where a dataset is written),
 ``checks``, ``verify`` and ``info``. Graphs and what is stored with them: ``csr``, ``train_graph``,
-``sample_graph`` (what samplers draw from), ``induce`` and ``expand`` (node sets from the pool into
-subgraphs), ``normalization`` and ``norm_files`` (stored normalization), ``oriented_store`` and
-``oriented_files`` (stored oriented lists), ``reshard``. Importers: ``import_detect`` (which importer
-reads a path), ``import_arrays``, ``import_csv``, ``import_edgelist`` (with ``edge_stream``,
-``tabular``, ``sidefiles`` and ``id_map``), ``import_graphsaint``, ``import_npz``, ``import_ogb``,
-``import_pyg``, ``input_files``, ``coerce`` and ``params``. Generators: ``demo`` and ``kronecker``.
-Benchmarks: ``bench`` (``saintpipe bench generate``) and ``bench_import`` (``saintpipe bench import``).
+``sample_graph`` (what samplers draw from), ``normalization`` and ``norm_files`` (stored normalization),
+``oriented_store`` and ``oriented_files`` (stored oriented lists), ``reshard``. Importers:
+``import_detect`` (which importer reads a path), ``import_arrays``, ``import_csv``, ``import_edgelist``
+(with ``edge_stream``, ``tabular``, ``sidefiles`` and ``id_map``), ``import_graphsaint``,
+``import_npz``, ``import_ogb``, ``import_pyg``, ``input_files``, ``coerce`` and ``params``. Generators:
+``demo`` and ``kronecker``. Benchmarks: ``bench`` (``saintpipe bench generate``) and ``bench_import``
+(``saintpipe bench import``).
 """
 
 from __future__ import annotations
