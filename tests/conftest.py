@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+# Shared assertion helpers (assert_balanced): pytest rewrites their asserts as it does the tests' own, so a
+# failure shows the values. Registered before anything imports them.
+pytest.register_assert_rewrite("tests.support.pool")
+
 from tests.support.cli import free_port, run_cli, saintpipe_command  # noqa: F401  (re-exported to fixtures)
 
 ROOT = Path(__file__).resolve().parents[1]

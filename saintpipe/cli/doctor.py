@@ -15,6 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
+from saintpipe.core.shm_owners import SHM_DIR
+
 
 def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser(
@@ -27,7 +29,7 @@ def register(groups: argparse._SubParsersAction) -> None:
         "entries may still name them). Exits 0.",
     )
     parser.add_argument("--clean", action="store_true", help="remove the files of dead owner processes")
-    parser.add_argument("--shm-dir", type=Path, default=Path("/dev/shm"),
+    parser.add_argument("--shm-dir", type=Path, default=SHM_DIR,
                         help="shared-memory directory to look in (default /dev/shm)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(func=_doctor)
@@ -53,11 +55,8 @@ def _state(f) -> str:
 
 def _doctor(args: argparse.Namespace) -> int:
     from saintpipe.core import shm_owners
-    from saintpipe.services.feature_shard import shm
-    from saintpipe.services.pool import shared_memory
-    from saintpipe.services.sampler import online_shared
 
-    files = shm_owners.scan(args.shm_dir, [*shared_memory.KINDS, *shm.KINDS, *online_shared.KINDS])
+    files = shm_owners.scan(args.shm_dir, shm_owners.KINDS)  # the registry: every kind of every component
     leftovers = [f for f in files if f.leftover]
     removed = shm_owners.remove(leftovers) if args.clean else []
     unknown = [f for f in files if f.status == shm_owners.UNKNOWN]

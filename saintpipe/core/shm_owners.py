@@ -7,10 +7,16 @@ namespace, the pid and the start time of the process that created it
 (:func:`current`, written as ``<namespace>-<pid>-<start>``). A later process
 can then tell a leftover from a file in use without asking anybody.
 
-This module knows no file names: each component describes its files as a
-:class:`Kind` (prefix, how to read the owner out of a name), so the pool and
-the feature shards, which may not import each other, share one implementation,
-and ``saintpipe doctor`` lists both.
+This module is the one registry of those files: the directory (:data:`SHM_DIR`),
+each component's names (:class:`OwnedNames`: prefix, pattern, owner and group
+read out of a name, fresh names), their :class:`Kind` s (:data:`POOL_KINDS`,
+:data:`FEATURE_KINDS`, :data:`ONLINE_KINDS`, all of them in :data:`KINDS`), and
+finding and removing leftovers (:func:`scan`, :func:`remove_leftovers`). The
+pool (``services/pool/shared_memory.py``), the feature shards
+(``services/feature_shard/shm.py``) and the sampler's shared online state
+(``services/sampler/online_shared.py``), which may not import each other, take
+their names from here, and ``saintpipe doctor`` lists and cleans every kind
+without importing any of them.
 
 Why removing a dead owner's file is safe: a name is created once
 (``O_EXCL``) by the process it names, so a name whose owner is dead can never
@@ -27,11 +33,17 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import secrets
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+# Where every saintpipe file of this module's kinds lives. Components keep it as their own SHM_DIR (one name
+# a test can point elsewhere per component); every function here takes the directory as an argument.
+SHM_DIR = Path("/dev/shm")
 
 # A file's owner state, as `saintpipe doctor` prints it.
 ALIVE = "alive"
@@ -243,3 +255,88 @@ def remove_leftovers(directory: Path, kinds: Sequence[Kind], *,
                  ", ".join(f.name for f in removed[:5]) + (" ..." if len(removed) > 5 else ""))
     return removed
 
+
+@dataclass(frozen=True)
+class OwnedNames:
+    """The names of one kind of file: its prefix and the pattern of a whole name, which states the owner.
+
+    Args:
+        prefix: every name starts with it.
+        pattern: a whole name (``fullmatch``); names it does not match state no owner.
+        owner_at: the pattern's group of the owner's PID namespace; its pid and start time are the next two
+            (the groups of :data:`OWNER_PATTERN`; the start time's group may match nothing: unknown).
+        group_at: the pattern's group of the files that live and die together (:attr:`Kind.group_of`);
+            None: each file on its own.
+    """
+
+    prefix: str
+    pattern: re.Pattern[str]
+    owner_at: int = 1
+    group_at: int | None = None
+
+    def match(self, name: str) -> re.Match[str] | None:
+        """The pattern's match of the whole name; None for a name that is not one of these."""
+        return self.pattern.fullmatch(name)
+
+    def owner_of(self, name: str) -> Owner | None:
+        """The process a name states as its creator; None for a name that states none."""
+        match = self.match(name)
+        return Owner.from_groups(*match.group(self.owner_at, self.owner_at + 1, self.owner_at + 2)) if match else None
+
+    def owner_is_dead(self, name: str) -> bool:
+        """True only when ``name`` was created by a process of this PID namespace that no longer exists.
+
+        Another namespace, a name stating no owner (an older saintpipe's, or made by hand), or a live
+        owner (with the start time the name states, where it states one): False.
+        """
+        return status(self.owner_of(name)) == DEAD
+
+    def group_of(self, name: str) -> str | None:
+        """The group a name belongs to (see ``group_at``); None without one."""
+        match = self.match(name) if self.group_at is not None else None
+        return match.group(self.group_at) if match else None
+
+    def fresh(self) -> str:
+        """A new name for this process: the prefix, its owner tag (:func:`current`), 16 random hex digits."""
+        return f"{self.prefix}{current().tag}-{secrets.token_hex(8)}"
+
+    def kind(self, label: str) -> Kind:
+        """These names as a :class:`Kind` ``saintpipe doctor`` calls ``label``."""
+        return Kind(label, self.prefix, self.owner_of, self.group_of)
+
+
+# --- The registry: every saintpipe file under /dev/shm. ---
+
+POOL_PREFIX = "saintpipe-pool-"
+FEATURE_PREFIX = "saintpipe-features-"
+ONLINE_PREFIX = "saintpipe-online-"
+
+# The pool's slots (services/pool/shared_memory.py): saintpipe-pool-<server>-<job>+<owner>-<writer>-<n>.
+# Group 1, the job's slots on one server, is a slot's group: a dead producer's slots stay while a producer of
+# the same job on the same server lives (Redis entries may still name them).
+POOL_SLOTS = OwnedNames(
+    POOL_PREFIX,
+    re.compile("(" + re.escape(POOL_PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})\+" + OWNER_PATTERN
+               + r"-[0-9a-f]{8}-\d{1,9}"),
+    owner_at=2, group_at=1,
+)
+# Each /dev/shm's random identity, which slot references name: kept, never a leftover.
+POOL_NAMESPACE_FILE = POOL_PREFIX + "namespace"
+# The feature clients' regions (services/feature_shard/shm.py): saintpipe-features-<owner>-<random>; names of an
+# older saintpipe lack the start time. A region is its client's alone, so a dead client's region is garbage.
+FEATURE_REGIONS = OwnedNames(
+    FEATURE_PREFIX,
+    re.compile(re.escape(FEATURE_PREFIX) + r"(\d{1,20})-(\d{1,10})-(?:(\d{1,20})-)?[0-9a-f]{1,64}"),
+)
+# The sampler service's shared online normalization state (services/sampler/online_shared.py):
+# saintpipe-online-<owner>-<16 hex digits>, one file per service, garbage once its owner is dead.
+ONLINE_STATES = OwnedNames(ONLINE_PREFIX, re.compile(re.escape(ONLINE_PREFIX) + OWNER_PATTERN + r"-[0-9a-f]{16}"))
+
+POOL_KINDS = (
+    POOL_SLOTS.kind("pool slot"),
+    Kind("pool namespace", POOL_NAMESPACE_FILE, POOL_SLOTS.owner_of, keep=True),
+)
+FEATURE_KINDS = (FEATURE_REGIONS.kind("feature region"),)
+ONLINE_KINDS = (ONLINE_STATES.kind("online normalization"),)
+# Every kind: what `saintpipe doctor` lists and cleans.
+KINDS = (*POOL_KINDS, *FEATURE_KINDS, *ONLINE_KINDS)

@@ -23,8 +23,9 @@ Example::
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from saintpipe.core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.loader.address import PipelineAddress
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.loader.pyg import to_pyg
     from saintpipe.loader.stream import SubgraphLoader
 
-_WHERE = {
+_EXPORTS = {
     "SubgraphLoader": "stream",
     "Minibatch": "minibatch",
     "to_pyg": "pyg",
@@ -44,12 +45,4 @@ _WHERE = {
 }
 
 __all__ = ["EmbeddedPipeline", "LoaderConfig", "Minibatch", "PipelineAddress", "SubgraphLoader", "to_pyg"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'saintpipe.loader' has no attribute {name!r}")
-    value = getattr(import_module(f"saintpipe.loader.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -16,8 +16,9 @@ Importing this package loads nothing else: the names below load on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from saintpipe.core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.minibatch.batch import Minibatch, build_minibatch
@@ -25,16 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.minibatch.feed import Feed, Item, PoolFeed, take_back
     from saintpipe.minibatch.inputs import PoolInputs
 
-_WHERE = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs",
-          "SubgraphExpander": "expand", "Minibatch": "batch", "build_minibatch": "batch"}
+_EXPORTS = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs",
+            "SubgraphExpander": "expand", "Minibatch": "batch", "build_minibatch": "batch"}
 
 __all__ = ["Feed", "Item", "Minibatch", "PoolFeed", "PoolInputs", "SubgraphExpander", "build_minibatch", "take_back"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'saintpipe.minibatch' has no attribute {name!r}")
-    value = getattr(import_module(f"saintpipe.minibatch.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

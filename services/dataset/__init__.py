@@ -1,9 +1,37 @@
-"""The dataset store: one directory, memory-mapped by every component.
+"""The dataset store: one directory, memory-mapped by every component (docs/datasets.md).
 
-See :mod:`saintpipe.services.dataset.layout` for the files it holds.
+See :mod:`saintpipe.services.dataset.layout` for the files it holds. The public names import from
+the package; they load on first use, so importing the package loads neither numpy nor Numba::
+
+    from saintpipe.services.dataset import open_dataset, write_dataset
+
+Modules. The store: ``store`` (``open_dataset``, ``write_dataset``, ``Dataset``), ``layout`` (file
+names, shard ranges), ``manifest`` (``Manifest``, checksums), ``output`` (where a dataset is written),
+``checks``, ``verify`` and ``info``. Graphs and what is stored with them: ``csr``, ``train_graph``,
+``sample_graph`` (what samplers draw from), ``normalization`` and ``norm_files`` (stored normalization),
+``oriented_store`` and ``oriented_files`` (stored oriented lists), ``reshard``. Importers:
+``import_detect`` (which importer reads a path), ``import_arrays``, ``import_csv``, ``import_edgelist``
+(with ``edge_stream``, ``tabular``, ``sidefiles`` and ``id_map``), ``import_graphsaint``,
+``import_npz``, ``import_ogb``, ``import_pyg``, ``input_files``, ``coerce`` and ``params``. Generators:
+``demo`` and ``kronecker``. Benchmarks: ``bench`` (``saintpipe bench generate``) and ``bench_import``
+(``saintpipe bench import``).
 """
 
-from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest
-from saintpipe.services.dataset.store import Dataset, open_dataset, write_dataset
+from __future__ import annotations
 
-__all__ = ["FORMAT_VERSION", "Manifest", "Dataset", "open_dataset", "write_dataset"]
+from saintpipe.core.lazy import lazy_exports
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (saintpipe.core.lazy)
+if TYPE_CHECKING:  # pragma: no cover
+    from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest
+    from saintpipe.services.dataset.store import Dataset, open_dataset, write_dataset
+
+_EXPORTS = {
+    "FORMAT_VERSION": "manifest",
+    "Manifest": "manifest",
+    "Dataset": "store",
+    "open_dataset": "store",
+    "write_dataset": "store",
+}
+__all__ = ["FORMAT_VERSION", "Dataset", "Manifest", "open_dataset", "write_dataset"]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

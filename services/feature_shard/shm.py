@@ -55,11 +55,11 @@ from saintpipe.services.feature_shard.parse import short_repr
 
 log = logging.getLogger(__name__)
 
-SHM_DIR = Path("/dev/shm")
-PREFIX = "saintpipe-features-"
+SHM_DIR = shm_owners.SHM_DIR
+PREFIX = shm_owners.FEATURE_PREFIX
+# What a request may name; names this process makes also state their owner (shm_owners.FEATURE_REGIONS).
 _NAME = re.compile(re.escape(PREFIX) + r"[A-Za-z0-9_.-]{1,200}")
-# PREFIX + pid namespace - pid - start time - random; names of an older saintpipe lack the start time.
-_OWNED = re.compile(re.escape(PREFIX) + r"(\d{1,20})-(\d{1,10})-(?:(\d{1,20})-)?[0-9a-f]{1,64}")
+_REGIONS = shm_owners.FEATURE_REGIONS
 _PAGE = mmap.PAGESIZE
 PROBE_TOKEN_BYTES = 16
 # A region's header: [0, 128) the probe's token and its reversed copy (<= 64 bytes each), [128, 160) the secret.
@@ -93,31 +93,17 @@ def region_prefix(pid: int | None = None) -> str:
     return f"{PREFIX}{shm_owners.pid_namespace()}-{pid or os.getpid()}-"
 
 
-def region_name() -> str:
-    """A fresh region name for this process: its owner tag (namespace, pid, start time), then a random part."""
-    return f"{PREFIX}{shm_owners.current().tag}-{secrets.token_hex(8)}"
-
-
-def owner_of(name: str) -> shm_owners.Owner | None:
-    """The process a region name states as its creator; None for a name that states none."""
-    match = _OWNED.fullmatch(name)
-    return shm_owners.Owner.from_groups(*match.group(1, 2, 3)) if match else None
-
-
-def owner_is_dead(name: str) -> bool:
-    """True only when ``name`` was created by a process of this PID namespace that no longer exists.
-
-    A server uses it to unlink the regions of clients that were killed along
-    with their resource tracker (Ray kills a dead worker's children).
-    Another namespace, an unknown one, or a pid that exists (with the start
-    time the name states, where it states one): False.
-    """
-    return shm_owners.status(owner_of(name)) == shm_owners.DEAD
-
+# A fresh region name for this process: its owner tag (namespace, pid, start time), then a random part.
+region_name = _REGIONS.fresh
+# The process a region name states as its creator (None for a name that states none), and whether it is
+# dead: a server unlinks the regions of clients that were killed along with their resource tracker (Ray
+# kills a dead worker's children).
+owner_of = _REGIONS.owner_of
+owner_is_dead = _REGIONS.owner_is_dead
 
 # A region is its client's alone (servers write into it only during that client's calls), so a dead
 # client's region is garbage at once: no group keeps it.
-KINDS = (shm_owners.Kind("feature region", PREFIX, owner_of),)
+KINDS = shm_owners.FEATURE_KINDS
 
 
 def remove_leftovers(directory: Path | None = None) -> list[shm_owners.ShmFile]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
-from saintpipe.services.pool.shared import GROUP, JobKeys, PoolStats, log
+from saintpipe.services.pool.records import PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from saintpipe.services.pool.shared import FORKS, log
+from saintpipe.services.pool.keys import FORKS, log
 
 
 class AckQueue:

@@ -13,10 +13,11 @@ from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.compact import decode_entry
 from saintpipe.services.pool.deadletter import DeadLetters
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
+from saintpipe.services.pool.records import PoolEntry
 from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS
-from saintpipe.services.pool.shared import GROUP, JobKeys, PoolEntry, log
 
 from saintpipe.core.errors import ConfigError, DecodeError, InvalidArgument, SaintpipeError
 from saintpipe.core.report import plural

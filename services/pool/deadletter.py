@@ -11,8 +11,9 @@ records. A consumer then goes on to the next entry.
 from __future__ import annotations
 
 import redis
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
-from saintpipe.services.pool.shared import GROUP, DeadLetter, JobKeys, log
+from saintpipe.services.pool.records import DeadLetter
 
 # A reason is a decoder's or the pool's message; keep the record small whatever it says.
 _MAX_REASON = 500

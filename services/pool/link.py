@@ -14,9 +14,9 @@ from saintpipe.services.pool.connection import (
     translate_error,
     wrong_type_error,
 )
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.resp import Connections, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
-from saintpipe.services.pool.shared import GROUP, JobKeys, log
 
 from saintpipe.core.errors import StateCorrupted
 

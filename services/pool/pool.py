@@ -54,9 +54,10 @@ from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, WIRES, Po
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
 from saintpipe.services.pool.deadletter import DeadLetters
+from saintpipe.services.pool.keys import GROUP, KEY_PREFIX, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
-from saintpipe.services.pool.shared import GROUP, KEY_PREFIX, DeadLetter, JobKeys, PoolEntry, PoolStats, log
+from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeError

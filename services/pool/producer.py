@@ -14,10 +14,10 @@ from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import encode_subgraph_into, encode_subgraph_parts
 from saintpipe.services.pool.compact import encode_nodes
 from saintpipe.services.pool.connection import translate_error
+from saintpipe.services.pool.keys import GROUP, JobKeys
 from saintpipe.services.pool.link import RedisLink, scripts_known
 from saintpipe.services.pool.resp import PendingExchange, pack, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
-from saintpipe.services.pool.shared import GROUP, JobKeys
 from saintpipe.services.pool.slots import SLOT_CHECKS_PER_PUT, ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeTimeout

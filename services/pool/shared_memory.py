@@ -39,7 +39,6 @@ import itertools
 import logging
 import mmap
 import os
-import re
 import secrets
 import threading
 from collections import deque
@@ -55,18 +54,15 @@ from saintpipe.core.errors import ConfigError, DecodeError
 
 log = logging.getLogger(__name__)
 
-SHM_DIR = Path("/dev/shm")
-PREFIX = "saintpipe-pool-"
+SHM_DIR = shm_owners.SHM_DIR
+PREFIX = shm_owners.POOL_PREFIX
 # 0xff cannot start a protobuf message (its tag would have wire type 7), so a reference is never
 # mistaken for an encoded subgraph, nor the other way round.
 MAGIC = b"\xffsaintpipe-slot:"
-_NAMESPACE_FILE = PREFIX + "namespace"
-# Group 1: the job's slots on one server (sweep's glob); groups 2-4: the owner. References are checked
-# against it: a consumer opens only names a producer can have written.
-_NAME = re.compile(
-    "(" + re.escape(PREFIX) + r"[0-9a-f]{8}-[A-Za-z0-9][A-Za-z0-9_.:-]{0,127})\+"
-    + shm_owners.OWNER_PATTERN + r"-[0-9a-f]{8}-\d{1,9}"
-)
+_NAMESPACE_FILE = shm_owners.POOL_NAMESPACE_FILE
+# Slot names, their owner and their job's group (sweep's glob). References are checked against them: a
+# consumer opens only names a producer can have written.
+_SLOTS = shm_owners.POOL_SLOTS
 # Slots grow in whole pages, a quarter above the message that needed it, so sizes that vary a little
 # reuse one slot without growing it again.
 _GRAIN = mmap.PAGESIZE
@@ -157,7 +153,7 @@ class SlotReference:
             size = int(nbytes)
         except (UnicodeDecodeError, ValueError):
             raise DecodeError(f"shared-memory reference {bytes(payload)[:120]!r} is malformed") from None
-        if not _NAME.fullmatch(name) or size < 0:
+        if not _SLOTS.match(name) or size < 0:
             raise DecodeError(f"shared-memory reference names {name!r} ({size} bytes): not a pool slot")
         return cls(namespace, name, size)
 
@@ -219,32 +215,14 @@ def job_slots(url: str, job_id: str) -> str:
     return f"{PREFIX}{server_tag(url)}-{job_id}"
 
 
-def owner_of(name: str) -> shm_owners.Owner | None:
-    """The producer process a slot name states; None for a name that is not a slot's."""
-    match = _NAME.fullmatch(name)
-    return shm_owners.Owner.from_groups(*match.group(2, 3, 4)) if match else None
+# The producer process a slot name states (None for a name that is not a slot's), and whether it is dead.
+owner_of = _SLOTS.owner_of
+owner_is_dead = _SLOTS.owner_is_dead
 
-
-def owner_is_dead(name: str) -> bool:
-    """True only when slot ``name`` was written by a process of this PID namespace that no longer exists.
-
-    Another namespace, a name stating no owner (an older saintpipe's), or a live owner: False.
-    """
-    return shm_owners.status(owner_of(name)) == shm_owners.DEAD
-
-
-def _job_of(name: str) -> str | None:
-    match = _NAME.fullmatch(name)
-    return match.group(1) if match else None
-
-
-# What `saintpipe doctor` and remove_leftovers look for. A dead producer's slots stay while a producer of
-# the same job on the same server lives: the job runs, and Redis entries may still name them (a sampler
-# worker that died and was restarted); the job's sweep removes them when it ends.
-KINDS = (
-    shm_owners.Kind("pool slot", PREFIX, owner_of, _job_of),
-    shm_owners.Kind("pool namespace", _NAMESPACE_FILE, owner_of, keep=True),  # each /dev/shm's identity
-)
+# What remove_leftovers looks for (``saintpipe doctor`` takes them from shm_owners.KINDS). A dead producer's
+# slots stay while a producer of the same job on the same server lives: the job runs, and Redis entries may
+# still name them (a sampler worker that died and was restarted); the job's sweep removes them when it ends.
+KINDS = shm_owners.POOL_KINDS
 
 
 def remove_leftovers(directory: Path | None = None,

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import numpy as np
 from saintpipe.services.pool import shared_memory
+from saintpipe.services.pool.keys import FORKS, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.resp import pack
-from saintpipe.services.pool.shared import FORKS, JobKeys, log
 
 from saintpipe.core import shm_owners
 from saintpipe.core.errors import SaintpipeError

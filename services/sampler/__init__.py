@@ -8,34 +8,57 @@ transport. (Normalization stored with a dataset, ``load_or_estimate``, is
 The public names are imported lazily, so that importing the package does not load Numba::
 
     from saintpipe.services.sampler import make_sampler, FrontierConfig
+
+Modules: ``config`` (one pydantic model per sampler), ``sampler`` (the facade: ``make_sampler``,
+``sample(seed)``), ``graph`` (checking the graph a sampler is given), ``kernels`` (the Numba kernels,
+one module per sampler, and induction), ``parallel`` (one pinned worker per core, seeds),
+``coefficients`` (``Normalization``, what a sampler applies), ``normalization`` (estimating it by
+pre-sampling), ``inclusion`` (closed-form inclusion probabilities), ``online`` and ``smoothed`` (the
+online and smoothed estimators), ``online_shared`` (online state shared by a host's workers under
+``/dev/shm``) and ``reference`` (plain implementations: the tests' oracles, the benchmark's baselines).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from saintpipe.core.lazy import lazy_exports
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (saintpipe.core.lazy)
+if TYPE_CHECKING:  # pragma: no cover
+    from saintpipe.services.sampler.coefficients import Normalization
+    from saintpipe.services.sampler.config import (
+        EdgeConfig,
+        FrontierConfig,
+        NodeConfig,
+        RandomWalkConfig,
+        SamplerConfig,
+        config_key,
+        parse_sampler_config,
+    )
+    from saintpipe.services.sampler.normalization import estimate_normalization
+    from saintpipe.services.sampler.parallel import chain_key, measure_throughput, run_pinned, subgraph_seed
+    from saintpipe.services.sampler.sampler import Sampler, make_sampler
 
 _EXPORTS = {
-    "SamplerConfig": "saintpipe.services.sampler.config",
-    "FrontierConfig": "saintpipe.services.sampler.config",
-    "RandomWalkConfig": "saintpipe.services.sampler.config",
-    "EdgeConfig": "saintpipe.services.sampler.config",
-    "NodeConfig": "saintpipe.services.sampler.config",
-    "config_key": "saintpipe.services.sampler.config",
-    "parse_sampler_config": "saintpipe.services.sampler.config",
-    "Sampler": "saintpipe.services.sampler.sampler",
-    "make_sampler": "saintpipe.services.sampler.sampler",
-    "Normalization": "saintpipe.services.sampler.coefficients",
-    "estimate_normalization": "saintpipe.services.sampler.normalization",
-    "subgraph_seed": "saintpipe.services.sampler.parallel",
-    "chain_key": "saintpipe.services.sampler.parallel",
-    "run_pinned": "saintpipe.services.sampler.parallel",
-    "measure_throughput": "saintpipe.services.sampler.parallel",
+    "SamplerConfig": "config",
+    "FrontierConfig": "config",
+    "RandomWalkConfig": "config",
+    "EdgeConfig": "config",
+    "NodeConfig": "config",
+    "config_key": "config",
+    "parse_sampler_config": "config",
+    "Sampler": "sampler",
+    "make_sampler": "sampler",
+    "Normalization": "coefficients",
+    "estimate_normalization": "normalization",
+    "subgraph_seed": "parallel",
+    "chain_key": "parallel",
+    "run_pinned": "parallel",
+    "measure_throughput": "parallel",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "EdgeConfig", "FrontierConfig", "NodeConfig", "Normalization", "RandomWalkConfig", "Sampler",
+    "SamplerConfig", "chain_key", "config_key", "estimate_normalization", "make_sampler",
+    "measure_throughput", "parse_sampler_config", "run_pinned", "subgraph_seed"
+]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'saintpipe.services.sampler' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -38,8 +38,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
-import secrets
 import threading
 from pathlib import Path
 
@@ -53,22 +51,19 @@ __all__ = ["KINDS", "PREFIX", "OnlineRefresher", "SharedOnlineCounts", "SharedOn
 
 log = logging.getLogger(__name__)
 
-SHM_DIR = Path("/dev/shm")
-PREFIX = "saintpipe-online-"
-_OWNED = re.compile(re.escape(PREFIX) + shm_owners.OWNER_PATTERN + r"-[0-9a-f]{16}")
+SHM_DIR = shm_owners.SHM_DIR
+PREFIX = shm_owners.ONLINE_PREFIX
+_STATES = shm_owners.ONLINE_STATES
 _MAGIC = 0x31_4E_4F_54_4E_49_41_53  # "SAINTON1", little-endian
 _HEADER_BYTES = 4096
 # The header's int64 fields.
 _F_MAGIC, _F_NODES, _F_EDGES, _F_SUBGRAPHS, _F_MAX, _F_CONVERGED, _F_REFRESHES = range(7)
 
 
-def owner_of(name: str) -> shm_owners.Owner | None:
-    match = _OWNED.fullmatch(name)
-    return shm_owners.Owner.from_groups(*match.group(1, 2, 3)) if match else None
-
+owner_of = _STATES.owner_of
 
 # One file per sampler service, its workers' only while the service lives: a dead owner's file is garbage.
-KINDS = (shm_owners.Kind("online normalization", PREFIX, owner_of),)
+KINDS = shm_owners.ONLINE_KINDS
 
 
 def remove_leftovers(directory: Path | None = None) -> list[shm_owners.ShmFile]:
@@ -119,7 +114,7 @@ class SharedOnlineState:
         directory = Path(directory or SHM_DIR)
         num_nodes, num_edges = int(prior_loss.size), int(prior_alpha.size)
         arrays, size = _layout(num_nodes, num_edges)
-        path = directory / f"{PREFIX}{shm_owners.current().tag}-{secrets.token_hex(8)}"
+        path = directory / _STATES.fresh()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             # Allocated now, not on first touch: /dev/shm too small for it (a container's shm_size) is ENOSPC
@@ -149,7 +144,7 @@ class SharedOnlineState:
         Raises:
             InvalidArgument: a file of that name that is not a complete state of this graph's size.
         """
-        if not _OWNED.fullmatch(name):
+        if not _STATES.match(name):
             raise InvalidArgument(f"{name!r} is not an online normalization state file")
         path = Path(directory or SHM_DIR) / name
         try:

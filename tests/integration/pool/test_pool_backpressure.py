@@ -8,13 +8,12 @@ import pytest
 
 from saintpipe.core.errors import SaintpipeTimeout
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
 CAPACITY = 3
 
 
-def sg(seq: int):
-    return random_subgraph(12, 30, seed=seq, job_id="bp", sequence=seq)
+sg = numbered_subgraphs(12, 30, job="bp")
 
 
 def test_producer_blocks_at_capacity_and_resumes_when_one_is_consumed(redis_server):

@@ -8,11 +8,9 @@ import pytest
 
 from saintpipe.core.errors import AuthenticationFailed
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
-
-def sg(seq: int, job: str = "basics"):
-    return random_subgraph(16, 40, seed=seq, job_id=job, sequence=seq)
+sg = numbered_subgraphs(job="basics")
 
 
 def job_keys(client, job: str) -> set[str]:

@@ -16,19 +16,9 @@ from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.pool.metrics import PoolMetrics
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import assert_balanced, sg
 
 pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
-
-
-
-def sg(seq: int, job: str):
-    return random_subgraph(16, 40, seed=seq, job_id=job, sequence=seq)
-
-
-def assert_balanced(pool: SubgraphPool) -> None:
-    s = pool.stats()
-    assert s.produced == s.acknowledged + s.depth + s.pending + s.dead_lettered, s
 
 
 def add_by_hand(client, job: str, bytes_key: str, value: bytes | None) -> str:

@@ -8,10 +8,7 @@ import weakref
 
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.synthetic import random_subgraph
-
-
-def sg(seq: int, job: str):
-    return random_subgraph(16, 40, seed=seq, job_id=job, sequence=seq)
+from tests.support.pool import sg
 
 
 def test_a_deferred_ack_travels_with_the_next_get(redis_server):

@@ -17,11 +17,7 @@ import pytest
 
 from saintpipe.core.errors import StateCorrupted
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
-
-
-def sg(seq: int, job: str):
-    return random_subgraph(16, 40, seed=seq, job_id=job, sequence=seq)
+from tests.support.pool import assert_balanced, sg
 
 
 def key(job: str, name: str) -> str:
@@ -33,11 +29,6 @@ def crafted(client, job: str, fields: dict) -> str:
     entry_id = client.xadd(key(job, "stream"), fields).decode()
     client.hincrby(key(job, "counters"), "produced", 1)
     return entry_id
-
-
-def assert_balanced(pool: SubgraphPool) -> None:
-    s = pool.stats()
-    assert s.produced == s.acknowledged + s.depth + s.pending + s.dead_lettered, s
 
 
 def only_letter(pool: SubgraphPool, entry_id: str) -> str:

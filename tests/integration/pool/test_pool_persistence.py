@@ -12,14 +12,12 @@ import pytest
 from saintpipe.services.pool.connection import ReconnectPolicy
 from saintpipe.services.pool.pool import GROUP, SubgraphPool
 from saintpipe.services.pool.scripts import SCRIPTS
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
 pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
 
 
-
-def sg(seq: int, job: str):
-    return random_subgraph(40, 160, seed=seq, job_id=job, sequence=seq)
+sg = numbered_subgraphs(40, 160)
 
 
 def sigkill(server) -> None:

@@ -8,11 +8,9 @@ from saintpipe.core.errors import InvalidArgument, SaintpipeTimeout
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.codec import MessageFramer, encode_subgraph, seal_subgraph
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
-
-def sg(seq: int, job: str, nodes: int = 30, edges: int = 120):
-    return random_subgraph(nodes, edges, seed=seq, job_id=job, sequence=seq)
+sg = numbered_subgraphs(30, 120)
 
 
 def slots(directory, job: str) -> int:

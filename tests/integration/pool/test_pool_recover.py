@@ -11,18 +11,10 @@ import time
 from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
 from saintpipe.services.pool.pool import GROUP, SubgraphPool
 from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import assert_balanced, sg
 
 FORK = multiprocessing.get_context("fork")
 decode_subgraph(encode_subgraph(random_subgraph(3, 3)))  # compile the kernels before forking
-
-
-def sg(seq: int, job: str):
-    return random_subgraph(16, 40, seed=seq, job_id=job, sequence=seq)
-
-
-def assert_balanced(pool: SubgraphPool) -> None:
-    s = pool.stats()
-    assert s.produced == s.acknowledged + s.depth + s.pending + s.dead_lettered, s
 
 
 def test_a_restarted_consumer_gets_its_unacknowledged_entries_first_and_at_once(redis_server):

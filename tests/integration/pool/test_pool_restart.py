@@ -16,13 +16,13 @@ from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
 from saintpipe.services.pool.connection import ReconnectPolicy
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
 FORK = multiprocessing.get_context("fork")
 decode_subgraph(encode_subgraph(random_subgraph(3, 3)))  # compile the kernels before forking
 
 
-def sg(seq: int):
-    return random_subgraph(10, 25, seed=seq, job_id="rs", sequence=seq)
+sg = numbered_subgraphs(10, 25, job="rs")
 
 
 def test_restart_loses_buffered_entries_and_the_pool_carries_on(volatile_redis):

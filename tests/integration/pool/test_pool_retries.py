@@ -24,13 +24,12 @@ from saintpipe.services.pool.pool import GROUP, SubgraphPool
 from saintpipe.services.pool.redis_server import RedisServer
 from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import assert_balanced, numbered_subgraphs
 
 pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
 
 
-def sg(seq: int, job: str = "retry"):
-    return random_subgraph(20, 60, seed=seq, job_id=job, sequence=seq)
+sg = numbered_subgraphs(20, 60, job="retry")
 
 
 def drop_next_reply(monkeypatch, pool: SubgraphPool, meanwhile=None) -> dict:
@@ -55,11 +54,6 @@ def drop_next_reply(monkeypatch, pool: SubgraphPool, meanwhile=None) -> dict:
 
     monkeypatch.setattr(conns, "exchange", exchange)
     return state
-
-
-def assert_balanced(pool: SubgraphPool) -> None:
-    s = pool.stats()
-    assert s.produced == s.acknowledged + s.depth + s.pending + s.dead_lettered, s
 
 
 def bytes_keys(client, job: str) -> list[bytes]:

@@ -11,11 +11,9 @@ from saintpipe.core.errors import ConfigError, SaintpipeTimeout
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.codec import encode_subgraph
 from saintpipe.services.pool.pool import SubgraphPool
-from saintpipe.services.pool.synthetic import random_subgraph
+from tests.support.pool import numbered_subgraphs
 
-
-def sg(seq: int, job: str = "shm", nodes: int = 40, edges: int = 160):
-    return random_subgraph(nodes, edges, seed=seq, job_id=job, sequence=seq)
+sg = numbered_subgraphs(40, 160, job="shm")
 
 
 def slots(directory, job: str = "") -> list[str]:

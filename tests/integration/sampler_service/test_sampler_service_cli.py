@@ -4,24 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-from pathlib import Path
 
 from saintpipe.services.pool.pool import SubgraphPool
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.support.cli import ROOT, free_port
 
 
 def test_cli_serves_until_sigterm(svc_dataset, redis_server_session, wait, scrape_metrics, drain_pool):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "saintpipe", "serve", "samplers", "--data", str(svc_dataset), "--workers", "1",

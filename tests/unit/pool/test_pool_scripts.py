@@ -80,10 +80,10 @@ def test_scripts_are_called_by_the_sha_of_their_text():
 
 
 def test_the_facade_exports_what_callers_import():
-    from saintpipe.services.pool import pool, shared
+    from saintpipe.services.pool import pool, records
 
-    assert pool.PoolEntry is shared.PoolEntry and pool.PoolStats is shared.PoolStats
-    assert pool.DeadLetter is shared.DeadLetter
+    assert pool.PoolEntry is records.PoolEntry and pool.PoolStats is records.PoolStats
+    assert pool.DeadLetter is records.DeadLetter
     assert (pool.GROUP, pool.KEY_PREFIX) == ("trainers", "saintpipe:pool:")
     for name in ("SubgraphPool", "PreparedPut", "resolve_transport"):
         assert hasattr(pool, name)
