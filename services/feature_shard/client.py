@@ -50,7 +50,7 @@ from saintpipe.services.feature_shard.config import SHARED_MEMORY_MODES
 from saintpipe.core.malloc import tune_malloc
 from saintpipe.services.feature_shard.replicas import Budget, Replica, Shard, connect_replica, with_failover
 from saintpipe.services.feature_shard.security import ClientSecurity
-from saintpipe.services.feature_shard.transports import Piece, transports
+from saintpipe.services.feature_shard.transports import Bulk, Piece, SharedMemory, Stream, Unary
 from saintpipe.services.feature_shard.wire import CHUNK_OVERHEAD, encode_ids
 
 log = logging.getLogger(__name__)
@@ -167,7 +167,10 @@ class FeatureClient:
         self._shm_mode = shared_memory
         self._shm_dir = shm.SHM_DIR
         self._regions = shm.RegionPool(self._shm_dir) if shared_memory != "off" else None
-        self._transports = transports(self)
+        # The transports offered each shard call, in this order (saintpipe.services.feature_shard.transports).
+        self._transports = (SharedMemory(self._replica_shm, self._probe, shared_memory == "on", self._count),
+                            Bulk(self._bulk_channel, self._count), Unary(lambda: self._max_rows_unary, self._count),
+                            Stream(self._count))
         try:
             self._connect(transfer_dtype)
             self._cache = self._build_cache(cache, degrees)

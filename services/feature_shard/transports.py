@@ -22,6 +22,7 @@ failover (:func:`saintpipe.services.feature_shard.replicas.with_failover`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,8 +34,10 @@ from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard import shm
 
 if TYPE_CHECKING:
-    from saintpipe.services.feature_shard.client import FeatureClient
+    from saintpipe.services.feature_shard.bulk_client import BulkChannel
     from saintpipe.services.feature_shard.replicas import Replica, Shard
+
+Count = Callable[..., None]  # the client's counters: count(rows_fetched=..., bytes_received=..., ...)
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +99,22 @@ class Transport(Protocol):
 
 
 class SharedMemory:
-    """The server writes the rows into the client's region; the answer is metadata only."""
+    """The server writes the rows into the client's region; the answer is metadata only.
 
-    def __init__(self, client: FeatureClient) -> None:
-        self.client = client
+    Args:
+        takes_shm: whether a replica takes this client's regions (probed once).
+        probe: probe a replica again (after it refused a region it had accepted).
+        required: ``shared_memory="on"``: a refusal is an error, never a fall-back to bytes.
+        count: the client's counters.
+    """
+
+    def __init__(self, takes_shm: Callable[[Shard, Replica, float], bool],
+                 probe: Callable[[Shard, Replica, float], bool], required: bool, count: Count) -> None:
+        self.takes_shm, self.probe, self.required, self.count = takes_shm, probe, required, count
 
     def fetch(self, piece: Piece, replica: Replica, timeout: float) -> bool:
-        client, region = self.client, piece.region
-        if region is None or not client._replica_shm(piece.shard, replica, timeout):
+        region = piece.region
+        if region is None or not self.takes_shm(piece.shard, replica, timeout):
             return False
         try:
             self._write_through(piece, replica, timeout)
@@ -112,8 +123,8 @@ class SharedMemory:
             region.tainted = True  # the server may still write into the region later: never reuse it
             # A replica that passed the probe but cannot open the region now (restarted elsewhere under the
             # same address?): probe again; if it fails, this call and later ones use bytes.
-            if (exc.code() != grpc.StatusCode.INVALID_ARGUMENT or client._shm_mode == "on"
-                    or client._probe(piece.shard, replica, timeout)):
+            if (exc.code() != grpc.StatusCode.INVALID_ARGUMENT or self.required
+                    or self.probe(piece.shard, replica, timeout)):
                 raise
             return False
 
@@ -133,17 +144,20 @@ class SharedMemory:
                 f"{piece.where(replica)}: asked for {ids.size} x {dim} {out.dtype.name} rows in shared memory, "
                 f"answered in_shared_memory={reply.in_shared_memory} shape={list(reply.shape)} dtype={reply.dtype!r}"
             )
-        self.client._count(rows_fetched=ids.size, shm_bytes=ids.size * row_bytes, shard_calls=1)
+        self.count(rows_fetched=ids.size, shm_bytes=ids.size * row_bytes, shard_calls=1)
 
 
 class Bulk:
-    """Rows on the replica's bulk data plane; one block of the output is received straight into it."""
+    """Rows on the replica's bulk data plane; one block of the output is received straight into it.
 
-    def __init__(self, client: FeatureClient) -> None:
-        self.client = client
+    ``channel_of``: a replica's bulk channel, or None where it has none or the client does not use them.
+    """
+
+    def __init__(self, channel_of: Callable[[Replica, float], BulkChannel | None], count: Count) -> None:
+        self.channel_of, self.count = channel_of, count
 
     def fetch(self, piece: Piece, replica: Replica, timeout: float) -> bool:
-        channel = self.client._bulk_channel(replica, timeout)
+        channel = self.channel_of(replica, timeout)
         if channel is None:
             return False
         # Rows for one block of ``out`` in its dtype (sorted unique ids) are received straight into it.
@@ -157,18 +171,21 @@ class Bulk:
                 replica.bulk, replica.bulk_port = None, None  # ask its Info again on the next try
                 channel.close()
             raise
-        self.client._count(rows_fetched=piece.ids.size, bytes_received=nbytes, shard_calls=1)
+        self.count(rows_fetched=piece.ids.size, bytes_received=nbytes, shard_calls=1)
         return True
 
 
 class Unary:
-    """One ``GatherUnary`` message, when the answer fits the smallest server's message limit."""
+    """One ``GatherUnary`` message, when the answer fits the smallest server's message limit.
 
-    def __init__(self, client: FeatureClient) -> None:
-        self.client = client
+    ``max_rows``: the most rows one message answers (known once the shards' Info has been read).
+    """
+
+    def __init__(self, max_rows: Callable[[], int], count: Count) -> None:
+        self.max_rows, self.count = max_rows, count
 
     def fetch(self, piece: Piece, replica: Replica, timeout: float) -> bool:
-        if not replica.has_unary or piece.ids.size > self.client._max_rows_unary:
+        if not replica.has_unary or piece.ids.size > self.max_rows():
             return False
         try:
             chunk = replica.gather_unary(piece.request, timeout=timeout)
@@ -178,22 +195,22 @@ class Unary:
             log.info("%s: no GatherUnary; streams", piece.where(replica))
             replica.has_unary = False
             return False
-        place_chunks(self.client, piece, replica, [chunk])
+        place_chunks(piece, replica, [chunk], self.count)
         return True
 
 
 class Stream:
     """A ``Gather`` stream of chunks, each placed as it arrives: any answer size, any server."""
 
-    def __init__(self, client: FeatureClient) -> None:
-        self.client = client
+    def __init__(self, count: Count) -> None:
+        self.count = count
 
     def fetch(self, piece: Piece, replica: Replica, timeout: float) -> bool:
-        place_chunks(self.client, piece, replica, replica.gather(piece.request, timeout=timeout))
+        place_chunks(piece, replica, replica.gather(piece.request, timeout=timeout), self.count)
         return True
 
 
-def place_chunks(client: FeatureClient, piece: Piece, replica: Replica, chunks) -> None:
+def place_chunks(piece: Piece, replica: Replica, chunks: Iterable[tuple[int, np.ndarray]], count: Count) -> None:
     """Place every ``(offset, rows)`` chunk of an answer; the answer must cover the piece exactly.
 
     Raises:
@@ -205,9 +222,4 @@ def place_chunks(client: FeatureClient, piece: Piece, replica: Replica, chunks) 
         nbytes += rows.nbytes
     if received != piece.ids.size:
         raise DecodeError(f"{piece.where(replica)}: answered {received} rows for {piece.ids.size} ids")
-    client._count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
-
-
-def transports(client: FeatureClient) -> tuple[Transport, ...]:
-    """The client's transports, in the order they are offered each piece."""
-    return SharedMemory(client), Bulk(client), Unary(client), Stream(client)
+    count(rows_fetched=received, bytes_received=nbytes, shard_calls=1)
