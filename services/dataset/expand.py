@@ -17,7 +17,7 @@ gives the same arrays: a node set of training nodes induces the same edges in
 both, and the plain weights depend only on those.) It lives with
 the dataset store because that is all it reads (the topology, the training
 split, the stored normalization), for trainers and for the benchmark that
-measures it (``saintpipe bench samplers``) alike.
+measures it (``saintpipe bench sampler-service``) alike.
 
 A :class:`SubgraphExpander` is what a trainer passes to the pool's ``get``
 (through :class:`~saintpipe.minibatch.feed.PoolFeed`): it runs on the prefetch
