@@ -4,7 +4,7 @@
 For every scale: generation (seconds, peak RSS, bytes written), verify, text
 import (an edge list written once, imported as ``saintpipe data import
 edgelist`` does, against pyarrow's CSV reader alone on the same file in the
-same run: :mod:`saintpipe.services.dataset.bench_import`),
+same run: :mod:`saintpipe.bench.dataset_import`),
 and a ``saintpipe run`` with ``[run] max_seconds`` (start-up, trained and
 sampled subgraphs/s, the trainer's wait fraction, full-graph evaluation, peak
 PSS per process from scripts/pss_monitor.py). Steps run one after another, so
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         row["bytes_gb"] = size_gb(data)
         row["verify_s"], row["verify_peak_gb"], _ = timed([*SAINTPIPE, "data", "verify", str(data)])
         if scale <= args.import_up_to:
-            from saintpipe.services.dataset.bench_import import measure, write_edge_list
+            from saintpipe.bench.dataset_import import measure, write_edge_list
             from saintpipe.services.dataset.store import open_dataset
 
             text = work / "edges.txt"

@@ -77,8 +77,8 @@ def redis_server_session():
 # benchmarks, and tests of thread affinity or of network namespaces. A folder named here is serial as a whole
 # (a new test in it included); a single module elsewhere says `pytestmark = pytest.mark.serial`.
 SERIAL_FOLDERS = (
-    "e2e/faults", "e2e/pipeline", "e2e/sampler_service", "e2e/pool", "e2e/trainer",
-    "integration/sampler_service", "integration/loader", "integration/trainer", "integration/pipeline",
+    "e2e/faults", "e2e/pipeline", "e2e/bench", "e2e/trainer",
+    "integration/sampler_service", "integration/loader", "integration/trainer", "integration/bench",
     "integration/core",
 )
 

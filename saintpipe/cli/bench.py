@@ -6,22 +6,26 @@ import argparse
 
 from saintpipe.cli.registry import register_all
 
-# One module per benchmark; each defines register(subparsers).
+# One module per benchmark, all in saintpipe.bench, each named for what it measures; each defines
+# register(subparsers). The subcommand is the module's name (sampler_service: sampler-service;
+# dataset_import: import).
 BENCHMARKS: tuple[str, ...] = (
-    "saintpipe.services.dataset.bench",
-    "saintpipe.services.dataset.bench_import",
-    "saintpipe.services.feature_shard.bench",
-    "saintpipe.pipeline.bench_accuracy",
-    "saintpipe.services.sampler_service.bench_kernels",
-    "saintpipe.services.pool.bench",
-    "saintpipe.trainer.bench",
-    "saintpipe.trainer.bench_inference",
-    "saintpipe.services.sampler_service.bench",
+    "saintpipe.bench.kernels",  # the sampler kernels (alias: sampler)
+    "saintpipe.bench.sampler_service",  # the sampler service filling the pool (alias: samplers)
+    "saintpipe.bench.pool",
+    "saintpipe.bench.features",  # the feature service
+    "saintpipe.bench.train",  # the trainer's iteration
+    "saintpipe.bench.inference",
+    "saintpipe.bench.accuracy.cli",
+    "saintpipe.bench.loader",
+    "saintpipe.bench.generate",  # the Kronecker generator
+    "saintpipe.bench.dataset_import",  # text edge-list import
 )
 
 
 def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser("bench", help="run a benchmark and print its figures",
-                               description="Benchmarks. Each prints a table, or one JSON object with --json.")
+                               description="Benchmarks, each named for what it measures. Each prints a table, "
+                               "or one JSON object with --json (loader: lines of figures).")
     sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
     register_all(sub, BENCHMARKS)

@@ -5,7 +5,7 @@ that acknowledges it once the step that used it is done.
 
 * :class:`PoolFeed`: gets a subgraph from the Redis pool, gathers its rows
   (from the feature service in production; from an in-memory graph in the
-  accuracy experiment, :mod:`saintpipe.pipeline.local_pool`), and with
+  accuracy experiment, :mod:`saintpipe.bench.accuracy.local_pool`), and with
   ``prefetch`` does both for the next subgraph on a background thread while
   the current step computes.
 

@@ -11,8 +11,8 @@ child exits, so start the server (and ``restart`` it) from a thread that lives
 as long as the server should (the main thread, normally).
 
 A private server may also run behind a command prefix and listen on another
-address (``command_prefix``, ``host``): ``saintpipe bench samplers --cross-host
-veth`` starts it inside a network namespace
+address (``command_prefix``, ``host``): ``saintpipe bench sampler-service
+--cross-host veth`` starts it inside a network namespace
 (:class:`saintpipe.core.netns.VethHost`), bound to the namespace's end of a
 veth pair, so that every byte to it crosses a real link.
 

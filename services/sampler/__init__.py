@@ -2,8 +2,8 @@
 
 The kernels layer: pure numpy/Numba over arrays, no dataset files and no
 transport. (Normalization stored with a dataset, ``load_or_estimate``, is
-:mod:`saintpipe.services.dataset.normalization`; ``saintpipe bench sampler`` is
-:mod:`saintpipe.services.sampler_service.bench_kernels`.)
+:mod:`saintpipe.services.dataset.normalization`; ``saintpipe bench kernels`` is
+:mod:`saintpipe.bench.kernels`.)
 
 The public names are imported lazily, so that importing the package does not load Numba::
 

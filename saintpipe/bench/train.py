@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _bench(args: argparse.Namespace) -> int:
     from saintpipe.core.report import emit_report
     from saintpipe.core.errors import InvalidArgument
-    from saintpipe.trainer.bench_core import run_benchmark
+    from saintpipe.bench.train_core import run_benchmark
 
     for name in ("nodes", "classes", "sage_features", "sage_hidden", "gcn_features", "gcn_hidden", "repeats"):
         if getattr(args, name) < 1:

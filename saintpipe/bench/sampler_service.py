@@ -1,4 +1,4 @@
-"""``saintpipe bench samplers``: how fast the sampler service fills the pool, against the bare kernel.
+"""``saintpipe bench sampler-service``: how fast the sampler service fills the pool, against the bare kernel.
 
 In one run, on one graph (default: the Kronecker graph of scale 18, degree
 16) and one sampler (default: random walk r=3000, h=2):
@@ -23,8 +23,8 @@ In one run, on one graph (default: the Kronecker graph of scale 18, degree
 Where node sets move the work: the summary gives the bytes of each form of
 the same subgraphs, the worker's cost to encode a node set, and the
 trainer's cost per subgraph to decode a whole one or to decode a node set
-and expand it (``bench_wire.py``; the expanded subgraph is checked equal to
-the whole one, ``expanded_equal``).
+and expand it (``sampler_service_wire.py``; the expanded subgraph is checked
+equal to the whole one, ``expanded_equal``).
 
 These machines' speed drifts by 10-25 % from one few-second stretch to the
 next (a shared VM's neighbours), so the two sides of each ratio are measured
@@ -88,7 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
-    parser = sub.add_parser("samplers", help="pool fill rate of the sampler service, 1 worker and 1 per core",
+    # "samplers": the name it had before, kept for the scripts that use it.
+    parser = sub.add_parser("sampler-service", aliases=["samplers"],
+                            help="pool fill rate of the sampler service, 1 worker and 1 per core, vs the kernel",
                             description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--data", type=Path, help="dataset directory (default: the Kronecker graph of --scale)")
     parser.add_argument("--scale", type=integer(1, 30), default=18, help="Kronecker scale when no --data (default 18)")
@@ -127,7 +129,7 @@ def _dataset(args: argparse.Namespace) -> Path:
 
     if args.data is not None:
         return args.data
-    # The same cache as `saintpipe bench sampler`, so the graph is generated once for both.
+    # The same cache as `saintpipe bench kernels`, so the graph is generated once for both.
     path = home() / "datasets" / f"kronecker-s{args.scale}-d{args.degree:g}-seed{args.seed}"
     if not (path / "manifest.json").is_file():
         from saintpipe.services.dataset.kronecker import generate_kronecker
@@ -385,7 +387,7 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.pool.pool import resolve_transport, resolve_wire
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler.parallel import available_cores
-    from saintpipe.services.sampler_service.bench_wire import wire_figures
+    from saintpipe.bench.sampler_service_wire import wire_figures
     from saintpipe.services.sampler_service.cli import sampler_flags
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
     from saintpipe.services.sampler_service.worker import build_sampler

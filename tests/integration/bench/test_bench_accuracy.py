@@ -7,8 +7,8 @@ import pytest
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.evaluate import EvalGraph
 
-from saintpipe.pipeline.accuracy import DEFAULT_MODEL, SamplingSetup, load_planetoid, train_subgraphs
-from saintpipe.pipeline.full_batch import train_kipf_gcn
+from saintpipe.bench.accuracy.experiment import DEFAULT_MODEL, SamplingSetup, load_planetoid, train_subgraphs
+from saintpipe.bench.accuracy.full_batch import train_kipf_gcn
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_demo_dataset_is_learned_well_above_chance():
 
 
 def test_the_inductive_protocol_trains_on_training_nodes_only_and_still_learns_the_demo():
-    from saintpipe.pipeline.accuracy import sampled_graph, subgraph_sizes
+    from saintpipe.bench.accuracy.experiment import sampled_graph, subgraph_sizes
     from saintpipe.services.dataset.demo import generate_demo
 
     demo = generate_demo(num_nodes=2000, num_classes=8)

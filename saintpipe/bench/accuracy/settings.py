@@ -1,6 +1,6 @@
 """The settings of ``saintpipe bench accuracy``'s subgraph runs: samplers, their parameters, normalization.
 
-Apart from :mod:`saintpipe.pipeline.accuracy` so that the command's flags
+Apart from :mod:`saintpipe.bench.accuracy.experiment` so that the command's flags
 and defaults are known without importing torch (``saintpipe --help`` stays fast).
 """
 

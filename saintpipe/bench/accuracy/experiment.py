@@ -3,7 +3,7 @@
 On the Planetoid citation graphs (Cora, CiteSeer; standard public split) a
 model trained on GraphSAINT subgraphs should score within a few points of the
 published full-batch GCN. The baseline is that GCN with its own recipe
-(:mod:`saintpipe.pipeline.full_batch`: 81.5 on Cora, 70.3 on CiteSeer in the
+(:mod:`saintpipe.bench.accuracy.full_batch`: 81.5 on Cora, 70.3 on CiteSeer in the
 paper); the subgraph runs train the same GCN in the trainer's terms (one
 GCN layer of width 16, a graph classifier, no bias, the same dropout and
 weight decay: :data:`DEFAULT_MODEL`) with the trainer's loop, on the random
@@ -24,7 +24,7 @@ The subgraph runs read their subgraphs the way training does: the Numba
 kernels of ``saintpipe.services.sampler`` draw them on a producer thread, in
 seed order, into a real subgraph pool on a private Redis started for the
 experiment, and the trainer's loop takes them through the pool's client
-(:class:`~saintpipe.pipeline.local_pool.InProcessPool`: put, get, decode,
+(:class:`~saintpipe.bench.accuracy.local_pool.InProcessPool`: put, get, decode,
 ack; same-host shared-memory transport), with features from the in-memory
 graph. One producer and one consumer: a seed gives the same run every time.
 """
@@ -42,9 +42,9 @@ import numpy as np
 
 from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import DatasetError, InvalidArgument
-from saintpipe.pipeline.accuracy_setup import PUBLISHED_GCN, SAMPLERS, SamplingSetup
-from saintpipe.pipeline.full_batch import KipfRecipe, row_normalize, train_kipf_gcn
-from saintpipe.pipeline.local_pool import InProcessPool
+from saintpipe.bench.accuracy.settings import PUBLISHED_GCN, SAMPLERS, SamplingSetup
+from saintpipe.bench.accuracy.full_batch import KipfRecipe, row_normalize, train_kipf_gcn
+from saintpipe.bench.accuracy.local_pool import InProcessPool
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
 from saintpipe.trainer.assemble import build_loop, new_state
@@ -98,7 +98,7 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
     """A Planetoid ``.npz`` (indptr, indices, features, labels, train/val/test masks) as an EvalGraph.
 
     With ``normalize_features`` every feature row is divided by its sum
-    (:func:`~saintpipe.pipeline.full_batch.row_normalize`, the GCN recipe's preprocessing):
+    (:func:`~saintpipe.bench.accuracy.full_batch.row_normalize`, the GCN recipe's preprocessing):
     the full-batch and the subgraph runs read the same inputs.
     """
     path = Path(path)
@@ -128,7 +128,7 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
 def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, patience: int = 0) -> dict:
     """The trainer's GNN, one step per epoch on the whole graph; the test score at the best validation score.
 
-    Not the bench's baseline (that is :func:`~saintpipe.pipeline.full_batch.train_kipf_gcn`): the same
+    Not the bench's baseline (that is :func:`~saintpipe.bench.accuracy.full_batch.train_kipf_gcn`): the same
     model as the subgraph runs, to tell the model's share of a gap from sampling's.
     """
     from saintpipe.trainer.evaluate import evaluate

@@ -1,4 +1,4 @@
-"""``saintpipe bench samplers``, the wire's side: bytes per subgraph and the trainer's work, whole vs node set.
+"""``saintpipe bench sampler-service``, the wire's side: bytes and the trainer's work, whole vs node set.
 
 With the pool's ``wire = "nodes"`` a worker sends the node set and the
 trainer induces it again (:class:`saintpipe.minibatch.expand.SubgraphExpander`):

@@ -1,6 +1,7 @@
-"""The trainer's commands through the console script: bench train, serve trainer errors.
+"""The trainer's benchmarks through the console script: bench train and bench inference.
 
-(``bench accuracy`` is the pipeline's: tests/e2e/pipeline/test_pipeline_bench_accuracy_cli.py.)
+(``bench accuracy``: test_bench_accuracy_cli.py, beside this file; ``serve trainer``:
+tests/e2e/trainer/test_trainer_serve_cli.py.)
 """
 
 from __future__ import annotations
@@ -64,26 +65,6 @@ def test_bench_train_rejects_bad_sizes_in_one_line(cli):
         proc.stderr.strip()
         == "saintpipe: error: --sage-hidden must be even (self and neighbour halves), got 31"
     )
-
-
-def test_serve_trainer_names_missing_flags(cli, tmp_path):
-    proc = cli("serve", "trainer", "--data", str(tmp_path), check=False, env={"SAINTPIPE_REDIS_URL": ""})
-    assert proc.returncode == 2
-    assert proc.stderr.strip() == "saintpipe: error: serve trainer needs --redis-url, --features, --job"
-    proc = cli(
-        "serve",
-        "trainer",
-        "--data",
-        str(tmp_path),
-        "--redis-url",
-        "redis://127.0.0.1:1/0",
-        "--features",
-        "127.0.0.1:1",
-        "--job",
-        "j",
-        check=False,
-    )
-    assert proc.returncode == 2 and "not a dataset directory (no manifest.json)" in proc.stderr
 
 
 def test_bench_inference_compares_layerwise_with_one_product_per_layer(cli):

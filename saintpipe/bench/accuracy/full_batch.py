@@ -132,7 +132,7 @@ def train_kipf_gcn(graph: EvalGraph, seed: int, recipe: KipfRecipe = KipfRecipe(
     """Train the two-layer GCN full-batch on ``graph`` (single-label) with ``recipe``.
 
     The features are used as ``graph`` gives them: row-normalise them first
-    (:func:`row_normalize`, as :func:`saintpipe.pipeline.accuracy.load_planetoid` does).
+    (:func:`row_normalize`, as :func:`saintpipe.bench.accuracy.experiment.load_planetoid` does).
 
     Returns:
         ``{"val", "test", "best_epoch", "epochs"}``: accuracies of the weights with the best validation

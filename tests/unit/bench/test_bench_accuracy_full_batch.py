@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from saintpipe.pipeline.accuracy_setup import SAMPLERS, SamplingSetup
-from saintpipe.pipeline.full_batch import gcn_adjacency, row_normalize
+from saintpipe.bench.accuracy.settings import SAMPLERS, SamplingSetup
+from saintpipe.bench.accuracy.full_batch import gcn_adjacency, row_normalize
 
 
 def test_row_normalize_divides_each_row_by_its_sum_and_keeps_empty_rows_zero():
@@ -18,7 +18,7 @@ def test_row_normalize_divides_each_row_by_its_sum_and_keeps_empty_rows_zero():
 
 
 def test_row_normalize_on_cora_gives_rows_summing_to_one(real_datasets):
-    from saintpipe.pipeline.accuracy import load_planetoid
+    from saintpipe.bench.accuracy.experiment import load_planetoid
 
     graph = load_planetoid(real_datasets / "cora.npz")
     x = graph.gather(np.arange(graph.num_nodes))

@@ -86,7 +86,7 @@ def measure(edges: Path, out: Path) -> dict[str, float | int]:
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "saintpipe.services.dataset.bench_import", str(edges), str(out)],
+    proc = subprocess.run([sys.executable, "-m", "saintpipe.bench.dataset_import", str(edges), str(out)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise SaintpipeError(f"the import process failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")

@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
+DATA_DIR = Path(__file__).resolve().parents[3] / "tests" / "data"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.argtypes import integer
     from saintpipe.core.seeds import SEED_MAX
     from saintpipe.core.report import add_json_flag
-    from saintpipe.pipeline.accuracy_setup import NORMALIZATIONS, SAMPLERS, SamplingSetup
+    from saintpipe.bench.accuracy.settings import NORMALIZATIONS, SAMPLERS, SamplingSetup
 
     d = SamplingSetup()
     parser = sub.add_parser(
@@ -80,9 +80,9 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.core.errors import InvalidArgument
     from saintpipe.core.report import emit_report
-    from saintpipe.pipeline.accuracy import DEFAULT_MODEL, GRAPHS, compare, summary_of
-    from saintpipe.pipeline.accuracy_setup import SAMPLERS, SamplingSetup
-    from saintpipe.pipeline.full_batch import KipfRecipe
+    from saintpipe.bench.accuracy.experiment import DEFAULT_MODEL, GRAPHS, compare, summary_of
+    from saintpipe.bench.accuracy.settings import SAMPLERS, SamplingSetup
+    from saintpipe.bench.accuracy.full_batch import KipfRecipe
     from saintpipe.trainer.config import ModelConfig
 
     try:

@@ -12,8 +12,8 @@ from saintpipe.services.sampler.config import RandomWalkConfig
 from saintpipe.services.sampler.parallel import subgraph_seed
 from saintpipe.services.sampler.sampler import make_sampler
 
-from saintpipe.pipeline.accuracy import load_planetoid
-from saintpipe.pipeline.local_pool import InProcessPool
+from saintpipe.bench.accuracy.experiment import load_planetoid
+from saintpipe.bench.accuracy.local_pool import InProcessPool
 
 CONFIG = RandomWalkConfig(roots=50, walk_length=2)
 ARRAYS = ("node_ids", "indptr", "indices", "edge_weights", "edge_weights_t", "loss_weights")

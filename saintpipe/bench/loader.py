@@ -1,4 +1,4 @@
-"""``python -m saintpipe.loader.bench --data DIR``: what the loader costs, on an embedded pipeline.
+"""``saintpipe bench loader --data DIR``: what the loader costs, on an embedded pipeline.
 
 Prints the embedded pipeline's start-up and stop times, and the rate at which
 a loop that does nothing with its minibatches gets them, through
@@ -31,15 +31,25 @@ def _rate(loader, workers: int) -> tuple[float, float, int]:
     return first - start, (count - 1) / max(end - first, 1e-9), count
 
 
-def main(argv: list[str] | None = None) -> int:
+def register(sub: argparse._SubParsersAction) -> None:
+    from saintpipe.core.argtypes import integer
+
+    parser = sub.add_parser("loader",
+                            help="the loader's minibatch rate, with and without DataLoader workers, and its start-up",
+                            description=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--data", type=Path, required=True, help="dataset directory")
+    parser.add_argument("--steps", type=integer(1, 2**31 - 1), default=200,
+                        help="minibatches per measurement (default 200)")
+    parser.add_argument("--roots", type=integer(1, 2**31 - 1), default=150,
+                        help="random-walk roots per subgraph (default 150)")
+    parser.add_argument("--workers", type=integer(0, 4096), nargs="*", default=[2],
+                        help="DataLoader worker counts (default 2)")
+    parser.set_defaults(func=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
     from saintpipe.loader import SubgraphLoader
 
-    parser = argparse.ArgumentParser(prog="python -m saintpipe.loader.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, help="dataset directory")
-    parser.add_argument("--steps", type=int, default=200, help="minibatches per measurement (default 200)")
-    parser.add_argument("--roots", type=int, default=150, help="random-walk roots per subgraph (default 150)")
-    parser.add_argument("--workers", type=int, nargs="*", default=[2], help="DataLoader worker counts (default 2)")
-    args = parser.parse_args(argv)
     overrides = {"samplers": {"sampler": {"roots": args.roots}}, "run": {"metrics": False},
                  "pool": {"job_id": "loader-bench"}}
     start = time.perf_counter()
@@ -55,7 +65,3 @@ def main(argv: list[str] | None = None) -> int:
         loader.close()
         print(f"close (everything stopped)   {time.perf_counter() - start:7.2f} s")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

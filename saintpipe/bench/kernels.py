@@ -1,4 +1,4 @@
-"""``saintpipe bench sampler``: throughput of the four samplers on 1 core and on all cores, with baselines.
+"""``saintpipe bench kernels``: throughput of the four sampler kernels on 1 core and all cores, with baselines.
 
 For each graph (Kronecker scale 18 and 20 with degree 16, and cora) and each
 sampler with the paper's parameters (frontier m=1000 n=8000, random walk
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The sampler kernels' own benchmark. It lives here, above the kernels package (saintpipe.services.sampler,
-# pure arrays in and out), because it reads, generates and caches its graphs through the dataset store;
-# ``bench samplers`` (bench.py, beside it) measures the service filling the pool against the same kernels.
+# The sampler kernels' own benchmark, above the kernels package (saintpipe.services.sampler, pure arrays in
+# and out): it reads, generates and caches its graphs through the dataset store. ``bench sampler-service``
+# (sampler_service.py, beside it) measures the service filling the pool against the same kernels.
 
 CORA = Path(__file__).resolve().parents[2] / "tests" / "data" / "cora.npz"
 KINDS = ("frontier", "random_walk", "edge", "node")
@@ -55,7 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.argtypes import integer, real, seed
     from saintpipe.core.report import add_json_flag
 
-    parser = sub.add_parser("sampler", help="sampler throughput on 1 core and all cores, against baselines",
+    # "sampler": the name it had before, kept for the scripts that use it.
+    parser = sub.add_parser("kernels", aliases=["sampler"],
+                            help="throughput of the sampler kernels on 1 core and all cores, against baselines",
                             description=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--scales", default=None,
                         help="comma-separated Kronecker scales, '' for none (default 18,20; --quick: 12)")

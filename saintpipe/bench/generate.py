@@ -41,7 +41,7 @@ def measure(scale: int, degree: float, seed: int = 0, feature_dim: int = 50) -> 
     env = dict(os.environ)
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     spec = json.dumps({"scale": scale, "degree": degree, "seed": seed, "feature_dim": feature_dim})
-    proc = subprocess.run([sys.executable, "-m", "saintpipe.services.dataset.bench", spec], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "saintpipe.bench.generate", spec], capture_output=True,
                           text=True, env=env)
     if proc.returncode != 0:
         raise SaintpipeError(f"the generator process failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")

@@ -1,4 +1,4 @@
-"""``saintpipe bench sampler`` runs end to end and prints consistent figures."""
+"""``saintpipe bench kernels`` (old name: ``bench sampler``) runs end to end and prints consistent figures."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import json
 import pytest
 
 
-def test_bench_sampler_quick_json(cli, saintpipe_home):
-    proc = cli("bench", "sampler", "--quick", "--scales", "9", "--seconds", "0.1", "--processes", "2",
+def test_bench_kernels_quick_json(cli, saintpipe_home):
+    proc = cli("bench", "kernels", "--quick", "--scales", "9", "--seconds", "0.1", "--processes", "2",
                "--json")
     report = json.loads(proc.stdout)
+    # "sampler": the report's name, as before the command was renamed
     assert report["benchmark"] == "sampler" and report["params"]["processes"] == 2
     assert report["params"]["rounds"] == 2 and report["params"]["warmup"] == 1  # --quick's rounds
     rows = report["rows"]
@@ -38,9 +39,9 @@ def test_bench_sampler_quick_json(cli, saintpipe_home):
     assert (saintpipe_home / "datasets" / "kronecker-s9-d16-seed0" / "manifest.json").is_file()
 
 
-def test_bench_sampler_growth_across_scales(cli, saintpipe_home):
+def test_bench_kernels_growth_across_scales(cli, saintpipe_home):
     """Two scales: a growth phase measures every sampler on both in the same rounds."""
-    proc = cli("bench", "sampler", "--quick", "--scales", "8,10", "--no-cora", "--seconds", "0.05",
+    proc = cli("bench", "kernels", "--quick", "--scales", "8,10", "--no-cora", "--seconds", "0.05",
                "--processes", "1", "--samplers", "frontier,node", "--json")
     report = json.loads(proc.stdout)
     growth = {(r["sampler"], r["graph"]): r for r in report["rows"] if r["sampler"].endswith("(growth phase)")}
@@ -63,8 +64,8 @@ def test_bench_sampler_growth_across_scales(cli, saintpipe_home):
         assert summary[f"{kind} growth per scanned entry s8->s10"] == pytest.approx(summary[key] / work)
 
 
-def test_bench_sampler_rejects_bad_flags(cli, saintpipe_home):
-    proc = cli("bench", "sampler", "--scales", "x", check=False)
+def test_bench_kernels_rejects_bad_flags_also_under_its_old_name(cli, saintpipe_home):
+    proc = cli("bench", "kernels", "--scales", "x", check=False)
     assert proc.returncode == 2 and "--scales" in proc.stderr and "Traceback" not in proc.stderr
     proc = cli("bench", "sampler", "--samplers", "snowball", check=False)
     assert proc.returncode == 2 and "snowball" in proc.stderr
