@@ -32,17 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.trainer.loop import TrainLoop, TrainResult
     from saintpipe.trainer.models import GNN, build_model
 
-_EXPORTS = {
-    "TrainerConfig": "config",
-    "ModelConfig": "config",
-    "TrainLoop": "loop",
-    "TrainResult": "loop",
-    "GNN": "models",
-    "build_model": "models",
-    "Checkpointer": "checkpoint",
-    "TrainerGroup": "actor",
-    "train": "actor",
-}
 __all__ = [
     "GNN",
     "Checkpointer",
@@ -54,4 +43,4 @@ __all__ = [
     "build_model",
     "train"
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

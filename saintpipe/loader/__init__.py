@@ -35,14 +35,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.loader.pyg import to_pyg
     from saintpipe.loader.stream import SubgraphLoader
 
-_EXPORTS = {
-    "SubgraphLoader": "stream",
-    "Minibatch": "minibatch",
-    "to_pyg": "pyg",
-    "LoaderConfig": "config",
-    "PipelineAddress": "address",
-    "EmbeddedPipeline": "embedded",
-}
-
 __all__ = ["EmbeddedPipeline", "LoaderConfig", "Minibatch", "PipelineAddress", "SubgraphLoader", "to_pyg"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -26,8 +26,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.minibatch.feed import Feed, Item, PoolFeed, take_back
     from saintpipe.minibatch.inputs import PoolInputs
 
-_EXPORTS = {"Feed": "feed", "Item": "feed", "PoolFeed": "feed", "take_back": "feed", "PoolInputs": "inputs",
-            "SubgraphExpander": "expand", "Minibatch": "batch", "build_minibatch": "batch"}
-
 __all__ = ["Feed", "Item", "Minibatch", "PoolFeed", "PoolInputs", "SubgraphExpander", "build_minibatch", "take_back"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -77,12 +77,11 @@ class SubgraphExpander:
         self._train = dataset.splits.get("train")
         self._train_digest: str | None = None
         self._train_mask: np.ndarray | None = None
-        # Scratch of the graph's size (0.19 bytes a node: a bit and a rank per 64 nodes), made on the first
-        # node set: a trainer fed whole subgraphs never pays for it.
-        self._scratch: tuple[np.ndarray, np.ndarray] | None = None
+        # Scratch of the graph's size (0.19 bytes a node: a bit and a rank per 64 nodes), per graph ("full",
+        # "train"), made on the first node set: a trainer fed whole subgraphs never pays for it.
+        self._scratch: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._norms: dict[tuple[str, int, int, str], tuple[np.ndarray, np.ndarray, TrainGraph | None]] = {}
         self._train_graph: TrainGraph | None = None  # read on the first node set drawn from it
-        self._train_scratch: tuple[np.ndarray, np.ndarray] | None = None
         self._lock = threading.Lock()
 
     def __call__(self, nodes: SubgraphNodes) -> Subgraph:
@@ -99,39 +98,30 @@ class SubgraphExpander:
             raise DecodeError(f"subgraph nodes: ids outside [0, {self.num_nodes})")
         mask = self._mask(ind.train_nodes)
         alpha, loss_coef, train_graph = self._normalization(ind)
-        if train_graph is not None:
-            return self._expand_on_training_graph(nodes, train_graph, alpha, loss_coef)
-        with self._lock:
-            if self._scratch is None:
-                self._scratch = _scratch(self.num_nodes)
-            bits, ranks = self._scratch
-            bad_row, indptr, indices, weights, weights_t, loss = induce_node_set(
-                self._indptr, self._indices, bits, ranks, ids, alpha, mask, loss_coef)
-        if bad_row != _INDUCED:
-            raise DatasetError(f"{self.path}: the graph is not symmetric: node {int(ids[bad_row])} has an edge "
-                               "whose reverse is missing")
-        return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
-                        edge_weights_t=weights_t, loss_weights=loss, job_id=nodes.job_id, worker=nodes.worker,
-                        sequence=nodes.sequence, seed=nodes.seed)
-
-    def _expand_on_training_graph(self, nodes: SubgraphNodes, graph: TrainGraph, alpha: np.ndarray,
-                                  loss_coef: np.ndarray) -> Subgraph:
-        """Induce on the training graph, as the sampler did there (every node trains: no mask)."""
-        ids = nodes.node_ids
-        local = graph.to_local(ids)
+        if train_graph is None:
+            return self._induce(nodes, ids, (self._indptr, self._indices), "full", alpha, mask, loss_coef,
+                                f"{self.path}: the graph")
+        # On the training graph, as the sampler drew there (every node trains: no mask).
+        local = train_graph.to_local(ids)
         if local is None:
             raise DecodeError(f"subgraph nodes of worker {nodes.worker} sequence {nodes.sequence}: a node is not in "
                               "the training graph its normalization was made on")
-        with self._lock:
-            if self._train_scratch is None:
-                self._train_scratch = _scratch(graph.num_nodes)
-            bits, ranks = self._train_scratch
+        return self._induce(nodes, local, (train_graph.indptr, train_graph.indices), "train", alpha, _EMPTY_U8,
+                            loss_coef, f"{train_graph.where}: the training graph")
+
+    def _induce(self, nodes: SubgraphNodes, ids: np.ndarray, csr: tuple[np.ndarray, np.ndarray], graph: str,
+                alpha: np.ndarray, mask: np.ndarray, loss_coef: np.ndarray, what: str) -> Subgraph:
+        """The sampler's induction of ``ids`` (in ``csr``'s numbering) on the full or the training ``graph``."""
+        with self._lock:  # one expansion at a time per graph's scratch
+            scratch = self._scratch.get(graph)
+            if scratch is None:
+                scratch = self._scratch[graph] = _scratch(csr[0].size - 1)
             bad_row, indptr, indices, weights, weights_t, loss = induce_node_set(
-                graph.indptr, graph.indices, bits, ranks, local, alpha, _EMPTY_U8, loss_coef)
+                csr[0], csr[1], *scratch, ids, alpha, mask, loss_coef)
         if bad_row != _INDUCED:
-            raise DatasetError(f"{graph.where}: the training graph is not symmetric: node {int(ids[bad_row])} has "
-                               "an edge whose reverse is missing")
-        return Subgraph(node_ids=ids, indptr=indptr, indices=indices, edge_weights=weights,
+            raise DatasetError(f"{what} is not symmetric: node {int(nodes.node_ids[bad_row])} has an edge whose "
+                               "reverse is missing")
+        return Subgraph(node_ids=nodes.node_ids, indptr=indptr, indices=indices, edge_weights=weights,
                         edge_weights_t=weights_t, loss_weights=loss, job_id=nodes.job_id, worker=nodes.worker,
                         sequence=nodes.sequence, seed=nodes.seed)
 

@@ -26,12 +26,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest
     from saintpipe.services.dataset.store import Dataset, open_dataset, write_dataset
 
-_EXPORTS = {
-    "FORMAT_VERSION": "manifest",
-    "Manifest": "manifest",
-    "Dataset": "store",
-    "open_dataset": "store",
-    "write_dataset": "store",
-}
 __all__ = ["FORMAT_VERSION", "Dataset", "Manifest", "open_dataset", "write_dataset"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -36,12 +36,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.services.feature_shard.config import FeatureShardConfig
     from saintpipe.services.feature_shard.server import create_server, stop_server
 
-_EXPORTS = {
-    "FeatureClient": "client",
-    "CacheConfig": "cache",
-    "FeatureShardConfig": "config",
-    "create_server": "server",
-    "stop_server": "server",
-}
 __all__ = ["CacheConfig", "FeatureClient", "FeatureShardConfig", "create_server", "stop_server"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

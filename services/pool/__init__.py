@@ -29,20 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
     from saintpipe.services.pool.redis_server import RedisServer
 
-_EXPORTS = {
-    "SubgraphPool": "pool",
-    "PreparedPut": "pool",
-    "PoolEntry": "records",
-    "PoolStats": "records",
-    "DeadLetter": "records",
-    "PoolConfig": "config",
-    "ReconnectPolicy": "connection",
-    "RedisServer": "redis_server",
-    "encode_subgraph": "codec",
-    "decode_subgraph": "codec",
-}
 __all__ = [
     "DeadLetter", "PoolConfig", "PoolEntry", "PoolStats", "PreparedPut", "ReconnectPolicy", "RedisServer",
     "SubgraphPool", "decode_subgraph", "encode_subgraph"
 ]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

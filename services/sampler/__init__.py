@@ -38,27 +38,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.services.sampler.parallel import chain_key, measure_throughput, run_pinned, subgraph_seed
     from saintpipe.services.sampler.sampler import Sampler, make_sampler
 
-_EXPORTS = {
-    "SamplerConfig": "config",
-    "FrontierConfig": "config",
-    "RandomWalkConfig": "config",
-    "EdgeConfig": "config",
-    "NodeConfig": "config",
-    "config_key": "config",
-    "parse_sampler_config": "config",
-    "Sampler": "sampler",
-    "make_sampler": "sampler",
-    "Normalization": "coefficients",
-    "estimate_normalization": "normalization",
-    "subgraph_seed": "parallel",
-    "chain_key": "parallel",
-    "run_pinned": "parallel",
-    "measure_throughput": "parallel",
-}
 __all__ = [
     "EdgeConfig", "FrontierConfig", "NodeConfig", "Normalization", "RandomWalkConfig", "Sampler",
     "SamplerConfig", "chain_key", "config_key", "estimate_normalization", "make_sampler",
     "measure_throughput", "parse_sampler_config", "run_pinned", "subgraph_seed"
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)

@@ -25,11 +25,5 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
     from saintpipe.services.sampler_service.service import SamplerService, ServiceStats, WorkerStats
 
-_EXPORTS = {
-    "SamplerService": "service",
-    "ServiceStats": "service",
-    "WorkerStats": "service",
-    "SamplerServiceConfig": "config",
-}
 __all__ = ["SamplerService", "SamplerServiceConfig", "ServiceStats", "WorkerStats"]
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__)
