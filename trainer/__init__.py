@@ -16,8 +16,8 @@ stopping), ``batch`` (what a step works on; its subgraphs and features come from
 ``assemble_trainer``, ``run_trainer``, ``TrainerSpec``), ``actor`` (the Ray actor: ``train``,
 ``TrainerGroup``), ``distributed`` (data-parallel gradients), ``cli`` (``saintpipe serve trainer``).
 Evaluation and inference: ``evaluate``, ``eval_watch``, ``inference`` (layer-wise full-graph inference)
-and ``induce`` (its Numba kernels). Benchmarks and test data: ``bench``, ``bench_core``,
-``bench_inference`` and ``synthetic``.
+and ``row_blocks`` (its Numba kernels). Test data: ``synthetic`` (the benchmarks are in
+:mod:`saintpipe.bench`).
 """
 
 from __future__ import annotations

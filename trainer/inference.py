@@ -14,7 +14,7 @@ neighbourhood is induced. Two layouts of a block:
 * gathered (GAT, which scores every input row; a graph classifier, whose X·W
   would otherwise cover all N rows; any device other than the CPU): the block's
   own rows, then each other neighbour's once, are gathered
-  (:func:`~saintpipe.trainer.induce.row_block`) and only they travel.
+  (:func:`~saintpipe.trainer.row_blocks.row_block`) and only they travel.
 
 MixHop's powers Â^k·X are hops of their own: each is a full pass over the row
 blocks, then the layer combines them block by block.
@@ -49,7 +49,7 @@ import torch
 from saintpipe.core.bars import ProgressBar
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.eval_watch import EvalWatch
-from saintpipe.trainer.induce import block_bounds, row_block
+from saintpipe.trainer.row_blocks import block_bounds, row_block
 from saintpipe.trainer.layers import GATLayer, MixHopLayer
 from saintpipe.trainer.models import GNN
 from saintpipe.trainer.ops import spmm

@@ -65,7 +65,7 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.dataset.kronecker import kronecker_topology
     from saintpipe.trainer.config import ModelConfig
     from saintpipe.trainer.evaluate import EvalGraph, estimate_full_bytes
-    from saintpipe.trainer.induce import block_bounds, hop_counts
+    from saintpipe.trainer.row_blocks import block_bounds, hop_counts
     from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
     from saintpipe.trainer.models import build_model
     from saintpipe.trainer.ops import spmm

@@ -13,8 +13,8 @@ names, shard ranges), ``manifest`` (``Manifest``, checksums), ``output`` (where 
 ``import_detect`` (which importer reads a path), ``import_arrays``, ``import_csv``, ``import_edgelist``
 (with ``edge_stream``, ``tabular``, ``sidefiles`` and ``id_map``), ``import_graphsaint``,
 ``import_npz``, ``import_ogb``, ``import_pyg``, ``input_files``, ``coerce`` and ``params``. Generators:
-``demo`` and ``kronecker``. Benchmarks: ``bench`` (``saintpipe bench generate``) and ``bench_import``
-(``saintpipe bench import``).
+``demo`` and ``kronecker`` (their benchmarks, ``saintpipe bench generate`` and ``import``, are in
+:mod:`saintpipe.bench`).
 """
 
 from __future__ import annotations

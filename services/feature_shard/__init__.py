@@ -22,7 +22,8 @@ token settings), ``lograte`` (rate-limited failure log), ``config`` (``FeatureSh
 (received rows to their places, without the GIL). Both sides: ``wire`` (payload encoding), ``half``
 (float16 transfer), ``shm`` (same-host shared-memory regions for answers), ``bulk_wire``,
 ``bulk_socket``, ``bulk_server`` and ``bulk_client`` (the bulk data plane: rows as one TCP stream) and
-``metrics``. ``bench``: ``saintpipe bench features``.
+``metrics`` (``saintpipe bench features`` is :mod:`saintpipe.bench.features`). A gather's shard calls go
+through ``transports`` (shared memory, the bulk plane, one message, a stream).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ scripts beside the modules), ``link``, ``deadletter``, ``slots``, ``producer``, 
 same-host transport: slots under ``/dev/shm``) and ``metrics``. The codec: ``codec``
 (``encode_subgraph``, ``decode_subgraph``), ``decoder``, ``compact`` (node sets, format version 2),
 ``schema``, ``scan``, ``fused``, ``validate`` and ``xxh3``. Around it: ``redis_server``
-(``RedisServer``), ``synthetic`` (random subgraphs) and ``bench`` (``saintpipe bench pool``).
+(``RedisServer``) and ``synthetic`` (random subgraphs; ``saintpipe bench pool`` is
+:mod:`saintpipe.bench.pool`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ worker: a Ray actor pinned to one core), ``production`` (a worker's loop: draw, 
 supervisor's record of each worker index), ``sequence`` (sequence numbers that survive restarts),
 ``seeds`` (sharing the normalization's pre-sampling among the workers), ``normalization`` (computed,
 estimated by the workers, or stored), ``metrics`` (the host's Prometheus endpoint), ``cli``
-(``saintpipe serve samplers``), ``bench`` and ``bench_wire`` (``saintpipe bench samplers``) and
-``bench_kernels`` (``saintpipe bench sampler``).
+(``saintpipe serve samplers``). Its benchmarks (``saintpipe bench sampler-service``, ``kernels``) are in
+:mod:`saintpipe.bench`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import torch
 
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.induce import block_bounds, hop_counts, row_block
+from saintpipe.trainer.row_blocks import block_bounds, hop_counts, row_block
 from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
 from saintpipe.trainer.models import build_model
 from saintpipe.trainer.synthetic import random_subgraph

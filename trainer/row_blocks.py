@@ -1,4 +1,4 @@
-"""Numba kernels for layer-wise inference: row blocks of the full graph and where to cut them.
+"""Row blocks of the full graph for layer-wise inference, and where to cut them (Numba kernels).
 
 Pure functions over arrays. A row block is rows [start, stop) of the graph's
 CSR as a rectangular matrix over its *sources*: the block's own nodes first
