@@ -66,7 +66,7 @@ def reader_seconds(path: Path) -> float:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from saintpipe.services.dataset.tabular import sniff
+    from saintpipe.services.dataset.importers.tabular import sniff
 
     fmt = sniff(path)
     names = [f"c{i}" for i in range(fmt.num_columns)]
@@ -126,12 +126,12 @@ def _status_bytes(field: str) -> int:
 
 def _child(edges: Path, out: Path) -> dict[str, float | int]:
     """In the child: the import as ``data import edgelist`` does it, timed, and this process's peak."""
-    from saintpipe.services.dataset.edge_stream import scratch_beside
-    from saintpipe.services.dataset.import_edgelist import import_edgelist
+    from saintpipe.services.dataset.importers.edge_stream import scratch_beside
+    from saintpipe.services.dataset.importers.edgelist import import_edgelist
     from saintpipe.services.dataset.store import write_dataset
 
     handler = _BuildFigures()
-    stream_log = logging.getLogger("saintpipe.services.dataset.edge_stream")
+    stream_log = logging.getLogger("saintpipe.services.dataset.importers.edge_stream")
     stream_log.addHandler(handler)
     logging.getLogger("saintpipe").setLevel(logging.ERROR)  # no "no labels given" notice in the output
     stream_log.setLevel(logging.INFO)

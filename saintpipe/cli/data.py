@@ -96,7 +96,7 @@ class _ImportFormat(argparse._SubParsersAction):
     """``data import``'s format subcommands, which may also be left out: ``import [FORMAT] PATH ...``.
 
     ``import npz FILE`` names the format; ``import PATH`` detects it from the path
-    (:func:`saintpipe.services.dataset.import_detect.detect_format`), and ``--format F``
+    (:func:`saintpipe.services.dataset.importers.detect.detect_format`), and ``--format F``
     (anywhere after ``import``) overrides detection. Either way the format's own
     parser takes the arguments, so its flags (``--symmetrize``, ``--split-name``, ...)
     work as in the explicit form.
@@ -126,7 +126,7 @@ class _ImportFormat(argparse._SubParsersAction):
             if not values or values[0].startswith("-"):
                 parser.error("give the input PATH (and --out DIR): saintpipe data import PATH --out DIR")
             from saintpipe.core.errors import DatasetError
-            from saintpipe.services.dataset.import_detect import detect_format
+            from saintpipe.services.dataset.importers.detect import detect_format
 
             try:
                 fmt = detect_format(values[0])
@@ -299,30 +299,30 @@ def _write(args: argparse.Namespace, data: dict) -> int:
 
 
 def _import_graphsaint(args: argparse.Namespace) -> int:
-    from saintpipe.services.dataset.import_graphsaint import import_graphsaint
+    from saintpipe.services.dataset.importers.graphsaint import import_graphsaint
 
     _check_out(args, args.dir)
     return _write(args, import_graphsaint(args.dir, symmetrize=args.symmetrize, max_classes=args.max_classes))
 
 
 def _import_ogb(args: argparse.Namespace) -> int:
-    from saintpipe.services.dataset.import_ogb import import_ogb
+    from saintpipe.services.dataset.importers.ogb import import_ogb
 
     _check_out(args, args.dir)
     return _write(args, import_ogb(args.dir, split_name=args.split_name, max_classes=args.max_classes))
 
 
 def _import_npz(args: argparse.Namespace) -> int:
-    from saintpipe.services.dataset.import_npz import import_npz
+    from saintpipe.services.dataset.importers.npz import import_npz
 
     _check_out(args, args.file)
     return _write(args, import_npz(args.file, symmetrize=args.symmetrize, max_classes=args.max_classes))
 
 
 def _import_edgelist(args: argparse.Namespace) -> int:
-    from saintpipe.services.dataset.import_edgelist import import_edgelist
+    from saintpipe.services.dataset.importers.edgelist import import_edgelist
 
-    from saintpipe.services.dataset.edge_stream import scratch_beside
+    from saintpipe.services.dataset.importers.edge_stream import scratch_beside
 
     delimiter = "\t" if args.delimiter in ("\\t", "tab") else args.delimiter
     _check_out(args, args.file, args.features, args.labels, args.split, args.train, args.val, args.test)
@@ -336,7 +336,7 @@ def _import_edgelist(args: argparse.Namespace) -> int:
 
 def _import_arrays(args: argparse.Namespace) -> int:
     from saintpipe.core.errors import InvalidArgument
-    from saintpipe.services.dataset.import_arrays import ROLES, find_array_files, import_arrays
+    from saintpipe.services.dataset.importers.arrays import ROLES, find_array_files, import_arrays
 
     overrides = {role: getattr(args, role) for role in ROLES}
     if args.dir is None and not any(overrides.values()):

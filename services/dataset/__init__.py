@@ -9,11 +9,9 @@ Modules. The store: ``store`` (``open_dataset``, ``write_dataset``, ``Dataset``)
 names, shard ranges), ``manifest`` (``Manifest``, checksums), ``output`` (where a dataset is written),
 ``checks``, ``verify`` and ``info``. Graphs and what is stored with them: ``csr``, ``train_graph``,
 ``sample_graph`` (what samplers draw from), ``normalization`` and ``norm_files`` (stored normalization),
-``oriented_store`` and ``oriented_files`` (stored oriented lists), ``reshard``. Importers:
-``import_detect`` (which importer reads a path), ``import_arrays``, ``import_csv``, ``import_edgelist``
-(with ``edge_stream``, ``tabular``, ``sidefiles`` and ``id_map``), ``import_graphsaint``,
-``import_npz``, ``import_ogb``, ``import_pyg``, ``input_files``, ``coerce`` and ``params``. Generators:
-``demo`` and ``kronecker`` (their benchmarks, ``saintpipe bench generate`` and ``import``, are in
+``oriented_store`` and ``oriented_files`` (stored oriented lists), ``reshard``. Importers: the
+``importers`` sub-package, one module per format. Generators: ``demo`` and ``kronecker`` (their
+arguments checked by ``params``) (their benchmarks, ``saintpipe bench generate`` and ``import``, are in
 :mod:`saintpipe.bench`).
 """
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import tabular
+from saintpipe.services.dataset.importers import tabular
 from saintpipe.services.dataset.csr import edges_to_csr
-from saintpipe.services.dataset.edge_stream import StreamUnsupported, bucket_bounds, scratch_beside, stream_csr
-from saintpipe.services.dataset.id_map import IdCollector, IdMap
-from saintpipe.services.dataset.import_edgelist import import_edgelist
+from saintpipe.services.dataset.importers.edge_stream import StreamUnsupported, bucket_bounds, scratch_beside, stream_csr
+from saintpipe.services.dataset.importers.id_map import IdCollector, IdMap
+from saintpipe.services.dataset.importers.edgelist import import_edgelist
 
 
 def _stream(path, scratch, **kw):
@@ -131,7 +131,7 @@ def test_scratch_beside_is_on_the_output_side_and_removed(tmp_path):
 
 
 def test_many_blocks_and_ids_past_int32_midway_widen_the_scratch(tmp_path, monkeypatch):
-    from saintpipe.services.dataset import edge_stream
+    from saintpipe.services.dataset.importers import edge_stream
 
     monkeypatch.setattr(edge_stream, "_BLOCK_BYTES", 256)  # dozens of blocks of a few lines
     rng = np.random.default_rng(8)
@@ -148,7 +148,7 @@ def test_many_blocks_and_ids_past_int32_midway_widen_the_scratch(tmp_path, monke
 
 
 def test_a_scratch_write_failure_is_one_error_naming_the_file(tmp_path, monkeypatch):
-    from saintpipe.services.dataset import edge_stream
+    from saintpipe.services.dataset.importers import edge_stream
 
     path = tmp_path / "g.txt"
     path.write_text("1 2\n2 3\n")

@@ -23,9 +23,9 @@ from saintpipe.core import memory
 from saintpipe.core.errors import DatasetError, InvalidArgument
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.demo import generate_demo
-from saintpipe.services.dataset.import_arrays import find_array_files, import_arrays
-from saintpipe.services.dataset.import_edgelist import import_edgelist
-from saintpipe.services.dataset.import_npz import import_npz
+from saintpipe.services.dataset.importers.arrays import find_array_files, import_arrays
+from saintpipe.services.dataset.importers.edgelist import import_edgelist
+from saintpipe.services.dataset.importers.npz import import_npz
 from saintpipe.services.dataset.kronecker import generate_kronecker
 from saintpipe.services.dataset.store import write_dataset
 from saintpipe.services.dataset.verify import verify_dataset
@@ -209,7 +209,7 @@ def test_big_endian_arrays_import_equal_to_native(tmp_path, tiny, caplog):
     native = import_arrays(find_array_files(dump_arrays(tmp_path / "le", tiny)), name="t")
     src = dump_arrays(tmp_path / "be", tiny, features=">f4", labels=">i8", indptr=">i8", indices=">i4",
                       train=">i8", val=">i4", test=">u2")
-    with caplog.at_level(logging.INFO, logger="saintpipe.services.dataset.coerce"):
+    with caplog.at_level(logging.INFO, logger="saintpipe.services.dataset.importers.coerce"):
         swapped = import_arrays(find_array_files(src), name="t")
     for role in ("indptr", "indices", "features", "labels"):
         assert swapped[role].dtype == native[role].dtype and swapped[role].dtype.isnative

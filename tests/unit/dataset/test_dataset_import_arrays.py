@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_arrays import find_array_files, import_arrays
+from saintpipe.services.dataset.importers.arrays import find_array_files, import_arrays
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 

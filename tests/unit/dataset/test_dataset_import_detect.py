@@ -10,7 +10,7 @@ import pytest
 
 from saintpipe.cli import build_parser
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_detect import detect_format
+from saintpipe.services.dataset.importers.detect import detect_format
 
 
 def test_each_layout_is_detected(tmp_path, real_datasets):

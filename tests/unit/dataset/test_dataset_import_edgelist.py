@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_edgelist import import_edgelist
+from saintpipe.services.dataset.importers.edgelist import import_edgelist
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 
@@ -152,7 +152,7 @@ def test_npy_side_file_needs_integer_ids(tmp_path):
 
 
 def test_the_dense_id_table_and_the_sorted_ids_agree_and_name_an_unknown_id():
-    from saintpipe.services.dataset.id_map import IdMap as _IdMap
+    from saintpipe.services.dataset.importers.id_map import IdMap as _IdMap
 
     rng = np.random.default_rng(3)
     src, dst = rng.integers(0, 5000, 2000), rng.integers(0, 5000, 2000)  # gaps: ids that never occur

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_graphsaint import import_graphsaint
+from saintpipe.services.dataset.importers.graphsaint import import_graphsaint
 from saintpipe.services.dataset.layout import TRAIN_GRAPH_FILES
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 from saintpipe.services.dataset.verify import verify_dataset

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_npz import import_npz
+from saintpipe.services.dataset.importers.npz import import_npz
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 
 

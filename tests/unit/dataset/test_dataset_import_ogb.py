@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import import_csv
-from saintpipe.services.dataset.import_csv import MISSING, read_float_table, read_int_table
-from saintpipe.services.dataset.import_ogb import import_ogb
+from saintpipe.services.dataset.importers import csv_tables
+from saintpipe.services.dataset.importers.csv_tables import MISSING, read_float_table, read_int_table
+from saintpipe.services.dataset.importers.ogb import import_ogb
 from saintpipe.services.dataset.store import open_dataset, write_dataset
 from tests.support.formats import write_ogb
 
@@ -133,7 +133,7 @@ def test_heterogeneous_and_non_ogb_directories(tmp_path):
 
 
 def test_int_reader_across_blocks_counts_lines(tmp_path, monkeypatch):
-    monkeypatch.setattr(import_csv, "CHUNK_BYTES", 64)  # many blocks, lines cut at block ends
+    monkeypatch.setattr(csv_tables, "CHUNK_BYTES", 64)  # many blocks, lines cut at block ends
     rng = np.random.default_rng(1)
     pairs = rng.integers(0, 10**6, size=(500, 2))
     lines = [f"{u},{v}" for u, v in pairs]
@@ -161,7 +161,7 @@ def test_int_reader_missing_values_and_limits(tmp_path):
 
 
 def test_float_reader_blocks_and_blank_lines(tmp_path, monkeypatch):
-    monkeypatch.setattr(import_csv, "CHUNK_BYTES", 50)
+    monkeypatch.setattr(csv_tables, "CHUNK_BYTES", 50)
     x = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
     path = tmp_path / "x.csv"
     path.write_text("".join(",".join(repr(float(v)) for v in row) + "\n" for row in x))

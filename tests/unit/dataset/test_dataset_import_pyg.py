@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_pyg import from_pyg, import_pyg
+from saintpipe.services.dataset.importers.pyg import from_pyg, import_pyg
 from saintpipe.services.dataset.store import open_dataset
 
 CORA = Path(__file__).resolve().parents[2] / "data" / "cora.npz"

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.input_files import require_file
+from saintpipe.services.dataset.importers.input_files import require_file
 
 _HEADER_WORDS = {"src", "dst", "source", "target", "from", "to", "u", "v", "node", "id", "node_id", "nodeid",
                  "label", "class", "split", "set", "head", "tail", "node1", "node2", "name"}

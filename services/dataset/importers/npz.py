@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import input_files
+from saintpipe.services.dataset.importers import input_files
 from saintpipe.services.dataset.checks import DEFAULT_MAX_CLASSES
-from saintpipe.services.dataset.import_arrays import ROLES, from_arrays
+from saintpipe.services.dataset.importers.arrays import ROLES, from_arrays
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """All members of an npz archive, without pickle; errors name the file (or ``FILE[member]``).
 
-    Every member's header is checked first (:func:`~saintpipe.services.dataset.input_files.npz_headers`):
+    Every member's header is checked first (:func:`~saintpipe.services.dataset.importers.input_files.npz_headers`):
     a crafted header can declare any size, and numpy allocates it before reading.
     """
     input_files.npz_headers(path)

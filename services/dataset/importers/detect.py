@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.import_graphsaint import is_graphsaint_dir
-from saintpipe.services.dataset.import_ogb import is_ogb_dir
+from saintpipe.services.dataset.importers.graphsaint import is_graphsaint_dir
+from saintpipe.services.dataset.importers.ogb import is_ogb_dir
 
 FORMATS = ("graphsaint", "ogb", "npz", "edgelist", "arrays")
 _SNIFF_BYTES = 4096

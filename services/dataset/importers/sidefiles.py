@@ -4,7 +4,7 @@ A ``.npy`` side file is indexed by integer node id (row i belongs to node
 ``i``); a text table (CSV/TSV) has the node id in its first column. So side
 files work for integer and string ids alike, in any row order. A ``.npy``
 side file's header is checked before it is loaded
-(:mod:`~saintpipe.services.dataset.input_files`), and its values are
+(:mod:`~saintpipe.services.dataset.importers.input_files`), and its values are
 converted to the native byte order.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import coerce, input_files, tabular
+from saintpipe.services.dataset.importers import coerce, input_files, tabular
 from saintpipe.services.dataset.layout import load_npy
 
 SPLIT_NAMES = {"train": 0, "val": 1, "valid": 1, "validation": 1, "test": 2, "none": -1, "-": -1, "": -1,

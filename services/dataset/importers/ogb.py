@@ -10,7 +10,7 @@ The directory is what OGB downloads and unzips (``dataset/ogbn_arxiv/``)::
     split/<name>/train.csv.gz, valid.csv.gz, test.csv.gz      one node id per line
 
 Uncompressed ``.csv`` files are read too. Files are read in blocks
-(:mod:`~saintpipe.services.dataset.import_csv`), and errors name the file and
+(:mod:`~saintpipe.services.dataset.importers.csv_tables`), and errors name the file and
 line. The node count comes from ``num-node-list``, else the feature rows, else
 the label rows; the others must agree with it. Edges are symmetrized,
 duplicates merged and self loops dropped, as for edge lists; without
@@ -28,7 +28,7 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.csr import edges_to_csr
-from saintpipe.services.dataset.import_csv import MISSING, first_line_fields, read_float_table, read_int_table
+from saintpipe.services.dataset.importers.csv_tables import MISSING, first_line_fields, read_float_table, read_int_table
 from saintpipe.services.dataset.layout import SPLITS
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ block of the text or a bucket of rows:
 1. **read**: pyarrow's CSV reader parses the text in blocks (multi-threaded,
    the same reader a user would time alone); each block's two id columns
    are appended to two scratch files (int32 while the ids fit) and their ids collected
-   (:class:`~saintpipe.services.dataset.id_map.IdCollector`).
+   (:class:`~saintpipe.services.dataset.importers.id_map.IdCollector`).
 2. **map**: the scratch pairs are remapped to dense int32 ids in chunks,
    self loops dropped, and every entry's row counted in both directions
    (the graph is symmetrized); the dense pairs go to a second scratch file.
@@ -22,7 +22,7 @@ Peak memory is one bucket plus O(N) row arrays and the id table, against
 O(E) several times over in memory. The reader is strict: a file it cannot
 parse as a plain delimited table (comments after the first data line, runs
 of spaces, quoted fields, a row with a third column) raises
-:class:`StreamUnsupported` unless :func:`~saintpipe.services.dataset.tabular.locate`
+:class:`StreamUnsupported` unless :func:`~saintpipe.services.dataset.importers.tabular.locate`
 finds a line that is wrong by the format's own rules, which is reported
 with the file and line number; the caller then reads the file the
 in-memory way.
@@ -46,9 +46,9 @@ import pyarrow.csv as pacsv
 from numba import njit
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import tabular
+from saintpipe.services.dataset.importers import tabular
 from saintpipe.services.dataset.csr import compact_rows
-from saintpipe.services.dataset.id_map import IdCollector, IdMap
+from saintpipe.services.dataset.importers.id_map import IdCollector, IdMap
 
 __all__ = ["EdgeStreamCSR", "StreamUnsupported", "scratch_beside", "stream_csr"]
 

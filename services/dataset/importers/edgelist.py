@@ -23,11 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import checks, coerce, sidefiles, tabular
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.importers import coerce, sidefiles, tabular
 from saintpipe.services.dataset.params import SEED_BOUNDS, require
 from saintpipe.services.dataset.csr import edges_to_csr
-from saintpipe.services.dataset.edge_stream import StreamUnsupported, stream_csr
-from saintpipe.services.dataset.id_map import IdMap
+from saintpipe.services.dataset.importers.edge_stream import StreamUnsupported, stream_csr
+from saintpipe.services.dataset.importers.id_map import IdMap
 from saintpipe.services.dataset.kronecker import random_splits
 from saintpipe.services.dataset.layout import SPLITS
 
@@ -52,7 +53,7 @@ def read_graph(path: Path, *, delimiter: str | None = None, header: bool | None 
                scratch: Path | None = None) -> tuple[IdMap, np.ndarray, np.ndarray]:
     """An edge table's node ids and symmetrized CSR (indptr, indices), its ids the first two columns.
 
-    Integer ids are streamed (:func:`~saintpipe.services.dataset.edge_stream.stream_csr`): with
+    Integer ids are streamed (:func:`~saintpipe.services.dataset.importers.edge_stream.stream_csr`): with
     ``scratch``, ``indices`` is a memory map of a file there (the caller keeps the directory until it
     is written); without, a temporary directory is used and ``indices`` comes back in memory.
     """

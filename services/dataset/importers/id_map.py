@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import sidefiles
+from saintpipe.services.dataset.importers import sidefiles
 from saintpipe.services.dataset.csr import sorted_unique
 
 __all__ = ["DENSE_SPAN", "IdCollector", "IdMap"]

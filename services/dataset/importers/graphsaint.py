@@ -35,9 +35,10 @@ import numpy as np
 from numba import njit
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import checks, coerce, input_files
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.importers import coerce, input_files
 from saintpipe.services.dataset.csr import csr_to_symmetric
-from saintpipe.services.dataset.import_npz import load_npz
+from saintpipe.services.dataset.importers.npz import load_npz
 from saintpipe.services.dataset.layout import SPLITS, TRAIN_GRAPH_FILES, load_npy
 
 log = logging.getLogger(__name__)

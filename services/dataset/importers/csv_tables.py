@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset.input_files import require_file
+from saintpipe.services.dataset.importers.input_files import require_file
 
 # Decompressed bytes parsed at once: big enough that per-block overhead vanishes, small beside the output.
 CHUNK_BYTES = 16 << 20

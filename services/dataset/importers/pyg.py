@@ -13,7 +13,7 @@ when they have it, so any object with those attributes works (a plain
 namespace of numpy arrays too). The edges are symmetrized (an undirected copy
 of a directed ``edge_index``; a no-op for PyG's undirected datasets), then the
 arrays go through the same checks as every other importer
-(:func:`~saintpipe.services.dataset.import_arrays.from_arrays`), so errors name
+(:func:`~saintpipe.services.dataset.importers.arrays.from_arrays`), so errors name
 the ``Data`` field at fault.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.csr import edges_to_csr
-from saintpipe.services.dataset.import_arrays import from_arrays
+from saintpipe.services.dataset.importers.arrays import from_arrays
 from saintpipe.services.dataset.layout import SPLITS
 from saintpipe.services.dataset.store import write_dataset
 
@@ -140,7 +140,7 @@ def import_pyg(data: Any, out: Path | str, *, name: str = "pyg", split: Mapping[
     Example::
 
         from torch_geometric.datasets import Planetoid
-        from saintpipe.services.dataset.import_pyg import import_pyg
+        from saintpipe.services.dataset.importers.pyg import import_pyg
 
         import_pyg(Planetoid("pyg-data", "Cora")[0], "data/cora", name="cora")
     """

@@ -15,7 +15,8 @@ import numpy as np
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.core.memory import require_memory
-from saintpipe.services.dataset import checks, coerce, input_files
+from saintpipe.services.dataset import checks
+from saintpipe.services.dataset.importers import coerce, input_files
 from saintpipe.services.dataset.csr import csr_to_symmetric
 from saintpipe.services.dataset.layout import SPLITS, load_npy
 
@@ -94,7 +95,7 @@ def import_arrays(files: Mapping[str, Path], *, name: str, symmetrize: bool = Fa
     """Read one ``.npy`` file per role (see ``ROLES``) into ``write_dataset`` arguments.
 
     Every file's header is checked before it is mapped
-    (:func:`~saintpipe.services.dataset.input_files.npy_file_header`), and the
+    (:func:`~saintpipe.services.dataset.importers.input_files.npy_file_header`), and the
     arrays together must fit the available memory: the import converts and
     checks them in memory.
 
