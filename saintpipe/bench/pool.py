@@ -68,7 +68,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_parts
     from saintpipe.services.pool.connection import make_client
-    from saintpipe.services.pool.decoder import decode_walked
+    from saintpipe.services.pool.codec.decoder import decode_walked
     from saintpipe.services.pool.pool import SubgraphPool
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.pool.resp import Connections, pack
@@ -270,8 +270,8 @@ def decode_generated(data: bytes):
     """``decode_subgraph`` through the generated class: ``Subgraph.FromString``, views of its bytes fields,
     the same checksum and checks. The benchmark's reference for the hand-written reader."""
     import numpy as np
-    from saintpipe.services.pool.schema import ARRAYS, FORMAT_VERSION, checksum
-    from saintpipe.services.pool.validate import check_subgraph_arrays
+    from saintpipe.services.pool.codec.schema import ARRAYS, FORMAT_VERSION, checksum
+    from saintpipe.services.pool.codec.validate import check_subgraph_arrays
 
     from saintpipe.core.errors import DecodeError
     from saintpipe.core.subgraph import Subgraph

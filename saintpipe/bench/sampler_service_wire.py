@@ -32,7 +32,7 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
     from saintpipe.core.subgraph import SubgraphNodes
     from saintpipe.minibatch.expand import SubgraphExpander
     from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
-    from saintpipe.services.pool.compact import decode_entry, encode_nodes
+    from saintpipe.services.pool.codec.compact import decode_entry, encode_nodes
     from saintpipe.services.sampler.parallel import subgraph_seeds
     from saintpipe.services.sampler_service.worker import induction_for
 

@@ -23,7 +23,7 @@ the readers on the same bytes (2-vCPU shared VM, noisy: compare the ratios):
   (``ratio_decode_dimD_hand_to_generated`` 8.4, 91 and 96).
 
 The ``Subgraph`` walk also has a compiled fast path, ``scan`` in
-:mod:`saintpipe.services.pool.scan` (Numba): the same framing rules, never more
+:mod:`saintpipe.services.pool.codec.scan` (Numba): the same framing rules, never more
 lenient, and it only says "well framed" or not; on "not" the decoder runs the
 Python walk over this module, which names the field at fault. It stays because
 the same runs show it earns its place: the decoder's one compiled pass (walk,

@@ -10,9 +10,9 @@ Modules. The pool object: ``pool`` (``SubgraphPool``, the facade), ``records`` (
 scripts beside the modules), ``link``, ``deadletter``, ``slots``, ``producer``, ``consumer``,
 ``accounting`` (docs/pool.md, *Modules of a pool object*), ``config`` (``PoolConfig``), ``connection``
 (Redis clients, ``ReconnectPolicy``), ``resp`` (lean pipelined round trips), ``shared_memory`` (the
-same-host transport: slots under ``/dev/shm``) and ``metrics``. The codec: ``codec``
-(``encode_subgraph``, ``decode_subgraph``), ``decoder``, ``compact`` (node sets, format version 2),
-``schema``, ``scan``, ``fused``, ``validate`` and ``xxh3``. Around it: ``redis_server``
+same-host transport: slots under ``/dev/shm``) and ``metrics``. The codec, a sub-package: ``codec``
+(``encode_subgraph``, ``decode_subgraph``) with ``codec.decoder``, ``codec.compact`` (node sets, format
+version 2), ``codec.schema``, ``codec.scan``, ``codec.fused``, ``codec.validate`` and ``codec.xxh3``. Around it: ``redis_server``
 (``RedisServer``) and ``synthetic`` (random subgraphs; ``saintpipe bench pool`` is
 :mod:`saintpipe.bench.pool`).
 """

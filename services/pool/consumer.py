@@ -11,7 +11,7 @@ from collections.abc import Callable
 import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
-from saintpipe.services.pool.compact import decode_entry
+from saintpipe.services.pool.codec.compact import decode_entry
 from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink

@@ -220,7 +220,7 @@ class SubgraphPool:
 
         Args:
             sg: the subgraph (leave its arrays unchanged until ``put`` returns: they are sent in place),
-                or its node set (format_version 2, :mod:`saintpipe.services.pool.compact`).
+                or its node set (format_version 2, :mod:`saintpipe.services.pool.codec.compact`).
             timeout: seconds to wait for room; ``None`` waits forever, ``0`` does not wait.
 
         Returns:

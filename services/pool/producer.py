@@ -12,7 +12,7 @@ import redis
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import encode_subgraph_into, encode_subgraph_parts
-from saintpipe.services.pool.compact import encode_nodes
+from saintpipe.services.pool.codec.compact import encode_nodes
 from saintpipe.services.pool.connection import translate_error
 from saintpipe.services.pool.keys import GROUP, JobKeys
 from saintpipe.services.pool.link import RedisLink, scripts_known

@@ -12,7 +12,7 @@ from saintpipe.services.dataset.demo import generate_demo
 from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate
 from saintpipe.services.dataset.store import open_dataset, write_dataset
-from saintpipe.services.pool import schema
+from saintpipe.services.pool.codec import schema
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.sampler.config import parse_sampler_config
 from saintpipe.services.sampler_service.worker import build_sampler, induction_for

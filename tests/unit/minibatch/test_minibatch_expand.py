@@ -16,7 +16,7 @@ from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate, norm_dir
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.codec import encode_subgraph
-from saintpipe.services.pool.compact import decode_entry, encode_nodes
+from saintpipe.services.pool.codec.compact import decode_entry, encode_nodes
 from saintpipe.services.sampler.config import parse_sampler_config
 from saintpipe.services.sampler_service.worker import build_sampler, induction_for
 from tests.support.small_samplers import SMALL_SAMPLERS

@@ -15,7 +15,7 @@ from saintpipe.services.dataset.normalization import graph_norm_dir, load_or_est
 from saintpipe.services.dataset.sample_graph import open_sample_graph
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.pool.codec import encode_subgraph
-from saintpipe.services.pool.compact import decode_entry, encode_nodes
+from saintpipe.services.pool.codec.compact import decode_entry, encode_nodes
 from saintpipe.services.sampler.config import parse_sampler_config
 from saintpipe.services.sampler.normalization import build_normalization
 from saintpipe.services.sampler_service.worker import build_sampler, induction_for

@@ -11,7 +11,7 @@ from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.protos import subgraph_pb2
 from saintpipe.services.pool.codec import ARRAYS, FORMAT_VERSION, decode_subgraph, encode_subgraph
-from saintpipe.services.pool import schema
+from saintpipe.services.pool.codec import schema
 from saintpipe.services.pool.synthetic import random_subgraph
 from saintpipe.core.subgraph import Subgraph
 

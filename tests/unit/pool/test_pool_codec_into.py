@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from saintpipe.core.errors import InvalidArgument
-from saintpipe.services.pool import codec, fused
+from saintpipe.services.pool import codec
+from saintpipe.services.pool.codec import fused
 from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph, encode_subgraph_into
 from saintpipe.services.pool.synthetic import random_subgraph
 

@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from saintpipe.core.errors import DecodeError, InvalidArgument
-from saintpipe.services.pool import fused, scan
+from saintpipe.services.pool.codec import fused, scan
 from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
-from saintpipe.services.pool.decoder import decode_walked, fields, fields_from_table
+from saintpipe.services.pool.codec.decoder import decode_walked, fields, fields_from_table
 from saintpipe.services.pool.synthetic import random_subgraph
 from saintpipe.core.subgraph import Subgraph
 
@@ -99,7 +99,7 @@ def test_arbitrary_bytes(blob):
     agree(blob)
 
 
-# -- the fused kernels (services/pool/fused.py) against the Python path -------------------------------
+# -- the fused kernels (services/pool/codec/fused.py) against the Python path -------------------------------
 
 
 def python_path(monkeypatch):

@@ -8,9 +8,9 @@ import pytest
 from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.core.subgraph import Induction, SubgraphNodes
 from saintpipe.protos import subgraph_pb2
-from saintpipe.services.pool import schema
+from saintpipe.services.pool.codec import schema
 from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
-from saintpipe.services.pool.compact import decode_entry, decode_nodes, encode_nodes, format_version
+from saintpipe.services.pool.codec.compact import decode_entry, decode_nodes, encode_nodes, format_version
 from saintpipe.services.pool.pool import resolve_wire
 from saintpipe.services.pool.synthetic import random_subgraph
 

@@ -2,7 +2,7 @@
 
 Arrays travel as raw little-endian bytes with a dtype and a shape. Encoding
 copies each array once (into the message), or not at all when the pieces are
-sent in place; decoding (:mod:`saintpipe.services.pool.decoder`, re-exported
+sent in place; decoding (:mod:`saintpipe.services.pool.codec.decoder`, re-exported
 here: ``decode_subgraph``, ``decode_owned``) copies nothing: the arrays it
 returns are read-only numpy views of the message's own bytes, aligned because
 the encoder pads each ``data`` field to a multiple of 8 bytes from the message
@@ -15,9 +15,14 @@ the figures) only to avoid the generated classes' copies.
 
 The decoder trusts nothing: every malformation raises
 :class:`~saintpipe.core.errors.DecodeError` naming the field at fault. The XXH3-64
-checksum (:func:`saintpipe.services.pool.schema.checksum`) covers every field but
+checksum (:func:`saintpipe.services.pool.codec.schema.checksum`) covers every field but
 the padding, so a corrupted message is rejected rather than decoded into a
 subgraph other than the one encoded.
+
+The codec's modules: this one (the encoders), ``decoder``, ``compact`` (node sets,
+format version 2), ``schema`` (version, field numbers, wire dtypes, checksum),
+``scan`` and ``fused`` (the compiled paths), ``xxh3`` (the hash, callable from
+Numba) and ``validate`` (the arrays' invariants).
 """
 
 from __future__ import annotations
@@ -28,10 +33,10 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
-from saintpipe.services.pool import fused
-from saintpipe.services.pool.decoder import decode_owned, decode_subgraph
-from saintpipe.services.pool.schema import ALIGN, ARRAYS, FORMAT_VERSION, checksum
-from saintpipe.services.pool.validate import check_subgraph_arrays
+from saintpipe.services.pool.codec import fused
+from saintpipe.services.pool.codec.decoder import decode_owned, decode_subgraph
+from saintpipe.services.pool.codec.schema import ALIGN, ARRAYS, FORMAT_VERSION, checksum
+from saintpipe.services.pool.codec.validate import check_subgraph_arrays
 
 from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError, InvalidArgument
@@ -227,7 +232,7 @@ class MessageFramer:
 
     def __init__(self, job_id: str = "", worker: int = 0) -> None:
         if not DIRECT_AVAILABLE:
-            raise InvalidArgument("MessageFramer needs the compiled codec (saintpipe.services.pool.fused)")
+            raise InvalidArgument("MessageFramer needs the compiled codec (saintpipe.services.pool.codec.fused)")
         job, self._meta = _meta(job_id, worker, 0, 0)
         self._job = np.frombuffer(job, dtype=np.uint8)
         self._worker = np.uint64(pw.unsigned(self._meta[1]))

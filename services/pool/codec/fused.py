@@ -1,7 +1,7 @@
 """The codec's hot paths as single compiled passes: frame+hash+check on encode, walk+hash+check on decode.
 
-Each array is hashed (XXH3-64, through :mod:`saintpipe.services.pool.xxh3`) and checked
-(:mod:`saintpipe.services.pool.validate`) one after the other, while it is in cache, in
+Each array is hashed (XXH3-64, through :mod:`saintpipe.services.pool.codec.xxh3`) and checked
+(:mod:`saintpipe.services.pool.codec.validate`) one after the other, while it is in cache, in
 one kernel call, instead of a Python loop of hash updates followed by a second
 pass for the checks. The encoder's kernel also writes every small piece of the
 message (scalars, array headers with their padding, checksum) into one buffer
@@ -19,9 +19,9 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from saintpipe.services.pool import xxh3
-from saintpipe.services.pool.scan import _DTYPES, _ITEMSIZES, T_ARRAYS, T_CHECKSUM, T_JOB_AT, T_JOB_LEN, scan
-from saintpipe.services.pool.validate import finite, ids_ok, indices_ok, indptr_ok
+from saintpipe.services.pool.codec import xxh3
+from saintpipe.services.pool.codec.scan import _DTYPES, _ITEMSIZES, T_ARRAYS, T_CHECKSUM, T_JOB_AT, T_JOB_LEN, scan
+from saintpipe.services.pool.codec.validate import finite, ids_ok, indices_ok, indptr_ok
 
 AVAILABLE = xxh3.AVAILABLE
 OK, INVALID, FALLBACK = 0, 1, 2

@@ -18,9 +18,9 @@ non-monotone ``indptr``, an index out of range, a checksum mismatch) raises
 from __future__ import annotations
 
 import numpy as np
-from saintpipe.services.pool import fused, scan
-from saintpipe.services.pool.schema import ARRAYS, FORMAT_VERSION, checksum
-from saintpipe.services.pool.validate import check_subgraph_arrays
+from saintpipe.services.pool.codec import fused, scan
+from saintpipe.services.pool.codec.schema import ARRAYS, FORMAT_VERSION, checksum
+from saintpipe.services.pool.codec.validate import check_subgraph_arrays
 
 from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError

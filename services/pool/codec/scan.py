@@ -2,7 +2,7 @@
 
 The compiled counterpart, for ``Subgraph`` messages only, of the shared
 hand-written reader :mod:`saintpipe.core.protowire`: the Python walk over it
-(:func:`saintpipe.services.pool.decoder.fields`) costs tens of microseconds per
+(:func:`saintpipe.services.pool.codec.decoder.fields`) costs tens of microseconds per
 message in interpreter overhead, ``scan`` does the same walk in one Numba call
 and fills a small table with where every field is; it is also the first step of
 the decoder's one compiled pass (``fused.check_message``). Why it stays (the

@@ -31,8 +31,8 @@ from saintpipe.core import protowire as pw
 from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
 from saintpipe.protos import subgraph_pb2
-from saintpipe.services.pool.decoder import decode_owned
-from saintpipe.services.pool.schema import ARRAYS, COMPACT_VERSION, checksum_nodes
+from saintpipe.services.pool.codec.decoder import decode_owned
+from saintpipe.services.pool.codec.schema import ARRAYS, COMPACT_VERSION, checksum_nodes
 
 __all__ = ["MAX_GRAPH_NODES", "decode_entry", "decode_nodes", "encode_nodes", "format_version"]
 

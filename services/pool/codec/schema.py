@@ -1,7 +1,7 @@
 """The ``Subgraph`` message as the codec writes and reads it: version, field numbers, wire dtypes, checksum.
 
 Shared by the encoder (:mod:`saintpipe.services.pool.codec`) and the decoder
-(:mod:`saintpipe.services.pool.decoder`); the schema itself is
+(:mod:`saintpipe.services.pool.codec.decoder`); the schema itself is
 protos/saintpipe/protos/subgraph.proto.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 import xxhash
 
 FORMAT_VERSION = 1
-# The compact form: the node set and how to induce it (services/pool/compact.py).
+# The compact form: the node set and how to induce it (services/pool/codec/compact.py).
 COMPACT_VERSION = 2
 ALIGN = 8  # each array's data starts a multiple of this many bytes from the message start
 
