@@ -11,7 +11,7 @@ MixHop), ``ops`` (layer operations in the scheduler's order), ``schedule`` (the 
 ``ModelConfig``), ``loop`` (``TrainLoop``, ``TrainResult``), ``step`` (one optimizer step, early
 stopping), ``batch`` (what a step works on; its subgraphs and features come from
 :mod:`saintpipe.minibatch`), ``losses``, ``timing``, ``progress`` (where a trainer's training stands),
-``checkpoint`` (``Checkpointer``), ``run_files`` and ``model_file`` (what a run keeps on disk),
+``run_dir`` (what a trainer keeps in the run directory: ``outputs``, ``model_file``, ``checkpoint``),
 ``metrics``. Running it: ``assemble`` (one trainer wired to the dataset, pool and shards:
 ``assemble_trainer``, ``run_trainer``, ``TrainerSpec``), ``actor`` (the Ray actor: ``train``,
 ``TrainerGroup``), ``distributed`` (data-parallel gradients), ``cli`` (``saintpipe serve trainer``).
@@ -27,7 +27,7 @@ from saintpipe.core.lazy import lazy_exports
 TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (saintpipe.core.lazy)
 if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.trainer.actor import TrainerGroup, train
-    from saintpipe.trainer.checkpoint import Checkpointer
+    from saintpipe.trainer.run_dir.checkpoint import Checkpointer
     from saintpipe.trainer.config import ModelConfig, TrainerConfig
     from saintpipe.trainer.loop import TrainLoop, TrainResult
     from saintpipe.trainer.models import GNN, build_model

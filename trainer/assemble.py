@@ -51,7 +51,7 @@ class TrainerSpec:
             hosts serve rank r on ``metrics_port + r`` (:class:`~saintpipe.trainer.actor.TrainerActor`).
         metrics_host: bind address of the metrics endpoints.
         output_dir: the run directory: rank 0 writes metrics.jsonl, best.pt and final.pt there
-            (:mod:`saintpipe.trainer.run_files`); None: none are kept.
+            (:mod:`saintpipe.trainer.run_dir.outputs`); None: none are kept.
     """
 
     job: str
@@ -170,11 +170,11 @@ def assemble_trainer(
     from saintpipe.minibatch.inputs import PoolInputs
     from saintpipe.services.dataset.sample_graph import sampled_degrees
     from saintpipe.services.dataset.store import open_dataset
-    from saintpipe.trainer.checkpoint import Checkpointer
+    from saintpipe.trainer.run_dir.checkpoint import Checkpointer
     from saintpipe.trainer.distributed import DataParallel
     from saintpipe.trainer.evaluate import EvalGraph
     from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
-    from saintpipe.trainer.run_files import outputs_for
+    from saintpipe.trainer.run_dir.outputs import outputs_for
 
     cfg = spec.config
     name = trainer_name(spec.job, rank)

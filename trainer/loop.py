@@ -39,14 +39,14 @@ import numpy as np
 import torch
 
 from saintpipe.trainer.batch import batch_from_subgraph
-from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.run_dir.checkpoint import Checkpointer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.eval_watch import EvaluationCancelled, EvalWatch
 from saintpipe.trainer.evaluate import EvalGraph, evaluate, layerwise_limits
 from saintpipe.minibatch.feed import Feed
 from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
-from saintpipe.trainer.run_files import RunOutputs
+from saintpipe.trainer.run_dir.outputs import RunOutputs
 from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.timing import TimeBreakdown
 
@@ -154,7 +154,7 @@ class TrainLoop:
             go into the result.
         sampled_degrees: int [N] degrees in the graph the samplers draw from, when it is not the full graph
             (the training graph's: :func:`saintpipe.services.dataset.sample_graph.sampled_degrees`).
-        outputs: the run directory's metrics history and best/final models (:mod:`saintpipe.trainer.run_files`),
+        outputs: the run directory's metrics history and best/final models (:mod:`saintpipe.trainer.run_dir.outputs`),
             written by the leader; None: not kept.
     """
 

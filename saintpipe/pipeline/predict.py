@@ -1,6 +1,6 @@
 """Using a run's model: open it with its dataset, read node lists, predict labels (``saintpipe predict``/``embed``).
 
-The model file says what it was trained on (:class:`~saintpipe.trainer.model_file.DatasetInfo`); a
+The model file says what it was trained on (:class:`~saintpipe.trainer.run_dir.model_file.DatasetInfo`); a
 dataset given with ``--data`` must have the same features and label kind. Another graph with those is
 allowed (GraphSAGE-style models apply to nodes they never saw), with a warning.
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from saintpipe.core.errors import ConfigError, DatasetError, InvalidArgument
 from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
-from saintpipe.trainer.model_file import DatasetInfo, SavedModel, load_model
+from saintpipe.trainer.run_dir.model_file import DatasetInfo, SavedModel, load_model
 
 log = logging.getLogger(__name__)
 

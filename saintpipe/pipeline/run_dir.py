@@ -7,11 +7,11 @@ Layout::
                                the pool's URL with its password)
       checkpoints/             latest.pt + step-N.pt (unless [run] checkpoints = false or [trainer] checkpoint_dir)
       metrics.jsonl            one line per validation / epoch end, appended as training goes
-      best.pt, final.pt        the model at the best validation and at the end (saintpipe.trainer.model_file)
+      best.pt, final.pt        the model at the best validation and at the end (saintpipe.trainer.run_dir.model_file)
       summary.json             the end-of-run summary (also written when the run failed or was stopped)
 
 The trainer (rank 0) writes metrics.jsonl, best.pt and final.pt
-(:mod:`saintpipe.trainer.run_files`); the runner writes config.json and summary.json.
+(:mod:`saintpipe.trainer.run_dir.outputs`); the runner writes config.json and summary.json.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.files import write_atomic
 from saintpipe.pipeline.config import PipelineConfig
-from saintpipe.trainer.checkpoint import LATEST
-from saintpipe.trainer.model_file import BEST, FINAL
-from saintpipe.trainer.run_files import METRICS
+from saintpipe.trainer.run_dir.checkpoint import LATEST
+from saintpipe.trainer.run_dir.model_file import BEST, FINAL
+from saintpipe.trainer.run_dir.outputs import METRICS
 
 CONFIG = "config.json"
 SUMMARY = "summary.json"

@@ -141,7 +141,7 @@ def test_embed_writes_the_hidden_layer_of_every_node(resumed, tmp_path):
     run_dir, dataset, *_ = resumed
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.trainer.evaluate import EvalGraph
-    from saintpipe.trainer.model_file import load_model
+    from saintpipe.trainer.run_dir.model_file import load_model
 
     out = tmp_path / "emb.npy"
     run_cli("embed", str(run_dir), "--out", str(out))

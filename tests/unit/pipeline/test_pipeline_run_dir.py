@@ -144,7 +144,7 @@ def test_a_model_runs_on_its_dataset_and_refuses_one_it_does_not_fit(tmp_path, c
     from saintpipe.services.dataset.store import open_dataset, write_dataset
     from saintpipe.trainer.config import ModelConfig
     from saintpipe.trainer.inference import InferenceLimits
-    from saintpipe.trainer.model_file import DatasetInfo, save_model
+    from saintpipe.trainer.run_dir.model_file import DatasetInfo, save_model
     from saintpipe.trainer.models import build_model
 
     write_dataset(tmp_path / "ds", **generate_demo(num_nodes=300, feature_dim=16, seed=1))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.run_dir.checkpoint import Checkpointer
 from tests.unit.trainer.test_trainer_feeds_loop import ListFeed, make_loop, small_graph
 
 

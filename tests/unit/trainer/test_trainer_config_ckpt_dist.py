@@ -9,7 +9,7 @@ import torch
 
 from saintpipe.core.config import load_config
 from saintpipe.core.errors import ConfigError, DatasetError
-from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.run_dir.checkpoint import Checkpointer
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 
 

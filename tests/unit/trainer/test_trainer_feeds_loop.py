@@ -12,7 +12,7 @@ import torch
 
 from saintpipe.core.errors import SaintpipeTimeout, ServiceUnavailable
 from saintpipe.core.subgraph import Subgraph
-from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.run_dir.checkpoint import Checkpointer
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
 from saintpipe.minibatch.feed import Item, PoolFeed

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.trainer.checkpoint import Checkpointer
+from saintpipe.trainer.run_dir.checkpoint import Checkpointer
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.loop import TrainLoop, model_digest
-from saintpipe.trainer.model_file import DatasetInfo, load_model, save_model
+from saintpipe.trainer.run_dir.model_file import DatasetInfo, load_model, save_model
 from saintpipe.trainer.models import build_model
-from saintpipe.trainer.run_files import MetricsLog, RunOutputs
+from saintpipe.trainer.run_dir.outputs import MetricsLog, RunOutputs
 from saintpipe.trainer.step import TrainState
 from tests.unit.trainer.test_trainer_feeds_loop import ListFeed, small_graph
 

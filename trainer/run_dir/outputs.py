@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 
 from saintpipe.core.files import write_atomic
-from saintpipe.trainer.model_file import BEST, FINAL, DatasetInfo, save_model
+from saintpipe.trainer.run_dir.model_file import BEST, FINAL, DatasetInfo, save_model
 from saintpipe.trainer.models import GNN
 
 log = logging.getLogger(__name__)
