@@ -86,7 +86,7 @@ class Induction:
             (``DATASET/norm/<normalization>/``); empty for plain mean aggregation and uniform loss.
         norm_subgraphs, norm_seed: the settings that normalization was estimated with.
         train_nodes: digest of the training node ids the loss weights are restricted to
-            (``saintpipe.services.dataset.norm_files.train_digest``), or ``"all"``.
+            (``saintpipe.services.dataset.sample_graph.train_digest``), or ``"all"``.
     """
 
     graph_nodes: int

@@ -41,7 +41,8 @@ import numpy as np
 
 from saintpipe.core.errors import ConfigError, DatasetError, DecodeError
 from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
-from saintpipe.services.dataset.norm_files import NORM_DIR, read_stored, train_digest
+from saintpipe.services.dataset.normalization import NORM_DIR, read_stored
+from saintpipe.services.dataset.sample_graph import train_digest
 from saintpipe.services.dataset.train_graph import TrainGraph, load_train_graph
 from saintpipe.services.sampler.kernels.induce import induce_node_set
 

@@ -8,8 +8,8 @@ the package; they load on first use, so importing the package loads neither nump
 Modules. The store: ``store`` (``open_dataset``, ``write_dataset``, ``Dataset``), ``layout`` (file
 names, shard ranges), ``manifest`` (``Manifest``, checksums), ``output`` (where a dataset is written),
 ``checks``, ``verify`` and ``info``. Graphs and what is stored with them: ``csr``, ``train_graph``,
-``sample_graph`` (what samplers draw from), ``normalization`` and ``norm_files`` (stored normalization),
-``oriented_store`` and ``oriented_files`` (stored oriented lists), ``reshard``. Importers: the
+``sample_graph`` (what samplers draw from), ``normalization`` (stored normalization: its files, reading, reuse or estimation),
+``oriented`` (stored oriented lists), ``reshard``. Importers: the
 ``importers`` sub-package, one module per format. Generators: ``demo`` and ``kronecker`` (their
 arguments checked by ``params``) (their benchmarks, ``saintpipe bench generate`` and ``import``, are in
 :mod:`saintpipe.bench`).

@@ -13,7 +13,7 @@ dataset directory, one folder per sampler configuration
 Coefficients made on the training graph (``[samplers] graph = "train"``,
 :mod:`saintpipe.services.dataset.sample_graph`) index that graph's nodes and
 CSR positions, so they live in their own folder (``<config_key>.train``,
-:func:`~saintpipe.services.dataset.norm_files.store_key`) and their
+:func:`~saintpipe.services.dataset.normalization.store_key`) and their
 ``meta.json`` says ``graph: train`` with the training graph's size.
 
 A folder is written atomically (:func:`saintpipe.core.atomic.replacing_dir`)
@@ -24,7 +24,9 @@ Two producers share this format: :func:`load_or_estimate` (estimates in this
 process, with the kernels' pinned worker processes) and the sampler service
 (:mod:`saintpipe.services.sampler_service.normalization`: pre-sampling spread
 over its Ray workers). Either reuses what the other stored. The estimation
-itself is the kernels' (:mod:`saintpipe.services.sampler.normalization`).
+itself is the kernels' (:mod:`saintpipe.services.sampler.normalization`). A consumer
+that only reads a stored folder (the minibatch path inducing node sets from the
+pool) uses :func:`read_stored`.
 """
 
 from __future__ import annotations
@@ -34,8 +36,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from saintpipe.services.dataset.norm_files import FILES, META_NAME, NORM_DIR, read_stored, store_key, train_digest
-from saintpipe.services.dataset.sample_graph import SampleGraph, as_sample_graph
+from saintpipe.services.dataset.sample_graph import SampleGraph, as_sample_graph, train_digest
 from saintpipe.services.dataset.store import Dataset, open_dataset
 from saintpipe.services.sampler.coefficients import Normalization
 from saintpipe.services.sampler.config import SamplerConfigModel, config_key
@@ -43,6 +44,49 @@ from saintpipe.services.sampler.normalization import estimate_normalization
 
 from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
+
+NORM_DIR = "norm"
+META_NAME = "meta.json"
+LOSS_FILE = "loss_coefficients.npy"  # float32 [N] (training graph: [n], its local ids)
+AGGREGATOR_FILE = "aggregator_coefficients.npy"  # float32 [E], alpha at the sampled graph's CSR positions
+FILES = (LOSS_FILE, AGGREGATOR_FILE)
+
+
+def store_key(config_key: str, method: str = "reference", graph: str = "full") -> str:
+    """The folder name of a stored normalization: the sampler config's key, plus the estimator unless it is
+    GraphSAINT's reference (whose folders keep the plain key, as stored before the other estimators existed),
+    plus ``.train`` when it was made on the training graph (its arrays index that graph's nodes and CSR
+    positions, not the full graph's: ``meta.json`` then says ``graph: train``)."""
+    key = config_key if method == "reference" else f"{config_key}.{method}"
+    return key if graph == "full" else f"{key}.{graph}"
+
+
+def read_stored(directory: Path) -> tuple[np.ndarray, np.ndarray, dict]:
+    """``(loss_coefficients, aggregator_coefficients, meta)`` of a stored normalization, memory-mapped.
+
+    Raises:
+        DatasetError: naming the file that is missing or unreadable.
+    """
+    meta_path = directory / META_NAME
+    try:
+        meta = json.loads(meta_path.read_text())
+    except FileNotFoundError:
+        raise DatasetError(f"{meta_path}: not found") from None
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{meta_path}: unreadable: {exc}") from None
+    if not isinstance(meta, dict):
+        raise DatasetError(f"{meta_path}: expected a JSON object, got {type(meta).__name__}")
+    arrays = []
+    for name in FILES:
+        try:
+            # A plain ndarray over the map, not an np.memmap: pickle (Ray's object store) sends an np.memmap
+            # in-band, so every sampler worker unpickled a private copy (1.1 GB of coefficients per worker at
+            # Kronecker scale 24); a plain array travels out-of-band and is mapped zero-copy by each worker.
+            arrays.append(np.asarray(np.load(directory / name, mmap_mode="r", allow_pickle=False)))
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{directory / name}: unreadable: {exc}") from None
+    return arrays[0], arrays[1], meta
+
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +108,7 @@ def normalization_meta(dataset: Dataset | SampleGraph, config: SamplerConfigMode
     """The settings a stored normalization must have been made with to be reused.
 
     ``train_nodes`` default: the dataset's ``train`` split. ``config_key`` is the
-    folder's name (:func:`~saintpipe.services.dataset.norm_files.store_key`), which
+    folder's name (:func:`~saintpipe.services.dataset.normalization.store_key`), which
     trainers inducing node sets check. ``num_nodes`` and ``num_edges`` are the
     dataset's full graph's (what a node set's ids index); on the training graph,
     ``graph_nodes`` and ``graph_edges`` give its size (the arrays' lengths).

@@ -16,6 +16,7 @@ which subgraphs carry so that trainers and feature shards see no difference.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -23,10 +24,16 @@ from typing import Any, Literal
 import numpy as np
 
 from saintpipe.core.errors import ConfigError
-from saintpipe.services.dataset.norm_files import train_digest
 
 GraphChoice = Literal["auto", "full", "train"]
 GRAPHS = ("full", "train")
+
+
+def train_digest(train_nodes: np.ndarray | None) -> str:
+    """A short digest of the training node ids (``"all"`` for None), recorded in ``meta.json``."""
+    if train_nodes is None:
+        return "all"
+    return hashlib.sha256(np.ascontiguousarray(train_nodes, dtype=np.int64).tobytes()).hexdigest()[:16]
 
 
 def resolve_graph(choice: str, manifest_graph: str) -> str:
@@ -48,7 +55,7 @@ class SampleGraph:
         train_nodes: ids (its own) the loss weights are restricted to; None: every node trains.
         nodes: int64 [n] global id of each of its nodes (ascending); None: its ids are the global ids.
         dataset_nodes, dataset_edges: the dataset's full graph, which the global ids index.
-        train_digest: digest of the dataset's train split (:func:`~saintpipe.services.dataset.norm_files.train_digest`).
+        train_digest: digest of the dataset's train split (:func:`train_digest`).
         stored: whether trainers find this graph in the dataset directory (always, for the full graph).
     """
 

@@ -84,7 +84,7 @@ def verify_class_count(path: Path, manifest: Manifest, labels: np.ndarray, max_c
 def _verify_orientations(path: Path, manifest, indptr: np.ndarray, indices: np.ndarray, train_graph) -> None:
     """The oriented lists stored with the dataset (``oriented/``), if any: their checksums and index ranges.
     Lists built from other CSR files are not checked (the next run builds them again)."""
-    from saintpipe.services.dataset.oriented_files import graph_sources, orientation_dir, read_orientation
+    from saintpipe.services.dataset.oriented import graph_sources, orientation_dir, read_orientation
 
     graphs = {"full": (indptr, indices)}
     if train_graph is not None:

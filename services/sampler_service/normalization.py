@@ -28,7 +28,7 @@ stored.
 
 On the training graph (``[samplers] graph = "train"``) everything here runs on
 that graph's own ids and CSR positions, and is stored apart from the full
-graph's (:func:`~saintpipe.services.dataset.norm_files.store_key`).
+graph's (:func:`~saintpipe.services.dataset.normalization.store_key`).
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ class SamplerService:
         rows or the graph is not symmetric."""
         if self.config.sampler.induction != "oriented":
             return None
-        from saintpipe.services.dataset.oriented_store import open_or_build_orientation
+        from saintpipe.services.dataset.oriented import open_or_build_orientation
 
         orientation, directory = open_or_build_orientation(dataset, graph)
         if orientation is None or directory is not None:

@@ -85,7 +85,7 @@ def induction_for(graph, normalization=None):
     size (which the ids index), the normalization's key and settings (its key names the training graph when
     it was made there), the training split's digest (``build_sampler`` restricts the loss weights to it)."""
     from saintpipe.core.subgraph import Induction
-    from saintpipe.services.dataset.norm_files import store_key
+    from saintpipe.services.dataset.normalization import store_key
     from saintpipe.services.dataset.sample_graph import as_sample_graph
 
     graph = as_sample_graph(graph)
@@ -227,7 +227,7 @@ class _SamplerWorkerActor:
                 return
             if isinstance(given, str):
                 from saintpipe.core.errors import DatasetError
-                from saintpipe.services.dataset.oriented_files import read_orientation
+                from saintpipe.services.dataset.oriented import read_orientation
                 from saintpipe.services.sampler.kernels.oriented import Orientation
 
                 try:  # the supervisor checked the files just now
@@ -339,7 +339,7 @@ class SamplerWorker:
         num_cpus: Ray CPUs to reserve (one core).
         max_restarts: how often Ray restarts the actor after its process dies.
         orientation: the graph's oriented lists (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`):
-            the directory they are stored in (``services/dataset/oriented_store.py``), or object-store
+            the directory they are stored in (``services/dataset/oriented.py``), or object-store
             references to their arrays, handed to every ``run`` and
             ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
             every restart, and Ray logs an error line for each such actor); None: the worker builds its own.

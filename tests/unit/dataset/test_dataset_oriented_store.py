@@ -1,4 +1,4 @@
-"""The oriented lists stored with the dataset (``services/dataset/oriented_store.py``).
+"""The oriented lists stored with the dataset (``services/dataset/oriented.py``).
 
 Built once straight into files, then mapped by every later start; lists
 built from other CSR files are built again; torn, edited or out-of-range
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from saintpipe.core.errors import DatasetError
-from saintpipe.services.dataset import oriented_store as store
+from saintpipe.services.dataset import oriented as store
 from saintpipe.services.dataset.sample_graph import open_sample_graph
 from saintpipe.services.dataset.verify import verify_dataset
 from saintpipe.services.sampler.kernels.oriented import orient_graph

@@ -11,7 +11,7 @@ import pytest
 from saintpipe.core.errors import ConfigError, DecodeError
 from saintpipe.core.subgraph import Induction, SubgraphNodes
 from saintpipe.services.dataset import normalization as stored_normalization
-from saintpipe.services.dataset import norm_files
+from saintpipe.services.dataset.sample_graph import train_digest
 from saintpipe.minibatch.expand import SubgraphExpander
 from saintpipe.services.dataset.normalization import load_or_estimate, norm_dir
 from saintpipe.services.dataset.store import open_dataset
@@ -98,9 +98,8 @@ def test_ids_outside_the_graph_are_a_decode_error(dataset):
 def test_the_file_layout_is_the_one_the_normalization_store_writes(dataset):
     config = parse_sampler_config({"kind": "edge", "edge_budget": 50})
     norm = load_or_estimate(dataset, config, 8, seed=0, processes=1)
-    loss, alpha, meta = norm_files.read_stored(norm_dir(dataset.path, config))
+    loss, alpha, meta = stored_normalization.read_stored(norm_dir(dataset.path, config))
     assert np.array_equal(loss, norm.loss_coefficients) and np.array_equal(alpha, norm.aggregator_coefficients)
-    assert meta["train_nodes"] == norm_files.train_digest(dataset.splits["train"])
-    assert stored_normalization.train_digest is norm_files.train_digest
-    assert json.loads((norm_dir(dataset.path, config) / norm_files.META_NAME).read_text())["config_key"] == meta[
+    assert meta["train_nodes"] == train_digest(dataset.splits["train"])
+    assert json.loads((norm_dir(dataset.path, config) / stored_normalization.META_NAME).read_text())["config_key"] == meta[
         "config_key"]
