@@ -89,7 +89,8 @@ class TrainerActor:
         return TrainerProgress(epoch=p.epoch, epoch_fraction=p.epoch_fraction, steps=loop.state.steps,
                                subgraphs=p.subgraphs, loss=metrics.last_loss, val_score=metrics.last_val,
                                evaluating=e.running, evaluation=e.phase, evaluation_fraction=e.fraction,
-                               evaluation_s=e.elapsed_s)
+                               evaluation_s=e.elapsed_s, first_subgraph_at=loop.first_subgraph_at,
+                               first_step_at=loop.first_step_at)
 
     def finish_at(self, steps: int) -> None:
         """End training once ``steps`` optimizer steps are done (every rank gets the same target)."""

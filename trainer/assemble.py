@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
 
 if TYPE_CHECKING:
+    import torch
+
     from saintpipe.minibatch.inputs import PoolInputs
     from saintpipe.services.feature_shard.cache import CacheConfig
     from saintpipe.trainer.distributed import DataParallel
@@ -71,6 +71,8 @@ def pick_device(name: str) -> torch.device:
     Raises:
         ConfigError: not a torch device name, or a CUDA device this torch cannot reach.
     """
+    import torch
+
     from saintpipe.core.errors import ConfigError
 
     if name == "auto":
@@ -167,6 +169,8 @@ def assemble_trainer(
         DatasetError: the dataset directory or a checkpoint is unreadable.
         ConfigError: a device this torch cannot use.
     """
+    import torch
+
     from saintpipe.minibatch.inputs import PoolInputs
     from saintpipe.services.dataset.sample_graph import sampled_degrees
     from saintpipe.services.dataset.store import open_dataset

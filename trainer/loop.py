@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -200,6 +201,8 @@ class TrainLoop:
         self.outputs = outputs if is_leader else None
         self._recorded_steps = 0  # steps whose losses a metrics line has averaged
         self._started = time.perf_counter()  # reset by run(); elapsed_s goes on from the checkpoint's
+        # When this process's first subgraph arrived and its first step was done (time.time(); a run's timeline).
+        self.first_subgraph_at = self.first_step_at = math.nan
         self._elapsed_before = self.progress.elapsed_s
         if self.outputs is not None:  # lines written past the checkpoint are trained again: they go
             self._recorded_steps = self.outputs.resumed_at(self.state.steps)
@@ -262,6 +265,8 @@ class TrainLoop:
             waited = time.perf_counter()
             item = feed.next(self.config.pool_timeout_s)
             data_wait = time.perf_counter() - waited
+            if first:
+                self.first_subgraph_at = time.time()
             compute_start = time.perf_counter()
             batch = batch_from_subgraph(
                 item.subgraph,
@@ -279,6 +284,7 @@ class TrainLoop:
             item.ack()
             if first:
                 first = False
+                self.first_step_at = time.time()
                 log.info("%s: first step done (step %d), %.1f s after the loop started", self.name,
                          self.state.steps, time.perf_counter() - start)
             self._account(item, data_wait, compute, last_loss)

@@ -16,6 +16,8 @@ class TrainerProgress:
         val_score: the last validation score (NaN before the first). done: training has ended.
         evaluating: a full-graph evaluation (a validation, or the final scoring) is running. evaluation: its
         current pass. evaluation_fraction: how much of it is done, in [0, 1]. evaluation_s: for how long.
+        first_subgraph_at, first_step_at: when this run's first subgraph arrived and its first step was done
+        (``time.time()``; NaN: not yet).
     """
 
     epoch: int = 0
@@ -29,3 +31,5 @@ class TrainerProgress:
     evaluation: str = ""
     evaluation_fraction: float = 0.0
     evaluation_s: float = 0.0
+    first_subgraph_at: float = math.nan
+    first_step_at: float = math.nan

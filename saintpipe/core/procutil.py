@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import shutil
 import signal
 import subprocess
 import sys
 from typing import Callable, Sequence
+
+# The environment variable saintpipe.core.reaper marks Ray's processes with (its MARK).
+REAPER_MARK = "SAINTPIPE_REAP_TOKEN"
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +62,9 @@ def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None
     """
     log.debug("spawning %s", " ".join(argv))
     full_argv, preexec = with_parent_death_signal(argv)
+    # Not Ray's: while Ray starts on another thread, the environment carries the reaper's mark for Ray's
+    # processes (saintpipe.core.reaper), which a child spawned here must not inherit.
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != REAPER_MARK}
     return subprocess.Popen(full_argv, env=env, stdout=stdout, stderr=stderr, cwd=cwd, text=text,
                             stdin=subprocess.DEVNULL, preexec_fn=preexec, close_fds=True,
                             process_group=0 if own_process_group else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from typing import Any
 
@@ -84,13 +85,12 @@ def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) 
 
 
 def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
-    """Stop the processes the failed attempt started (its GCS, dashboard, monitors): a node that did not
-    come up was never Ray's global node, so ``ray.shutdown`` does not know them and they would outlive us.
-    The children that appeared during the attempt are its: callers start nothing else meanwhile (the local
-    run starts its components one after another)."""
+    """Stop the processes the failed attempt started (its GCS, raylet, dashboard, monitors): a node that did
+    not come up was never Ray's global node, so ``ray.shutdown`` does not know them and they would outlive us.
+    Only Ray's: the local run starts Redis and the feature shards meanwhile, on other threads."""
     import psutil
 
-    started = [p for p in me.children(recursive=True) if p.pid not in before]
+    started = [p for p in me.children(recursive=True) if p.pid not in before and _is_rays(p)]
     for p in started:
         with contextlib.suppress(psutil.Error):
             p.terminate()
@@ -98,3 +98,14 @@ def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
     for p in alive:
         with contextlib.suppress(psutil.Error):
             p.kill()
+
+
+def _is_rays(process) -> bool:
+    """Whether a child process is one of Ray's: its own binaries and scripts live in the ray package."""
+    import psutil
+
+    try:
+        command = " ".join(process.cmdline())
+        return f"{os.sep}ray{os.sep}" in command or process.name() in ("gcs_server", "raylet")
+    except psutil.Error:
+        return False

@@ -33,7 +33,9 @@ import threading
 import time
 from collections.abc import Iterator
 
-MARK = "SAINTPIPE_REAP_TOKEN"
+from saintpipe.core.procutil import REAPER_MARK
+
+MARK = REAPER_MARK
 # How often the watchdog follows the marked processes' descendants (a /proc scan: a few ms).
 SCAN_INTERVAL_S = 0.5
 
@@ -175,11 +177,28 @@ def main(argv: list[str]) -> int:
     # SIGTERM comes from the kernel when the parent dies (or from Reaper.stop); a Ctrl-C is the run's.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})  # blocked already by start_reaper; by hand too
+    parent = os.getppid()
     tracker = Tracker(argv[0])
     while signal.sigtimedwait({signal.SIGTERM}, SCAN_INTERVAL_S) is None:
         tracker.scan()
     reap(argv[0], tracker)
+    # The killed processes' /dev/shm files (pool slots, feature regions, the online normalization state)
+    # have no owner left to remove them. After a parent that died unannounced (SIGKILL), the run's other
+    # children are still exiting on their own death signal: look again for a few seconds.
+    remove_orphaned_files(rounds=1 if os.getppid() == parent else 8)
     return 0
+
+
+def remove_orphaned_files(rounds: int = 1, pause_s: float = 0.5) -> None:
+    """Remove saintpipe's /dev/shm files whose owners are dead (:mod:`saintpipe.core.shm_owners`), in
+    ``rounds`` passes ``pause_s`` apart while any file's owner is still alive."""
+    from saintpipe.core import shm_owners
+
+    for done in range(1, rounds + 1):
+        shm_owners.remove_leftovers(shm_owners.SHM_DIR, shm_owners.KINDS)
+        if done == rounds or not shm_owners.scan(shm_owners.SHM_DIR, shm_owners.KINDS):
+            return
+        time.sleep(pause_s)
 
 
 if __name__ == "__main__":

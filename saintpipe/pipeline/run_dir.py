@@ -22,9 +22,7 @@ from pathlib import Path
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.files import write_atomic
 from saintpipe.pipeline.config import PipelineConfig
-from saintpipe.trainer.run_dir.checkpoint import LATEST
-from saintpipe.trainer.run_dir.model_file import BEST, FINAL
-from saintpipe.trainer.run_dir.outputs import METRICS
+from saintpipe.trainer.run_dir import BEST, FINAL, LATEST, METRICS
 
 CONFIG = "config.json"
 SUMMARY = "summary.json"

@@ -26,6 +26,7 @@ import logging
 import math
 import sys
 import time
+from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -38,6 +39,7 @@ from saintpipe.pipeline.progress import EpochBars
 from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.summary import PoolAccount, RunSummary
 from saintpipe.pipeline.supervision import Supervisor
+from saintpipe.pipeline.timeline import Timeline
 from saintpipe.trainer.timing import TimeBreakdown
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,7 @@ class LocalPipeline:
         self.supervisor = Supervisor(interval=config.run.watch_interval_s,
                                      budget=RestartBudget(config.run.max_restarts, config.run.restart_window_s))
         self._t0 = time.monotonic()
+        self.timeline = Timeline()  # when each part became ready, since the command started
         self._sampler_service = None
         self._trainers = None
         self._overran = False  # the trainers had not come back by max_seconds' deadline
@@ -107,6 +110,7 @@ class LocalPipeline:
         from saintpipe.services.dataset.store import open_dataset
 
         dataset = open_dataset(self.config.run.data)
+        self.timeline.mark("dataset")
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
                              metric="F1-micro" if dataset.manifest.multilabel else "accuracy")
@@ -130,6 +134,7 @@ class LocalPipeline:
                 finally:  # whatever the summary hit, every component is stopped
                     sup.close()
                     summary.times.wall = time.monotonic() - self._t0
+                    summary.startup = dict(self.timeline.marks)
         finally:
             sup.restore_signal_handlers()
         summary.restarts = [f"{e.component} at {e.at_s:g} s: {e.reason}" for e in sup.restarts]
@@ -187,11 +192,21 @@ class LocalPipeline:
             raise Stopped()
 
     def _start_all(self, dataset) -> None:
-        self._start_redis()
-        self._checkpoint()
-        self._start_shards(dataset)
-        self._checkpoint()
-        self._start_ray()
+        # Redis, the feature shards and Ray need nothing of each other: they start at once, Redis and the
+        # shards on threads (they spawn a process each and wait for it to answer), Ray here, on the main
+        # thread (ray.init installs signal handlers, which only the main thread may). The threads live as long
+        # as the run: a child's parent-death signal fires when the thread that spawned it ends, not the process.
+        starting = futures.ThreadPoolExecutor(2, thread_name_prefix="start")
+        self.supervisor.on_stop("start-up threads", lambda: starting.shutdown(wait=False))  # stopped last
+        redis = starting.submit(self._start_redis)
+        shards = starting.submit(self._start_shards, dataset)
+        try:
+            self._start_ray()
+        finally:
+            errors = [f.exception() for f in (redis, shards)]  # both end before anything is stopped
+        for error in errors:
+            if error is not None:
+                raise error
         self._checkpoint()
         # Trainer actors load torch and the graph while the samplers estimate the normalization.
         self._launch_trainers(dataset)
@@ -226,7 +241,7 @@ class LocalPipeline:
             self.supervisor.watch_pid("redis-server", lambda: server.pid, f"127.0.0.1:{server.port}",
                                       restart=server.restart)
         self.redis = server
-        log.info("redis at %s", self.endpoints.redis)
+        self.timeline.mark("redis", detail=self.endpoints.redis)
 
     def _start_shards(self, dataset) -> None:
         from saintpipe.services.feature_shard.launch import LocalShards
@@ -245,6 +260,7 @@ class LocalPipeline:
                     self.endpoints.metrics[name] = p.metrics_url
         self.shards = shards
         self.endpoints.shards = shards.addresses
+        self.timeline.mark("feature shards", detail=f"{len(shards.processes)} shard(s)")
 
     def _start_ray(self) -> None:
         import ray
@@ -265,7 +281,7 @@ class LocalPipeline:
         self.supervisor.install_signal_handlers()  # ray.init installs its own SIGTERM handler
         if not verbose:
             _route_ray_error_pushes_to_the_log()
-        log.info("local ray with %d CPUs", cpus)
+        self.timeline.mark("ray", detail=f"{cpus} CPUs")
 
     def _start_samplers(self, dataset) -> None:
         from saintpipe.services.sampler_service.service import SamplerService
@@ -283,6 +299,7 @@ class LocalPipeline:
             self.normalization += "; subgraphs from the training graph (validation and test nodes never sampled)"
         if service.metrics_url:
             self.endpoints.metrics["samplers"] = service.metrics_url
+        self.timeline.mark("sampler workers", detail=f"{cfg.workers} worker(s); normalization {self.normalization}")
 
     def _launch_trainers(self, dataset) -> None:
         from saintpipe.pipeline.trainers import LocalTrainers
@@ -301,7 +318,7 @@ class LocalPipeline:
         self.feature_cache = (f"{cache.static_rows:,} pinned + {cache.lru_rows:,} LRU rows of "
                               f"{dataset.num_nodes:,}") if cache.enabled else ""
         from saintpipe.core.memory import available_memory
-        from saintpipe.trainer.evaluate import spill_warning
+        from saintpipe.trainer.eval_memory import spill_warning
 
         warning = spill_warning(dataset.num_nodes, dataset.manifest.feature_dim, cfg.trainer.model,
                                 available_memory())
@@ -316,6 +333,7 @@ class LocalPipeline:
         self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s,
                        estimate_evaluation=self.config.run.max_seconds is not None)
+        self.timeline.mark("trainer")
         self.supervisor.watch("trainers", trainers.failure, restart=self._restart_trainers)
         self.endpoints.metrics.update(trainers.metrics_urls)
         if (resumed := trainers.progress()).steps:
@@ -365,6 +383,9 @@ class LocalPipeline:
                 sup.restart_pending()  # here, in the thread the children's lifetimes are tied to
                 progress = trainers.progress()
                 bars.update(progress)
+                for part, at in (("first subgraph", progress.first_subgraph_at), ("first step", progress.first_step_at)):
+                    if not math.isnan(at):
+                        self.timeline.mark(part, at=at)
                 if progress.done:
                     # Did it end, or did a rank fail (a restart, or the end of the run)? Look before leaving.
                     sup.check_now()

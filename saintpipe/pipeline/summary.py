@@ -58,6 +58,8 @@ class RunSummary:
         weights were kept (``val_score`` is theirs; their test score came from the same pass). Empty/NaN when
         training never reported back (interrupted before its end).
         run_dir: the run directory (models, metrics history, config, this summary as summary.json).
+        startup: when each part became ready, in seconds since the command started (dataset, redis, feature
+            shards, ray, sampler workers, trainer, first subgraph, first step).
         checkpoint_dir: where the checkpoints went ("" without). resumed_from_step: the checkpoint's step a
         resumed run went on from (-1: started afresh); the trainers' figures then cover the whole run, both parts
         (scores, epochs, steps, losses, validations, subgraphs trained on), the rest (times, throughputs, the
@@ -102,6 +104,7 @@ class RunSummary:
     evaluation_estimate_s: float = math.nan
     final_evaluation_s: float = math.nan
     time_budget: str = ""
+    startup: dict[str, float] = field(default_factory=dict)
 
     @property
     def loss_spike(self) -> LossSpike:
@@ -144,6 +147,13 @@ class RunSummary:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), default=float)
+
+
+def _startup(marks: dict[str, float]) -> str:
+    """``first step at 7.9 s (dataset 0.6, redis 1.0, ...)``: when each part became ready, in order."""
+    rest = sorted(((part, at) for part, at in marks.items() if part != "first step"), key=lambda kv: kv[1])
+    head = f"first step at {marks['first step']:.1f} s" if "first step" in marks else "no step"
+    return f"{head}: " + ", ".join(f"{part} {at:.1f}" for part, at in rest) if rest else head
 
 
 def _unaccounted(n: int) -> str:
@@ -254,7 +264,7 @@ def format_summary(s: RunSummary) -> str:
         ("  compute (trainers)", _seconds(t.compute, trainer_time)),
         ("  waiting for data (trainers)", _seconds(t.data_wait, trainer_time)),
         ("  evaluation (trainers)", _seconds(t.evaluation, trainer_time)),
-        ("  start-up", _seconds(t.startup)),
+        ("  start-up", _seconds(t.startup) + (f"  ({_startup(s.startup)})" if s.startup else "")),
         ("  wall clock", _seconds(t.wall)),
     ]
     if s.run_dir:  # last: where the model, its metrics and this summary are

@@ -7,3 +7,9 @@
 * :mod:`~saintpipe.trainer.run_dir.checkpoint`: ``checkpoints/latest.pt`` and numbered copies, written
   atomically; what a resumed run starts from.
 """
+
+# The files' names, importable without torch (the run's driver finds them; the trainer writes them).
+METRICS = "metrics.jsonl"
+BEST = "best.pt"
+FINAL = "final.pt"
+LATEST = "latest.pt"

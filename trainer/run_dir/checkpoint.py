@@ -24,10 +24,10 @@ import re
 import torch
 
 from saintpipe.core.errors import DatasetError
+from saintpipe.trainer.run_dir import LATEST
 
 log = logging.getLogger(__name__)
 
-LATEST = "latest.pt"
 
 
 class Checkpointer:

@@ -27,12 +27,12 @@ import os
 from pathlib import Path
 
 from saintpipe.core.files import write_atomic
-from saintpipe.trainer.run_dir.model_file import BEST, FINAL, DatasetInfo, save_model
+from saintpipe.trainer.run_dir import BEST, FINAL, METRICS
+from saintpipe.trainer.run_dir.model_file import DatasetInfo, save_model
 from saintpipe.trainer.models import GNN
 
 log = logging.getLogger(__name__)
 
-METRICS = "metrics.jsonl"
 
 
 def _plain(value: object) -> object:

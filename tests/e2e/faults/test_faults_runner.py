@@ -48,19 +48,25 @@ def test_ctrl_c_at_the_terminal_stops_every_component_in_order(fault_run):
     assert run.left_behind() == []
 
 
-def test_a_sigkilled_runner_takes_its_children_along_and_doctor_removes_its_shared_memory(fault_run, tmp_path):
+def test_a_sigkilled_runner_takes_its_children_and_its_shared_memory_along(fault_run, tmp_path):
     run = fault_run().training()
     run.sample_tree(ports=True)
     ours = shm_files() - run.shm_before
     assert ours, "a running pipeline keeps subgraphs and feature rows in /dev/shm"
     run.proc.kill()
     run.proc.wait()
-    deadline = time.monotonic() + 120  # children die with their parent; Ray's workers follow their raylet
+    killed = time.monotonic()
+    # Its /dev/shm files go with it: the run's watchdog removes those of the processes it killed, and of
+    # the runner itself, within seconds (saintpipe.core.reaper); no `saintpipe doctor --clean` needed.
+    while (left := shm_files() - run.shm_before) and time.monotonic() < killed + 10:
+        time.sleep(0.5)
+    assert left == set(), f"/dev/shm files outlived a SIGKILLed runner by 10 s: {sorted(left)}"
+    deadline = killed + 120  # children die with their parent; Ray's workers follow their raylet
     while (alive := run.alive()) and time.monotonic() < deadline:
         time.sleep(1)
     assert alive == [], "processes outlived a SIGKILLed runner:\n" + "\n".join(alive)
     assert run.open_ports() == []
-    cleaned = run_cli("doctor", "--clean")
+    cleaned = run_cli("doctor", "--clean")  # nothing left for it to do
     assert cleaned.returncode == 0, cleaned.stderr
     assert shm_files() - run.shm_before == set(), cleaned.stdout
 

@@ -47,20 +47,31 @@ def test_other_errors_and_the_last_attempt_are_raised(monkeypatch):
     assert calls == ["init", "shutdown", "init"]
 
 
-def test_the_processes_of_a_failed_attempt_are_stopped_before_the_next(monkeypatch):
+def test_the_processes_of_a_failed_attempt_are_stopped_before_the_next_and_only_rays(monkeypatch, tmp_path):
     import subprocess
 
+    # A script inside a folder named ray, as Ray's own processes are (its package's binaries and scripts).
+    script = tmp_path / "ray" / "gcs.py"
+    script.parent.mkdir()
+    script.write_text("import time; time.sleep(120)")
     started: list[subprocess.Popen] = []
+    others: list[subprocess.Popen] = []
 
     def init(**kwargs):
-        # A real child, as Ray's GCS and monitors are; the first attempt times out with it running.
-        started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]))
+        # A real child, as Ray's GCS and monitors are; the first attempt times out with it running, while
+        # something else (Redis, a feature shard, started on another thread) starts beside it.
+        started.append(subprocess.Popen([sys.executable, str(script)]))
         if len(started) == 1:
+            others.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]))
             raise Exception("The current node timed out during startup.")
 
     monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(init=init, shutdown=lambda: None))
-    init_local_ray(attempts=2, pause_s=0)
-    assert started[0].wait(10) is not None  # the failed attempt's process is gone
-    assert started[1].poll() is None  # the running attempt's is not
-    started[1].kill()
-    started[1].wait()
+    try:
+        init_local_ray(attempts=2, pause_s=0)
+        assert started[0].wait(10) is not None  # the failed attempt's process is gone
+        assert started[1].poll() is None  # the running attempt's is not
+        assert others[0].poll() is None  # nor a process that is not Ray's
+    finally:
+        for proc in started + others:
+            proc.kill()
+            proc.wait()

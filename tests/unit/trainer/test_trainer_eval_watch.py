@@ -117,7 +117,7 @@ def test_the_estimate_is_a_positive_figure_for_every_layer_kind(arch, extra):
 
 
 def test_layerwise_peak_bytes_and_the_warning_when_they_outgrow_memory():
-    from saintpipe.trainer.evaluate import layerwise_peak_bytes, spill_warning
+    from saintpipe.trainer.eval_memory import layerwise_peak_bytes, spill_warning
 
     n = 16_777_216  # Kronecker scale 24
     default = ModelConfig(arch="sage", hidden=[256, 256])
