@@ -4,4 +4,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh"
+# The Numba kernels compile once, here, rather than in the first run while its trainer waits.
+"$root/.venv/bin/saintpipe" warmup --if-cold
 exec "$root/.venv/bin/saintpipe" run "$@"

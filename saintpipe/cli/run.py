@@ -34,6 +34,28 @@ def register(groups: argparse._SubParsersAction) -> None:
                              "'run directory' line of its summary, or a checkpoint directory")
     parser.set_defaults(func=_run)
 
+    warmup = groups.add_parser(
+        "warmup",
+        help="compile the Numba kernels a run uses, once (./scripts/run.sh does it at set-up)",
+        description="Compile every Numba kernel the default run uses, by a one-epoch run of the whole pipeline "
+        "on a small demo graph in a temporary directory, so that the first real run loads them from Numba's "
+        "cache instead of compiling them while the trainer waits. With --if-cold, only when the cache does not "
+        "hold them yet.",
+    )
+    warmup.add_argument("--if-cold", action="store_true", help="do nothing when the kernels are cached already")
+    warmup.set_defaults(func=_warmup)
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from saintpipe.pipeline.warmup import kernels_cached, warm_up
+
+    if args.if_cold and kernels_cached():
+        return 0
+    print("compiling the kernels once (a small run of the whole pipeline; later runs load them from the cache)",
+          flush=True)
+    print(f"kernels compiled and cached in {warm_up():.0f} s", flush=True)
+    return 0
+
 
 def ensure_demo_dataset() -> Path:
     """Generate the demo dataset on first use and return its directory."""

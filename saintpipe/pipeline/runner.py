@@ -40,6 +40,7 @@ from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.summary import PoolAccount, RunSummary
 from saintpipe.pipeline.supervision import Supervisor
 from saintpipe.pipeline.timeline import Timeline
+from saintpipe.pipeline.warmup import kernels_cached
 from saintpipe.trainer.timing import TimeBreakdown
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,9 @@ class LocalPipeline:
 
         dataset = open_dataset(self.config.run.data)
         self.timeline.mark("dataset")
+        if not kernels_cached():
+            print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load them "
+                  "from the cache; saintpipe warmup does it ahead)", file=sys.stderr, flush=True)
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
                              metric="F1-micro" if dataset.manifest.multilabel else "accuracy")

@@ -1,0 +1,34 @@
+"""Whether a run must still compile its kernels: Numba's cache, where the environment puts it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from saintpipe.pipeline.warmup import kernels_cached
+
+
+def test_an_empty_cache_directory_means_the_kernels_must_be_compiled(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    assert not kernels_cached()
+    # Numba keeps a module's cache under a folder named for the source's directory.
+    index = tmp_path / "kernels_0123abcd" / "induce.finish_subgraph-347.py311.nbi"
+    index.parent.mkdir()
+    index.write_bytes(b"")
+    assert kernels_cached()
+
+
+def test_another_kernel_s_index_is_not_taken_for_the_samplers(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    (tmp_path / "induce.induce_node_set-400.py311.nbi").write_bytes(b"")
+    assert not kernels_cached()
+
+
+def test_warmup_if_cold_does_nothing_when_the_kernels_are_cached(tmp_path):
+    index = tmp_path / "k" / "induce.finish_subgraph-1.py311.nbi"
+    index.parent.mkdir()
+    index.write_bytes(b"")
+    done = subprocess.run([sys.executable, "-m", "saintpipe", "warmup", "--if-cold"], capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": str(tmp_path)}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
