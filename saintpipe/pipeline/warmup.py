@@ -22,8 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-# The induction kernel every sampler calls on every subgraph: cached once the kernels have been compiled.
-_PROBE_MODULE, _PROBE_KERNEL = "saintpipe.services.sampler.kernels.induce", "finish_subgraph"
+# The induction kernel every sampler calls on every subgraph (drawn whole or into a message): cached once the
+# kernels have been compiled.
+_PROBE_MODULE, _PROBE_KERNEL = "saintpipe.services.sampler.kernels.induce", "complete_subgraph"
 
 
 def kernels_cached() -> bool:

@@ -12,7 +12,7 @@ def test_an_empty_cache_directory_means_the_kernels_must_be_compiled(tmp_path, m
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
     assert not kernels_cached()
     # Numba keeps a module's cache under a folder named for the source's directory.
-    index = tmp_path / "kernels_0123abcd" / "induce.finish_subgraph-347.py311.nbi"
+    index = tmp_path / "kernels_0123abcd" / "induce.complete_subgraph-292.py311.nbi"
     index.parent.mkdir()
     index.write_bytes(b"")
     assert kernels_cached()
@@ -25,7 +25,7 @@ def test_another_kernel_s_index_is_not_taken_for_the_samplers(tmp_path, monkeypa
 
 
 def test_warmup_if_cold_does_nothing_when_the_kernels_are_cached(tmp_path):
-    index = tmp_path / "k" / "induce.finish_subgraph-1.py311.nbi"
+    index = tmp_path / "k" / "induce.complete_subgraph-1.py311.nbi"
     index.parent.mkdir()
     index.write_bytes(b"")
     done = subprocess.run([sys.executable, "-m", "saintpipe", "warmup", "--if-cold"], capture_output=True, text=True,
