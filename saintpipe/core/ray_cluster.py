@@ -83,7 +83,7 @@ def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) 
             time.sleep(pause_s)
 
 
-def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
+def _stop_new_children(me: Any, before: set[int], timeout_s: float = 10.0) -> None:
     """Stop the processes the failed attempt started (its GCS, dashboard, monitors): a node that did not
     come up was never Ray's global node, so ``ray.shutdown`` does not know them and they would outlive us.
     The children that appeared during the attempt are its: callers start nothing else meanwhile (the local
