@@ -94,7 +94,7 @@ def read_orientation(directory: Path, num_nodes: int, num_entries: int, *, sourc
                                f"{entries if size is None else size} entries, got {arr.dtype} {arr.shape}")
     orientation = tuple(arrays[name] for name in FIELDS)
     if verify:
-        field, at = check_ranges(*orientation, num_nodes, num_entries)
+        field, at = check_ranges(*orientation, num_nodes, num_entries)  # type: ignore[call-arg]  # mypy: a starred list takes every later parameter
         if field >= 0:
             raise DatasetError(f"{directory / f'{FIELDS[field]}.npy'}: entry {at} is out of range for a graph "
                                f"of {num_nodes} nodes and {num_entries} entries")
