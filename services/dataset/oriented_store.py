@@ -22,7 +22,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -101,7 +101,9 @@ def open_or_build_orientation(dataset: Any, graph: Any) -> tuple[Orientation | N
         log.log(level, "cannot store the oriented lists in %s (%s): building them in memory", directory,
                 exc.strerror or exc)
         return orient_graph(graph.indptr, graph.indices), None
-    stored = Orientation(*read_orientation(directory, graph.num_nodes, graph.num_edges, verify=False))
+    # Just written: there (read_orientation's None is for a directory without them).
+    arrays = cast(tuple[np.ndarray, ...], read_orientation(directory, graph.num_nodes, graph.num_edges, verify=False))
+    stored = Orientation(*arrays)
     log.info("oriented the graph for induction in %.1f s (%.0f MB), stored in %s", time.monotonic() - began,
              stored.nbytes / 1e6, directory)
     return stored, directory
