@@ -34,12 +34,12 @@ import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Final, Literal
 
 log = logging.getLogger(__name__)
 
-AX_FIRST = "ax_first"
-XW_FIRST = "xw_first"
+AX_FIRST: Final = "ax_first"
+XW_FIRST: Final = "xw_first"
 Order = Literal["ax_first", "xw_first"]
 ValueOrder = Literal["xw", "gw"]
 ORDERS: tuple[Order, Order] = (AX_FIRST, XW_FIRST)
