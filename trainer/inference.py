@@ -192,7 +192,7 @@ class LayerwiseInference:
                     stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
                     rows: Rows = (self._features if i == 0
                                   else (lambda ids, h=stand_in: h[ids % h.shape[0]]))  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
-                    source = (lambda start, stop, rows=rows: self._gather(start, stop, rows))  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
+                    source = (lambda start, stop, rows=rows: self._gather(start, stop, rows))
                 else:
                     # blocks read their neighbours in place from the whole previous output: a stand-in larger
                     # than the caches, column ids wrapped onto it, so that the reads miss as theirs would
@@ -267,8 +267,7 @@ class LayerwiseInference:
             out = last_out if i == upto - 1 and last_out is not None else self._array(tmp, layer.name, layer.f_out)
             if out.shape != (self.num_nodes, layer.f_out):
                 raise ValueError(f"output array of shape {out.shape}, expected {(self.num_nodes, layer.f_out)}")
-            compute = (lambda batch, layer=layer:  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
-                       model.act(layer(batch.x, batch, self.scheduler)))
+            compute = (lambda batch, layer=layer: model.act(layer(batch.x, batch, self.scheduler)))
             if isinstance(layer, MixHopLayer):
                 self._mixhop(layer, self._materialized(tmp) if previous is None else previous, out, tmp)
             elif isinstance(layer, GATLayer) or not self.sliced:

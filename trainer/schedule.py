@@ -226,7 +226,7 @@ def mixhop_macs(shape: MixHopShape, order: Order) -> MacCount:
 def choose_mixhop_order(shape: MixHopShape, order: str = "auto") -> Order:
     """``ax_first`` or ``xw_first`` for a MixHop layer: cheapest by MACs unless forced."""
     if order in ORDERS:
-        return order  # type: ignore[return-value]
+        return order
     if order != "auto":
         raise ValueError(f"unknown matmul order {order!r} (auto, ax_first, xw_first)")
     return min(ORDERS, key=lambda o: mixhop_macs(shape, o).total)
