@@ -9,9 +9,9 @@
 # versions, and the tools of scripts/tools.sh: prometheus and promtool, fetched without root, and checkov),
 # the import contracts (import-linter), the type check (mypy: scripts/typecheck.sh), the whole test suite,
 # then the compose test under a real Docker Engine (scripts/compose-test.sh; it prints one line and passes
-# when no engine can be had). The engine, its
-# base image, the wheelhouse and the images are prepared in the background while the suite runs
-# (scripts/compose-test.sh --prepare), so the compose test only runs the stack at the end.
+# when no engine can be had). The engine, its base image, the wheelhouse and the images are prepared in the
+# background while the suite runs (scripts/compose-test.sh --prepare), so the compose test only runs the stack
+# at the end.
 #
 # The suite runs in two phases (docs/testing.md): the tests not marked `serial` on pytest-xdist workers
 # ($SAINTPIPE_TEST_WORKERS, default 2), then the `serial` ones alone in one process (they need the cores to
@@ -20,8 +20,8 @@
 # once per process: an environment with PYTHONDONTWRITEBYTECODE set would compile every module again in
 # every process the tests start.
 #
-# A broken contract or a type error fails the command after the tests have run, so one run shows all. A tool that could not
-# be had is named again in the last lines, with what to run.
+# A broken contract or a type error fails the command after the tests have run, so one run shows all. A tool
+# that could not be had is named again in the last lines, with what to run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
