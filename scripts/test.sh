@@ -2,15 +2,16 @@
 # The README's test command.
 #
 #   ./scripts/test.sh            # everything (what CI runs, via .ci/run)
-#   ./scripts/test.sh --quick    # a contributor's loop: import contracts, tests/unit and tests/integration
+#   ./scripts/test.sh --quick    # a contributor's loop: import contracts, types, tests/unit and tests/integration
 #   ./scripts/test.sh ARGS...    # pytest ARGS as given (one process), e.g. tests/unit/pool -x
 #
 # Everything is: set-up (first run only: the virtual environment with the test extras at constraints.txt's
 # versions, and the tools of scripts/tools.sh: prometheus and promtool, fetched without root, and checkov),
-# the import contracts (import-linter), the whole test suite, then the compose test under a real Docker
-# Engine (scripts/compose-test.sh; it prints one line and passes when no engine can be had). The engine, its
-# base image, the wheelhouse and the images are prepared in the background while the suite runs
-# (scripts/compose-test.sh --prepare), so the compose test only runs the stack at the end.
+# the import contracts (import-linter), the type check (mypy: scripts/typecheck.sh), the whole test suite,
+# then the compose test under a real Docker Engine (scripts/compose-test.sh; it prints one line and passes
+# when no engine can be had). The engine, its base image, the wheelhouse and the images are prepared in the
+# background while the suite runs (scripts/compose-test.sh --prepare), so the compose test only runs the stack
+# at the end.
 #
 # The suite runs in two phases (docs/testing.md): the tests not marked `serial` on pytest-xdist workers
 # ($SAINTPIPE_TEST_WORKERS, default 2), then the `serial` ones alone in one process (they need the cores to
@@ -19,8 +20,8 @@
 # once per process: an environment with PYTHONDONTWRITEBYTECODE set would compile every module again in
 # every process the tests start.
 #
-# A broken contract fails the command after the tests have run, so one run shows all. A tool that could not
-# be had is named again in the last lines, with what to run.
+# A broken contract or a type error fails the command after the tests have run, so one run shows all. A tool
+# that could not be had is named again in the last lines, with what to run.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -51,6 +52,8 @@ fi
 
 lint_status=0
 [ "$mode" = pytest ] || "$root/scripts/lint-imports.sh" || lint_status=$?
+types_status=0
+[ "$mode" = pytest ] || "$root/scripts/typecheck.sh" || types_status=$?
 
 pytest=("$root/.venv/bin/python" -m pytest)
 workers="${SAINTPIPE_TEST_WORKERS:-2}"
@@ -102,6 +105,10 @@ fi
 if [ "$lint_status" -ne 0 ]; then
   echo "import contracts broken (see lint-imports above; contracts in pyproject.toml, layers in docs/architecture.md)" >&2
   [ "$status" -ne 0 ] || status="$lint_status"
+fi
+if [ "$types_status" -ne 0 ]; then
+  echo "type errors (see mypy above; ./scripts/typecheck.sh, configured in pyproject.toml's [tool.mypy])" >&2
+  [ "$status" -ne 0 ] || status="$types_status"
 fi
 tools="${SAINTPIPE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/saintpipe/tools}"
 if [ -s "$tools/missing.txt" ]; then

@@ -17,6 +17,7 @@ import logging
 import math
 import threading
 from dataclasses import replace
+from typing import Any
 
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.services.pool.config import PoolConfig
@@ -78,6 +79,8 @@ class TrainerActor:
 
     def run(self) -> TrainResult:
         """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
+        if self.trainer is None:  # prepare() assembles it (what `None.run` raised before)
+            raise AttributeError("this trainer actor was not prepared")
         return self.trainer.run()
 
     def progress(self) -> TrainerProgress:
@@ -149,7 +152,8 @@ class TrainerGroup:
             use_gpus = ray.available_resources().get("GPU", 0) >= trainers
         remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(TrainerActor)
         self.spec, self.trainers, self.use_gpus = spec, trainers, use_gpus
-        self.actors = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
+        # Any: ray's annotations give an actor's methods no `.remote`.
+        self.actors: list[Any] = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
         log.info(
             "started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU"
         )

@@ -14,6 +14,7 @@ graph, builds its loop with :func:`build_loop`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,7 +58,7 @@ class TrainerSpec:
     job: str
     dataset_dir: str
     pool_url: str
-    feature_addresses: object
+    feature_addresses: Sequence[Sequence[str]] | str
     config: TrainerConfig = field(default_factory=TrainerConfig)
     pool: PoolConfig = field(default_factory=PoolConfig)
     metrics_port: int | None = None
@@ -128,6 +129,8 @@ class AssembledTrainer:
     def run(self) -> TrainResult:
         """Train until the epochs, max_steps or early stopping end it; then close the connections."""
         try:
+            if self.inputs.feed is None:  # assemble_trainer started it (what feeding from None raised before)
+                raise AttributeError("the trainer's pool feed was not started")
             result = self.loop.run(self.inputs.feed)
             log.info("%s: done: %s", self.loop.name, result.summary())
             return result
@@ -198,6 +201,8 @@ def assemble_trainer(
                             pool=spec.pool.model_copy(update={"job_id": spec.job}), redis_url=spec.pool_url,
                             cache=cache, **cfg.feed_options())
         # The training steps' gathers are counted apart from evaluation's (hit rate, bytes per step).
+        if inputs.client is None:  # PoolInputs made it (or raised)
+            raise AttributeError("the trainer's inputs have no feature client")
         meter = FeatureMeter(inputs.client, metrics)
         graph = EvalGraph(indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
                           gather=meter.gather_uncounted, feature_dim=dataset.manifest.feature_dim,

@@ -102,7 +102,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
         if not value
     ]
-    if missing:
+    if missing or not url:  # (a missing URL is in ``missing``)
         raise ConfigError(f"serve trainer needs {', '.join(missing)}")
     config.feature_security().load()  # a bad TLS file or token fails here, before Ray or torch start
     if not (args.data / "manifest.json").is_file():

@@ -9,12 +9,15 @@ shared config file the trainer reads the ``trainer`` section; the model is its
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pydantic
 
 from saintpipe.core.config import StrictModel
 from saintpipe.core.seeds import Seed
+
+if TYPE_CHECKING:
+    from saintpipe.services.feature_shard.security import ClientSecurity
 
 # Bounds far past any real run; they keep a typo (or 10**30) from overflowing numpy and torch.
 MAX_STEPS = 10**9
@@ -136,7 +139,7 @@ class TrainerConfig(StrictModel):
     """File holding the feature shards' token (None: the SAINTPIPE_FEATURE_TOKEN environment variable of
     the trainer process, if set; neither: no token)."""
 
-    def feature_security(self):
+    def feature_security(self) -> ClientSecurity:
         """The feature client's :class:`~saintpipe.services.feature_shard.security.ClientSecurity` from the
         ``feature_tls_*``/``feature_token_file`` fields (the token from the environment when no file is set)."""
         from saintpipe.services.feature_shard.security import ClientSecurity

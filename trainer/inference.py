@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import cast
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,7 @@ from saintpipe.core.bars import ProgressBar
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.eval_watch import EvalWatch
 from saintpipe.trainer.row_blocks import block_bounds, row_block
-from saintpipe.trainer.layers import GATLayer, MixHopLayer
+from saintpipe.trainer.layers import GATLayer, GraphLayer, MixHopLayer
 from saintpipe.trainer.models import GNN
 from saintpipe.trainer.ops import spmm
 from saintpipe.trainer.schedule import Scheduler
@@ -177,7 +178,7 @@ class LayerwiseInference:
             return 0.0
         rng = np.random.default_rng(seed)
         width, total = self.graph.feature_dim, 0.0
-        layers = list(model.layers)
+        layers = cast(list[GraphLayer], list(model.layers))
         # No model.eval(): a training thread may be using the model meanwhile (dropout's cost only errs long).
         with torch.no_grad():
             for i, layer in enumerate(layers):
@@ -189,14 +190,16 @@ class LayerwiseInference:
                 if gathered:
                     # every block gathers its sources' rows: the real features for the first layer
                     stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
-                    rows: Rows = self._features if i == 0 else (lambda ids, h=stand_in: h[ids % h.shape[0]])
+                    rows: Rows = (self._features if i == 0
+                                  else (lambda ids, h=stand_in: h[ids % h.shape[0]]))  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
                     source = (lambda start, stop, rows=rows: self._gather(start, stop, rows))
                 else:
                     # blocks read their neighbours in place from the whole previous output: a stand-in larger
                     # than the caches, column ids wrapped onto it, so that the reads miss as theirs would
                     wrap = min(n, max(STAND_IN_ROWS, self.limits.block_rows))
                     x_stand = torch.from_numpy(rng.standard_normal((wrap, width), dtype=np.float32))
-                    source = (lambda start, stop, x=x_stand, wrap=wrap: self._slice(start, stop, x, wrap=wrap))
+                    source = (lambda start, stop, x=x_stand, wrap=wrap:  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
+                              self._slice(start, stop, x, wrap=wrap))
                 if isinstance(layer, MixHopLayer):  # a hop's cost, once per hop: the block's rows of Â times X
                     hop = self._timed_blocks(source, width, width, lambda batch: spmm(batch.adj_hat, batch.x),
                                              samples)
@@ -260,7 +263,7 @@ class LayerwiseInference:
         model = self.model
         previous: np.ndarray | None = None  # the previous layer's output; None: the input features
         width = self.graph.feature_dim
-        for i, layer in enumerate(list(model.layers)[:upto]):
+        for i, layer in enumerate(cast(list[GraphLayer], list(model.layers))[:upto]):
             out = last_out if i == upto - 1 and last_out is not None else self._array(tmp, layer.name, layer.f_out)
             if out.shape != (self.num_nodes, layer.f_out):
                 raise ValueError(f"output array of shape {out.shape}, expected {(self.num_nodes, layer.f_out)}")
@@ -268,7 +271,7 @@ class LayerwiseInference:
             if isinstance(layer, MixHopLayer):
                 self._mixhop(layer, self._materialized(tmp) if previous is None else previous, out, tmp)
             elif isinstance(layer, GATLayer) or not self.sliced:
-                rows: Rows = self._features if previous is None else (lambda ids, h=previous: h[ids])
+                rows: Rows = self._features if previous is None else (lambda ids, h=previous: h[ids])  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
                 self._gathered(layer.name, rows, width, out, compute, heads=getattr(layer, "heads", 0))
             else:
                 self._sliced(layer.name, self._materialized(tmp) if previous is None else previous, out, compute)
@@ -276,7 +279,7 @@ class LayerwiseInference:
             self._features_array = None
             previous, width = out, layer.f_out
             log.debug("layer-wise inference: %s done", layer.name)
-        return previous
+        return cast(np.ndarray, previous)  # upto >= 1: a model has at least one layer
 
     def _sliced(self, name: str, x: np.ndarray, out: np.ndarray,
                 compute: Callable[[GraphBatch], torch.Tensor]) -> None:
@@ -303,7 +306,7 @@ class LayerwiseInference:
             if self.sliced:
                 self._sliced(name, hops[-1], hop, propagate)
             else:
-                self._gathered(name, lambda ids, h=hops[-1]: h[ids], x.shape[1], hop, propagate)
+                self._gathered(name, lambda ids, h=hops[-1]: h[ids], x.shape[1], hop, propagate)  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
             hops.append(hop)
         for start, stop in self._ranges(np.arange(0, self.num_nodes + 1, self.limits.block_rows),
                                         f"{layer.name} combine"):

@@ -116,6 +116,8 @@ class GATLayer(GraphLayer):
         # Softmax is shift-invariant: a detached row maximum keeps exp() in range at no gradient cost.
         top = e_self.detach().clone()
         top.scatter_reduce_(0, rows[:, None].expand(-1, self.heads), e.detach(), "amax")
+        if op.diag is None:  # GAT's operands carry their self-loops apart (what indexing None raised before)
+            raise TypeError("GAT attention needs the operand's diagonal (its self-loops)")
         ex = torch.exp(e - top[rows]) * op.values[:, None]
         ex_self = torch.exp(e_self - top) * op.diag[:, None]
         z = ex_self.index_add(0, rows, ex)

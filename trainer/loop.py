@@ -250,7 +250,7 @@ class TrainLoop:
 
     def _done(self) -> bool:
         cfg = self.config
-        return (
+        return bool(
             self.progress.stopped
             or self.progress.epoch >= cfg.epochs
             or (cfg.max_steps and self.state.steps >= cfg.max_steps)

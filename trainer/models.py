@@ -8,6 +8,8 @@ multi-label data, each node weighted by its loss-normalization coefficient.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -18,7 +20,7 @@ from saintpipe.trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer
 from saintpipe.trainer.ops import dense, spmm
 from saintpipe.trainer.schedule import Scheduler
 
-_ACTIVATIONS = {
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": nn.functional.relu,
     "leaky_relu": nn.functional.leaky_relu,
     "elu": nn.functional.elu,

@@ -34,12 +34,12 @@ import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Final, Literal
 
 log = logging.getLogger(__name__)
 
-AX_FIRST = "ax_first"
-XW_FIRST = "xw_first"
+AX_FIRST: Final = "ax_first"
+XW_FIRST: Final = "xw_first"
 Order = Literal["ax_first", "xw_first"]
 ValueOrder = Literal["xw", "gw"]
 ORDERS: tuple[Order, Order] = (AX_FIRST, XW_FIRST)
@@ -226,7 +226,7 @@ def mixhop_macs(shape: MixHopShape, order: Order) -> MacCount:
 def choose_mixhop_order(shape: MixHopShape, order: str = "auto") -> Order:
     """``ax_first`` or ``xw_first`` for a MixHop layer: cheapest by MACs unless forced."""
     if order in ORDERS:
-        return order  # type: ignore[return-value]
+        return order
     if order != "auto":
         raise ValueError(f"unknown matmul order {order!r} (auto, ax_first, xw_first)")
     return min(ORDERS, key=lambda o: mixhop_macs(shape, o).total)

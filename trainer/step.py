@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable
+from typing import cast
 from dataclasses import dataclass, field
 
 import torch
@@ -70,7 +71,8 @@ class TrainState:
         loss = self.model.loss(self.model(batch), batch)
         loss.backward()
         if sync is not None:
-            labelled = sync([p.grad for p in self.model.parameters()], labelled)
+            # Every parameter has its gradient after backward (the loss reaches them all).
+            labelled = sync(cast(list[torch.Tensor], [p.grad for p in self.model.parameters()]), labelled)
         self.optimizer.step()
         self.steps += 1
         return float(loss.detach()), labelled

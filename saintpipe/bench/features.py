@@ -24,6 +24,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from saintpipe.core.netns import VethHost
+    from saintpipe.services.feature_shard.security import ClientSecurity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -196,7 +202,11 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
         if args.cross_host == "veth":
             links["veth "] = stack.enter_context(_servers(directory, args.shards, False, veth=True))
         clients: dict[str, FeatureClient] = {}
-        stack.callback(lambda: [c.close() for c in clients.values()])
+        def close_clients() -> None:
+            for c in clients.values():
+                c.close()
+
+        stack.callback(close_clients)
         for prefix, servers in links.items():
             addresses, security = servers.addresses, servers.security
 
@@ -216,16 +226,16 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
                 clients[prefix + FP16] = client(transfer_dtype="float16", shared_memory="off")
         meter = _Meter([pid for servers in links.values() for pid in servers.pids])
         reference = dataset.gather_features(id_sets[0])
-        for name, c in clients.items():
+        for name, checked in clients.items():
             expected = reference if "fp16" not in name else reference.astype(np.float16).astype(np.float32)
-            if not np.array_equal(c.gather(id_sets[0]), expected):
+            if not np.array_equal(checked.gather(id_sets[0]), expected):
                 raise SaintpipeError(f"benchmark self-check failed: {name} rows differ from the dataset")
         paths = [BASELINE, *clients]
         wall: dict[str, list[float]] = {name: [] for name in paths}
         cpu: dict[str, list[float]] = {name: [] for name in paths}
         waited: dict[str, list[float]] = {name: [] for name in paths}
-        wire: dict[str, list[int]] = {name: [] for name in clients}
-        shared: dict[str, list[int]] = {name: [] for name in clients}
+        wire: dict[str, list[float]] = {name: [] for name in clients}
+        shared: dict[str, list[float]] = {name: [] for name in clients}
         for i, ids in enumerate(ProgressBar(id_sets, desc=f"dim {dim}", leave=False, disable=args.json)):
             # Round by round, every path on the same ids, in an order that rotates so that none always goes
             # first; the first WARMUP rounds are discarded (connections, page cache, allocator).
@@ -381,9 +391,9 @@ class _servers:
     def __init__(self, directory, num_shards: int, in_process: bool, veth: bool = False) -> None:
         self._directory, self._num_shards, self._in_process, self._veth = directory, num_shards, in_process, veth
         self.pids: list[int] = []  # server processes (none when in-process)
-        self.security = None  # what clients need to be let in (subprocesses require a token, as deployed)
+        self.security: ClientSecurity | None = None  # what clients need to be let in (subprocesses require a token, as deployed)
         self.addresses: list[list[str]] = []
-        self._host = None
+        self._host: VethHost | None = None
 
     def __enter__(self) -> "_servers":
         if self._in_process:
@@ -394,12 +404,13 @@ class _servers:
             return self
         from saintpipe.services.feature_shard.launch import LocalShards
 
-        host, prefix = "127.0.0.1", ()
+        host = "127.0.0.1"
+        prefix: Sequence[str] = ()
         if self._veth:  # the servers on a second network host: a namespace joined to this one by a veth pair
             from saintpipe.core.netns import VethHost
 
-            self._host = VethHost(prefix="spf").__enter__()
-            host, prefix = self._host.address, self._host.command([])
+            veth = self._host = VethHost(prefix="spf").__enter__()
+            host, prefix = veth.address, veth.command([])
         try:
             # --no-shared-memory: the bytes rows must measure the network even where /dev/shm is shared.
             self._local = LocalShards(self._directory, self._num_shards, host=host, command_prefix=prefix,

@@ -18,6 +18,7 @@ the first blocks.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 BASELINE = "baseline: one sparse-dense product per layer"
 HOP_ROWS = 2**20  # output rows whose 1-hop and 2-hop input rows are counted (the blocks starting below it)
@@ -89,7 +90,7 @@ def _bench(args: argparse.Namespace) -> int:
         with torch.no_grad():
             return model(graph.full_batch()).numpy()
 
-    modes = {
+    modes: dict[str, Callable[[], object]] = {
         **({} if args.no_one_pass else {"one pass": one_pass}),
         "layer-wise, outputs in memory": lambda: LayerwiseInference(
             model, graph, InferenceLimits(args.block_rows, args.block_mb << 20)).logits(),
@@ -99,8 +100,8 @@ def _bench(args: argparse.Namespace) -> int:
     reference = None if args.no_one_pass else one_pass()
     # The floor layer-wise inference is held to (issue 23: at most 3x): per layer, one sparse-dense product of the
     # whole graph's mean aggregator with a dense matrix as wide as that layer's input, with the same spmm kernel.
-    op = SparseOperand.from_csr(indptr, indices, *(2 * [np.repeat(
-        1.0 / np.maximum(np.diff(indptr), 1), np.diff(indptr)).astype(np.float32)]))
+    mean = np.repeat(1.0 / np.maximum(np.diff(indptr), 1), np.diff(indptr)).astype(np.float32)
+    op = SparseOperand.from_csr(indptr, indices, mean, mean)  # the weights and their transpose: the same array
     # The first layer's input is the features themselves; the second's is made only for the baseline's turn and
     # dropped after it, so that it does not sit next to layer-wise inference's own layer outputs (4.3 GB each at
     # scale 24 and width 64).

@@ -33,10 +33,11 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from saintpipe.core.rounds import RoundsResult, Summary
+    from saintpipe.services.sampler.config import FrontierConfig, RandomWalkConfig
 
 log = logging.getLogger(__name__)
 
@@ -190,11 +191,11 @@ def _bench(args: argparse.Namespace) -> int:
             if processes > 1:
                 sources[(kind, processes)] = sampler
         if "random_walk" in configs:
-            cfg = configs["random_walk"]
+            cfg = cast("RandomWalkConfig", configs["random_walk"])  # parsed from kind random_walk
             sources[(NUMPY, 1)] = NumpyRandomWalkSampler(indptr, indices, cfg.roots, cfg.walk_length)
         if "frontier" in configs:
-            cfg = configs["frontier"]
-            sources[(DIRECT, 1)] = DirectFrontierSampler(indptr, indices, cfg.frontier_size, cfg.node_budget)
+            frontier = cast("FrontierConfig", configs["frontier"])  # parsed from kind frontier
+            sources[(DIRECT, 1)] = DirectFrontierSampler(indptr, indices, frontier.frontier_size, frontier.node_budget)
         names = {key: f"{key[0]}@{key[1]}" for key in sources}
         result, runs = _measure_in_rounds({names[k]: (src, k[1]) for k, src in sources.items()}, seconds,
                                           rounds, args.seed)

@@ -13,13 +13,17 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from saintpipe.loader.stream import SubgraphLoader
 
 
-def _rate(loader, workers: int) -> tuple[float, float, int]:
+def _rate(loader: SubgraphLoader, workers: int) -> tuple[float, float, int]:
     """(seconds to the first minibatch, minibatches/s after it, minibatches) of one iteration."""
     from torch.utils.data import DataLoader
 
-    extra = {"num_workers": workers, "multiprocessing_context": "spawn"} if workers else {}
+    extra: dict[str, Any] = {"num_workers": workers, "multiprocessing_context": "spawn"} if workers else {}
     start = time.perf_counter()
     first = None
     count = 0
@@ -28,6 +32,8 @@ def _rate(loader, workers: int) -> tuple[float, float, int]:
         if first is None:
             first = time.perf_counter()
     end = time.perf_counter()
+    if first is None:  # no minibatch came (what `None - start` raised before)
+        raise TypeError("the loader yielded no minibatch")
     return first - start, (count - 1) / max(end - first, 1e-9), count
 
 

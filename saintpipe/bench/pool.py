@@ -9,6 +9,7 @@ and checks; protowire's docstring quotes these rows.
 from __future__ import annotations
 
 import argparse
+from typing import cast
 
 ROUNDS = 20  # default rounds: --count cycles of each path in batches of --count / ROUNDS
 
@@ -114,11 +115,15 @@ def _bench(args: argparse.Namespace) -> int:
         def pool_cycle() -> None:
             pool.put(sg)
             entry = pool.get("bench", timeout=10)
+            if entry is None:  # none within the timeout (what `None.entry_id` raised before)
+                raise AttributeError("the pool returned no entry within 10 s")
             pool.ack(entry.entry_id, wait=False)
 
         def pool_wait_cycle() -> None:
             pool_wait.put(sg)
             entry = pool_wait.get("bench", timeout=10)
+            if entry is None:  # none within the timeout (what `None.entry_id` raised before)
+                raise AttributeError("the pool returned no entry within 10 s")
             if not pool_wait.ack(entry.entry_id):
                 raise RuntimeError("pool ack found its entry not pending")
 
@@ -130,7 +135,7 @@ def _bench(args: argparse.Namespace) -> int:
 
         def redispy_cycle() -> None:
             client.set(key, data)
-            if len(client.get(key)) != len(data):
+            if len(cast(bytes, client.get(key))) != len(data):  # a client without decode_responses: bytes
                 raise RuntimeError("SET+GET returned other bytes")
 
         def default_cycle() -> None:

@@ -79,7 +79,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, cast
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class Drain:
                 if not self._running.wait(0.05):
                     continue
                 try:
-                    read = client.xreadgroup(GROUP, "bench-drain", {self._pool.stream_key: ">"}, count=64, block=50)
+                    read: Any = client.xreadgroup(GROUP, "bench-drain", {self._pool.stream_key: ">"}, count=64, block=50)
                 except redis.ResponseError:  # no group yet: the first put creates it
                     time.sleep(0.05)
                     continue
@@ -275,7 +275,7 @@ def interleaved_run(config, workers: int, sampler, windows: int, seconds: float,
             memory = worker_memory(service)
         finally:
             service.stop()
-    SubgraphPool(service.redis_url, config.job).delete_job()
+    SubgraphPool(cast(str, service.redis_url), config.job).delete_job()  # started: it has its URL
     return plains, services, memory
 
 
@@ -403,11 +403,13 @@ def _bench(args: argparse.Namespace) -> int:
     with RedisServer(use_env=False) as redis_server:
         # A stored estimator (the pre-sampled reference): node sets need coefficients trainers can read, and the
         # plain loop and the service must weight alike; online coefficients would differ per worker.
-        config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),
+        # (pydantic validates the sampler and pool dicts into their models: the ignore below.)
+        config = SamplerServiceConfig(data=data, seed=args.seed, sampler=sampler_flags(args),  # type: ignore[arg-type]
                                       norm_subgraphs=args.norm_subgraphs, normalization="reference",
                                       workers_per_process=args.workers_per_process,
-                                      pool={"url": redis_server.url, "job_id": "bench-samplers",
-                                            "transport": args.transport, "wire": args.wire})
+                                      pool={"url": redis_server.url,  # type: ignore[arg-type]
+                                            "job_id": "bench-samplers", "transport": args.transport,
+                                            "wire": args.wire})
         # The in-process estimate, stored with the dataset where the service looks: the service reuses it
         # (and trainers, or the expansion measured here, read it to induce node sets).
         norm = load_or_estimate(dataset, config.sampler, args.norm_subgraphs, seed=config.norm_seed)
@@ -421,7 +423,7 @@ def _bench(args: argparse.Namespace) -> int:
         if cross_host == "veth":
             runs += [Run(1, "redis", "full", veth=True), Run(1, "redis", "nodes", veth=True)]
         connect_ray("local", num_cpus=max(cores, workers), log_to_driver=False)
-        measured: dict[Run, tuple[list[dict], list[dict]]] = {}
+        measured: dict[Run, tuple[list[dict], list[dict], dict]] = {}
 
         def measure(run: Run, url: str, redis_pid: int | None) -> None:
             # Small, so that a paused drain stills the workers within a few subgraphs; node sets come several

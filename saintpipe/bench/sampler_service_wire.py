@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any
+from typing import Any, cast
 
 
 def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, *, count: int = 16,
@@ -43,7 +43,8 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
     node_sets = [SubgraphNodes(sampler.sample_nodes(seed), induction, seed=seed) for seed in seeds]
     nodes = [encode_nodes(ns) for ns in node_sets]
     expander = SubgraphExpander(dataset)
-    equal = all(expander(decode_entry(b)).equals(sg) for b, sg in zip(nodes, wholes, strict=True))
+    # Node-set entries (encode_nodes): decode_entry gives SubgraphNodes.
+    equal = all(expander(cast(SubgraphNodes, decode_entry(b))).equals(sg) for b, sg in zip(nodes, wholes, strict=True))
 
     saved = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(saved)})  # this thread only, as the plain loop; restored below
@@ -55,7 +56,7 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
                 decode_subgraph(data)
             t1 = time.perf_counter()
             for data in nodes:
-                expander(decode_entry(data))
+                expander(cast(SubgraphNodes, decode_entry(data)))
             t2 = time.perf_counter()
             for ns in node_sets:
                 encode_nodes(ns)

@@ -10,13 +10,13 @@ import torch
 
 from saintpipe.core.rounds import ratio_figures, run_rounds, timed
 from saintpipe.trainer.batch import batch_from_subgraph
-from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.config import Arch, ModelConfig, Order
 from saintpipe.trainer.models import build_model
 from saintpipe.trainer.ops import count_macs
 from saintpipe.trainer.schedule import ChainShape, choose_order
 from saintpipe.trainer.synthetic import random_subgraph
 
-ORDERS = ("auto", "ax_first", "xw_first")
+ORDERS: tuple[Order, ...] = ("auto", "ax_first", "xw_first")
 
 
 def _step(config: ModelConfig, batch, classes: int, seed: int, device: torch.device) -> Callable[[], None]:
@@ -66,7 +66,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
     labels = (rng.random((args.nodes, args.classes)) < 0.1).astype(np.uint8)
     train = np.ones(args.nodes, dtype=bool)
     degrees = np.diff(sub.indptr)
-    settings = [
+    settings: list[tuple[Arch, int, list[int]]] = [
         ("sage", args.sage_features, [args.sage_hidden, args.sage_hidden]),
         ("gcn", args.gcn_features, [args.gcn_hidden, args.gcn_hidden]),
     ]

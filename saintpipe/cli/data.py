@@ -105,7 +105,8 @@ class _ImportFormat(argparse._SubParsersAction):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # argparse checks the first token against the choices before calling the action; a PATH must pass.
-        self.choices = _FormatsOrPath(self._name_parser_map)
+        # A Mapping, not the dict typeshed declares: argparse only looks names up and lists them.
+        self.choices = _FormatsOrPath(self._name_parser_map)  # type: ignore[assignment]
 
     def __call__(self, parser, namespace, values, option_string=None):
         values = list(values)

@@ -35,7 +35,7 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_doctor)
 
 
-def _size(nbytes: int) -> str:
+def _size(nbytes: float) -> str:
     for unit in ("B", "KiB", "MiB"):
         if nbytes < 1024:
             return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"

@@ -47,7 +47,8 @@ def register(groups: argparse._SubParsersAction) -> None:
 
 
 def _warmup(args: argparse.Namespace) -> int:
-    from saintpipe.pipeline.warmup import kernels_cached, warm_up
+    from saintpipe.pipeline.kernel_cache import kernels_cached
+    from saintpipe.pipeline.warmup import warm_up
 
     if args.if_cold and kernels_cached():
         return 0

@@ -43,7 +43,7 @@ def line_format(bar_format: str | None) -> str | None:
     return re.sub(r" {2,}", " ", _BAR_FIELD.sub(" ", bar_format))
 
 
-class ProgressBar(tqdm):
+class ProgressBar(tqdm):  # type: ignore[misc]  # tqdm ships no annotations
     """tqdm on a terminal; plain, rate-limited lines without carriage returns elsewhere.
 
     Args:
@@ -77,7 +77,8 @@ class ProgressBar(tqdm):
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool | None:
         if not self.lines:
-            return super().display(msg, pos)
+            shown: bool | None = super().display(msg, pos)
+            return shown
         if msg is not None:
             return False  # tqdm blanking its line: there is no line to take back in a log
         if time.monotonic() - self._line_at < self._line_interval:

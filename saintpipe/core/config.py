@@ -266,7 +266,7 @@ def _env_source(environ: Mapping[str, str] | None, scope: tuple[str, ...]) -> Ca
     return describe
 
 
-def _problem(err: Any, layers: list, scope: tuple[str, ...], model: type[pydantic.BaseModel]) -> str:
+def _problem(err: Any, layers: list[Any], scope: tuple[str, ...], model: type[pydantic.BaseModel]) -> str:
     """One validation error as ``field: what is wrong, got VALUE (where it came from)``."""
     value = err.get("input")
     if value is None and err["type"] != "missing":  # a file's null (or a variable's) where None is not allowed
@@ -289,7 +289,7 @@ def _problem(err: Any, layers: list, scope: tuple[str, ...], model: type[pydanti
     return f"{field}: {msg}{got} ({where})"
 
 
-def _null_loc(loc: tuple, layers: list) -> tuple:
+def _null_loc(loc: tuple[Any, ...], layers: list[Any]) -> tuple[Any, ...]:
     """``loc`` cut to the key that holds the null: pydantic reports a union's refusal at its members
     (``x.int``, ``x.str``), which are not keys."""
     for end in range(len(loc), 0, -1):

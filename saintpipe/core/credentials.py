@@ -35,7 +35,7 @@ def refuse_placeholder(value: str, what: str) -> str:
     return value
 
 
-def read_secret_file(path: str | os.PathLike, what: str) -> str:
+def read_secret_file(path: str | os.PathLike[str], what: str) -> str:
     """The secret in ``path`` (one line; surrounding whitespace dropped), checked.
 
     Raises:

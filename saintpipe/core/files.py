@@ -13,7 +13,7 @@ class TooLarge(Exception):
     """The file holds more than the caller's limit: not the kind of file asked for (a dataset, a device)."""
 
 
-def read_capped(path: str | os.PathLike, limit: int) -> bytes:
+def read_capped(path: str | os.PathLike[str], limit: int) -> bytes:
     """The bytes of ``path``, reading at most ``limit`` + 1 of them (a wrong path may name a huge file or a device).
 
     Raises:
@@ -27,7 +27,7 @@ def read_capped(path: str | os.PathLike, limit: int) -> bytes:
     return data
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object] | bytes, mode: int = 0o644) -> Path:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], object] | bytes, mode: int = 0o644) -> Path:
     """Write a file whole or not at all: into a temporary file beside ``path``, fsynced, renamed over it.
 
     A reader (or a crash mid-write) sees the old file or the new one, never a torn one.

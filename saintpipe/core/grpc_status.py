@@ -15,7 +15,7 @@ call back into the same typed exception, prefixed with where the call went.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import grpc
 
@@ -88,7 +88,7 @@ def _safe_deserializer(deserialize: Callable[[bytes], object], method: str) -> C
     return safe
 
 
-class StatusInterceptor(grpc.ServerInterceptor):
+class StatusInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no annotations
     """Maps exceptions raised by unary-unary and unary-stream handlers to status codes.
 
     A request that the handler's deserializer refuses becomes INVALID_ARGUMENT
@@ -106,7 +106,7 @@ class StatusInterceptor(grpc.ServerInterceptor):
         self._on_error = on_error
         self._log_failure = log_failure or log_unexpected
 
-    def intercept_service(self, continuation, handler_call_details):
+    def intercept_service(self, continuation: Callable[[Any], Any], handler_call_details: Any) -> Any:
         handler = continuation(handler_call_details)
         if handler is None:
             return None
@@ -136,8 +136,8 @@ class StatusInterceptor(grpc.ServerInterceptor):
             self._on_error(method, code)
         context.abort(code, one_line(message))
 
-    def _wrap_unary(self, behavior, method: str):
-        def unary(request, context):
+    def _wrap_unary(self, behavior: Callable[[Any, Any], Any], method: str) -> Callable[[Any, Any], Any]:
+        def unary(request: Any, context: Any) -> Any:
             try:
                 if isinstance(request, _Undecodable):
                     raise request.error
@@ -147,8 +147,9 @@ class StatusInterceptor(grpc.ServerInterceptor):
 
         return unary
 
-    def _wrap_stream(self, behavior, method: str):
-        def stream(request, context) -> Iterator:
+    def _wrap_stream(self, behavior: Callable[[Any, Any], Iterator[Any]],
+                     method: str) -> Callable[[Any, Any], Iterator[Any]]:
+        def stream(request: Any, context: Any) -> Iterator[Any]:
             try:
                 if isinstance(request, _Undecodable):
                     raise request.error

@@ -48,8 +48,9 @@ def lazy_exports(package: str) -> tuple[Callable[[str], Any], Callable[[], list[
     table: dict[str, str] = {}
 
     def exports() -> dict[str, str]:
-        if not table:
-            with open(sys.modules[package].__file__, encoding="utf-8") as source:
+        path = sys.modules[package].__file__
+        if not table and path is not None:  # a package without a file (a namespace package) declares nothing
+            with open(path, encoding="utf-8") as source:
                 table.update(declared_exports(source.read()))
         return table
 

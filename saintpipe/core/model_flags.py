@@ -91,8 +91,8 @@ def add_model_flags(
         if info is None:
             raise TypeError(f"{model.__name__} has no field {field!r}")
         dest = flag.removeprefix("--").removeprefix("no-").replace("-", "_")
-        parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag),
-                            **({"required": True} if field in required else {}))
+        extra: dict[str, Any] = {"required": True} if field in required else {}
+        parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag), **extra)
         out.fields[dest] = field
         out.flags[field] = flag
     return out
@@ -101,7 +101,8 @@ def add_model_flags(
 def field_help(model: type[pydantic.BaseModel], field: str) -> str:
     """The help of the flag of ``field``: its description, then its range and default (as argparse text)."""
     info = model.model_fields[field]
-    return _argument(model, field, info, "--" + field.replace("_", "-"))["help"]
+    help_text: str = _argument(model, field, info, "--" + field.replace("_", "-"))["help"]
+    return help_text
 
 
 def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str) -> dict[str, Any]:

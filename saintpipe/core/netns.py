@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 _BASE = ipaddress.IPv4Address("10.213.0.0")
 
 
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check, timeout=30)
 
 

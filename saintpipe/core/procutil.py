@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Callable, Sequence
+from typing import IO, Any, Callable, Sequence
 
 # The environment variable saintpipe.core.reaper marks Ray's processes with (its MARK).
 REAPER_MARK = "SAINTPIPE_REAP_TOKEN"
@@ -50,8 +50,9 @@ def with_parent_death_signal(argv: Sequence[str]) -> tuple[list[str], Callable[[
     return list(argv), _die_with_parent
 
 
-def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None, stderr=None,
-          cwd: str | None = None, text: bool = False, own_process_group: bool = False) -> subprocess.Popen:
+def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout: int | IO[Any] | None = None,
+          stderr: int | IO[Any] | None = None, cwd: str | None = None, text: bool = False,
+          own_process_group: bool = False) -> subprocess.Popen[Any]:
     """Start ``argv`` as a child that receives SIGTERM when this process dies.
 
     Args:
@@ -70,7 +71,7 @@ def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout=None
                             process_group=0 if own_process_group else None)
 
 
-def terminate(proc: subprocess.Popen, grace: float = 5.0) -> int | None:
+def terminate(proc: subprocess.Popen[Any], grace: float = 5.0) -> int | None:
     """SIGTERM, wait up to ``grace`` seconds, then SIGKILL. Returns the exit code."""
     if proc.poll() is None:
         try:

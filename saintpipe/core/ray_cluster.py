@@ -84,7 +84,7 @@ def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) 
             time.sleep(pause_s)
 
 
-def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
+def _stop_new_children(me: Any, before: set[int], timeout_s: float = 10.0) -> None:
     """Stop the processes the failed attempt started (its GCS, raylet, dashboard, monitors): a node that did
     not come up was never Ray's global node, so ``ray.shutdown`` does not know them and they would outlive us.
     Only Ray's: the local run starts Redis and the feature shards meanwhile, on other threads."""
@@ -100,7 +100,7 @@ def _stop_new_children(me, before: set[int], timeout_s: float = 10.0) -> None:
             p.kill()
 
 
-def _is_rays(process) -> bool:
+def _is_rays(process: Any) -> bool:
     """Whether a child process is one of Ray's: its own binaries and scripts live in the ray package."""
     import psutil
 

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from saintpipe.core.procutil import REAPER_MARK
 
@@ -128,7 +129,7 @@ def reap(token: str, tracker: Tracker | None = None) -> list[int]:
 class Reaper:
     """The watchdog of one run, and the token it reaps by."""
 
-    def __init__(self, watchdog: subprocess.Popen, token: str) -> None:
+    def __init__(self, watchdog: subprocess.Popen[Any], token: str) -> None:
         self.watchdog, self.token = watchdog, token
 
     @contextlib.contextmanager

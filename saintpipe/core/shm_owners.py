@@ -293,7 +293,9 @@ class OwnedNames:
 
     def group_of(self, name: str) -> str | None:
         """The group a name belongs to (see ``group_at``); None without one."""
-        match = self.match(name) if self.group_at is not None else None
+        if self.group_at is None:
+            return None
+        match = self.match(name)
         return match.group(self.group_at) if match else None
 
     def fresh(self) -> str:

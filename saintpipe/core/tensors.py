@@ -8,11 +8,12 @@ into the other.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 import torch
 from torch import nn
 
 
-def as_tensor(array: np.ndarray, dtype: np.dtype) -> torch.Tensor:
+def as_tensor(array: np.ndarray, dtype: DTypeLike) -> torch.Tensor:
     """A CPU tensor over ``array`` (converted to ``dtype``), copying only when it must.
 
     Arrays decoded from the pool are read-only views of the message; torch

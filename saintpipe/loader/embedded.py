@@ -21,12 +21,15 @@ from __future__ import annotations
 import io
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from saintpipe.core.errors import ConfigError, ServiceUnavailable
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.runner import LocalPipeline, Stopped
 from saintpipe.pipeline.supervision import Supervisor
+
+if TYPE_CHECKING:
+    from saintpipe.services.dataset.store import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class EmbeddedPipeline(LocalPipeline):
     def __init__(self, config: PipelineConfig) -> None:
         super().__init__(config, out=io.StringIO())
         self.supervisor = _LibrarySupervisor(interval=config.run.watch_interval_s, budget=self.supervisor.budget)
-        self.dataset = None
+        self.dataset: Dataset | None = None
         self.redis_url = ""
         self._started = False
 
@@ -94,6 +97,8 @@ class EmbeddedPipeline(LocalPipeline):
             raise ConfigError("the embedded pipeline starts its own local Ray, but Ray is already initialized in "
                               "this process: call ray.shutdown() first, or run the pipeline apart (saintpipe serve "
                               "...) and use SubgraphLoader.connect")
+        if self.config.run.data is None:  # from_options sets it; what Path(None) raised before
+            raise TypeError("the embedded pipeline needs config.run.data (the dataset directory)")
         self.dataset = open_dataset(self.config.run.data)
         self._started = True
         try:

@@ -8,17 +8,22 @@ which the minibatch path, beneath the models, cannot offer.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
 import torch
 
 from saintpipe.core.subgraph import Subgraph
 from saintpipe.minibatch import batch
 
+if TYPE_CHECKING:
+    from saintpipe.trainer.batch import GraphBatch
+
 
 class Minibatch(batch.Minibatch):
     """One sampled subgraph with its features, labels and weights (see :class:`saintpipe.minibatch.batch.Minibatch`)."""
 
-    def graph_batch(self, device: torch.device | str | None = None):
+    def graph_batch(self, device: torch.device | str | None = None) -> GraphBatch:
         """This minibatch as the :class:`~saintpipe.trainer.batch.GraphBatch` the project's own models read
         (:func:`saintpipe.trainer.models.build_model`)."""
         from saintpipe.trainer.batch import GraphBatch
@@ -37,5 +42,6 @@ def build_minibatch(sub: Subgraph, features: np.ndarray, labels: np.ndarray, tra
                     degrees: np.ndarray, *, entry_id: str = "", deliveries: int = 1, step: int = 0,
                     epoch: int = 0) -> Minibatch:
     """:func:`saintpipe.minibatch.batch.build_minibatch` (same arguments), building the loader's :class:`Minibatch`."""
-    return batch.build_minibatch(sub, features, labels, train_mask, degrees, entry_id=entry_id,
-                                 deliveries=deliveries, step=step, epoch=epoch, kind=Minibatch)
+    # kind=Minibatch: the built object is this module's Minibatch (batch.build_minibatch returns its base).
+    return cast(Minibatch, batch.build_minibatch(sub, features, labels, train_mask, degrees, entry_id=entry_id,
+                                                 deliveries=deliveries, step=step, epoch=epoch, kind=Minibatch))

@@ -16,6 +16,8 @@ Attributes of the ``Data``:
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from saintpipe.loader.minibatch import Minibatch
@@ -23,7 +25,7 @@ from saintpipe.loader.minibatch import Minibatch
 EXTRA_HINT = "pip install 'saintpipe[pyg]' (or torch_geometric>=2.5)"
 
 
-def to_pyg(batch: Minibatch, self_loops: bool = False):
+def to_pyg(batch: Minibatch, self_loops: bool = False) -> Any:  # a torch_geometric.data.Data
     """The minibatch as a ``torch_geometric.data.Data`` (same tensors, no copy unless ``self_loops``).
 
     Args:

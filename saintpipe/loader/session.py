@@ -62,7 +62,10 @@ class Session:
         Raises:
             SaintpipeTimeout: none arrived within ``[trainer] pool_timeout_s`` (are the samplers running?).
         """
-        return self._inputs.feed.next(self.timeout_s)
+        feed = self._inputs.feed if self._inputs is not None else None
+        if feed is None:  # closed (what `None.feed` raised before)
+            raise AttributeError("this Session was closed: it has no feed")
+        return feed.next(self.timeout_s)
 
     def close(self) -> None:
         """Stop the prefetch thread, send queued acknowledgements, close the connections. Idempotent."""

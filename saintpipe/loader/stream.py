@@ -32,7 +32,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Never
 
 from torch.utils.data import IterableDataset, get_worker_info
 
@@ -43,10 +43,15 @@ from saintpipe.loader.minibatch import Minibatch, build_minibatch
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
 
+if TYPE_CHECKING:
+    from saintpipe.loader.embedded import EmbeddedPipeline
+    from saintpipe.loader.session import Session
+    from saintpipe.minibatch.feed import Item
+
 log = logging.getLogger(__name__)
 
 
-class SubgraphLoader(IterableDataset):
+class SubgraphLoader(IterableDataset[Minibatch]):
     """Minibatches of a running (or embedded) pipeline's job; build it with :meth:`connect` or :meth:`embedded`.
 
     Args:
@@ -66,7 +71,8 @@ class SubgraphLoader(IterableDataset):
                 loss = batch.loss(model(batch.x, batch.edge_index, batch.edge_weight))
     """
 
-    def __init__(self, address: PipelineAddress, config: LoaderConfig | None = None, pipeline: Any = None) -> None:
+    def __init__(self, address: PipelineAddress, config: LoaderConfig | None = None,
+                 pipeline: EmbeddedPipeline | None = None) -> None:
         from saintpipe.services.dataset.store import open_dataset
 
         super().__init__()
@@ -86,7 +92,8 @@ class SubgraphLoader(IterableDataset):
     def connect(cls, redis_url: str | None = None, job: str | None = None,
                 features: str | list[list[str]] | None = None, data: Path | str | None = None, *,
                 config_file: Path | str | None = None, trainer: TrainerConfig | None = None,
-                pool: PoolConfig | None = None, **options: Any) -> SubgraphLoader:
+                pool: PoolConfig | None = None, steps: int | None = None, epochs: float | None = None,
+                name: str = "loader", connect_timeout_s: float = 10.0, **unknown: Never) -> SubgraphLoader:
         """A loader on a pipeline that runs elsewhere (``saintpipe serve ...``, compose, Kubernetes).
 
         Args:
@@ -96,8 +103,10 @@ class SubgraphLoader(IterableDataset):
             config_file: a config file whose ``[pool]`` and ``[trainer]`` sections apply (under
                 ``SAINTPIPE_POOL__*`` / ``SAINTPIPE_TRAINER__*``, as for ``saintpipe serve trainer``).
             trainer, pool: those sections as objects instead (then the file's are not read).
-            options: :class:`~saintpipe.loader.config.LoaderConfig` fields (``steps``, ``epochs``, ``name``,
-                ``connect_timeout_s``).
+            steps, epochs, name, connect_timeout_s: the loader's options
+                (:class:`~saintpipe.loader.config.LoaderConfig`, which checks them).
+            unknown: no option has another name: one is refused with a ConfigError that names it (a type
+                checker refuses it already).
 
         Raises:
             ConfigError: an address is missing or a setting is bad (naming it).
@@ -113,12 +122,13 @@ class SubgraphLoader(IterableDataset):
         elif job is not None:
             pool = pool.model_copy(update={"job_id": job})
         trainer = trainer or load_config(TrainerConfig, path, section="trainer")
-        config = loader_options(options)
+        config = loader_options({"steps": steps, "epochs": epochs, "name": name,
+                                 "connect_timeout_s": connect_timeout_s, **unknown})
         url = redis_url or pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
         job = job or (pool.job_id if "job_id" in pool.model_fields_set else None)
-        missing = [name for name, value in (("redis_url", url), ("features", features), ("data", data), ("job", job))
-                   if not value]
-        if missing:
+        if not url or not features or not data or not job:
+            missing = [arg for arg, value in (("redis_url", url), ("features", features), ("data", data),
+                                              ("job", job)) if not value]
             raise ConfigError(f"SubgraphLoader.connect needs {', '.join(missing)} (the pipeline's "
                               "--redis-url, --features, --data and --job)")
         address = PipelineAddress(redis_url=redis_url_with_password(url), features=features, data=Path(data),
@@ -127,7 +137,9 @@ class SubgraphLoader(IterableDataset):
 
     @classmethod
     def embedded(cls, data: Path | str, *, config_file: Path | str | None = None,
-                 overrides: dict[str, Any] | None = None, **options: Any) -> SubgraphLoader:
+                 overrides: dict[str, Any] | None = None, steps: int | None = None,
+                 epochs: float | None = None, name: str = "loader", connect_timeout_s: float = 10.0,
+                 **unknown: Never) -> SubgraphLoader:
         """Start the pipeline here (Redis, feature shards, a local Ray, the sampler service) and a loader on it.
 
         The loader owns the pipeline: :meth:`close` (or leaving its ``with`` block) stops everything.
@@ -138,7 +150,8 @@ class SubgraphLoader(IterableDataset):
                 fields, ``[run]``).
             overrides: config sections as nested dicts over the file and the environment, e.g.
                 ``{"samplers": {"sampler": {"roots": 500}}}``.
-            options: :class:`~saintpipe.loader.config.LoaderConfig` fields.
+            steps, epochs, name, connect_timeout_s: the loader's options, as for :meth:`connect`.
+            unknown: as for :meth:`connect`: refused with a ConfigError that names it.
 
         Raises:
             ConfigError: a bad setting, or Ray already initialized in this process.
@@ -147,12 +160,15 @@ class SubgraphLoader(IterableDataset):
         from saintpipe.loader.embedded import EmbeddedPipeline
 
         path = Path(config_file) if config_file is not None else None
-        config = loader_options(options)
+        config = loader_options({"steps": steps, "epochs": epochs, "name": name,
+                                 "connect_timeout_s": connect_timeout_s, **unknown})
         pipeline = EmbeddedPipeline.from_options(data, path, overrides).start()
         try:
             cfg = pipeline.config
             trainer = cfg.trainer.model_copy(update={"feature_token_file": pipeline.feature_token_file,
                                                      "sample_graph": cfg.samplers.graph})
+            if cfg.run.data is None:  # from_options sets it; what Path(None) raised before
+                raise TypeError("the embedded pipeline has no config.run.data (the dataset directory)")
             address = PipelineAddress(redis_url=pipeline.redis_url, features=pipeline.endpoints.shards,
                                       data=Path(cfg.run.data).resolve(), pool=cfg.pool, trainer=trainer)
             return cls(address, config, pipeline=pipeline)
@@ -190,7 +206,7 @@ class SubgraphLoader(IterableDataset):
                 labelled += batch.num_labelled
             log.debug("%s: iteration ended after %d minibatches", consumer, step)
 
-    def _next(self, session):
+    def _next(self, session: Session) -> Item:
         """The next item; a dead component of the embedded pipeline is named instead of waited for."""
         self._raise_if_pipeline_failed()
         try:
@@ -212,7 +228,7 @@ class SubgraphLoader(IterableDataset):
 
     # --- lifetime ---------------------------------------------------------------------------------------
     @property
-    def pipeline(self):
+    def pipeline(self) -> EmbeddedPipeline | None:
         """The embedded pipeline this loader started (its ``endpoints``), or None."""
         return self._pipeline
 

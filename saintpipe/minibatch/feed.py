@@ -143,6 +143,7 @@ class PoolFeed:
                 return
 
     def next(self, timeout: float) -> Item:
+        item: Item | BaseException | None
         if not self.prefetch:
             item = self._fetch_one(time.monotonic() + timeout)
         else:

@@ -10,7 +10,8 @@ earlier would hold a subgraph unacknowledged through a slow start-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,7 +22,9 @@ if TYPE_CHECKING:
     from saintpipe.services.dataset.store import Dataset
     from saintpipe.services.feature_shard.cache import CacheConfig
     from saintpipe.services.pool.config import PoolConfig
+    from saintpipe.services.feature_shard.client import FeatureClient
     from saintpipe.services.feature_shard.security import ClientSecurity
+    from saintpipe.services.pool.pool import SubgraphPool
 
 
 class PoolInputs:
@@ -42,7 +45,8 @@ class PoolInputs:
         ServiceUnavailable: Redis or a feature shard cannot be reached (nothing stays open).
     """
 
-    def __init__(self, dataset: Dataset, *, consumer: str, features: object, pool: PoolConfig, redis_url: str,
+    def __init__(self, dataset: Dataset, *, consumer: str, features: Sequence[Sequence[str]] | str | Path,
+                 pool: PoolConfig, redis_url: str,
                  shared_memory: str = "auto", retry_deadline_s: float = 60.0,
                  security: ClientSecurity | None = None, prefetch: bool = True,
                  cache: CacheConfig | None = None) -> None:
@@ -50,7 +54,8 @@ class PoolInputs:
         from saintpipe.services.pool.pool import SubgraphPool
 
         self.dataset, self.consumer, self.prefetch = dataset, consumer, prefetch
-        self.client = self.pool = None
+        self.client: FeatureClient | None = None
+        self.pool: SubgraphPool | None = None
         self.feed: PoolFeed | None = None
         try:
             self.client = FeatureClient(features, name=consumer, cache=cache,
@@ -67,6 +72,8 @@ class PoolInputs:
         default the feature client's)."""
         from saintpipe.minibatch.expand import SubgraphExpander
 
+        if self.pool is None or self.client is None:  # closed (what their None's attributes raised before)
+            raise AttributeError("these PoolInputs are closed")
         take_back(self.pool, self.consumer)
         self.feed = PoolFeed(self.pool, self.consumer, gather or self.client.gather, prefetch=self.prefetch,
                              expand=SubgraphExpander(self.dataset))

@@ -81,7 +81,8 @@ class RunConfig(StrictModel):
 class SamplersSection(SamplerServiceConfig):
     """The sampler service's own settings (``[samplers]``), minus what the runner wires."""
 
-    data: Path | None = Field(None, description="set by the runner: the run's dataset ([run] data / --data)")
+    data: Path | None = Field(  # type: ignore[assignment]
+        None, description="set by the runner: the run's dataset ([run] data / --data)")
     workers: int | None = Field(  # type: ignore[assignment]
         None, ge=1, le=4096, description="sampler workers; none: the cores left after the trainers (at least 1)")
     workers_per_process: int | None = Field(  # type: ignore[assignment]

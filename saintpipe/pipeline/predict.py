@@ -12,12 +12,18 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from saintpipe.core.errors import ConfigError, DatasetError, InvalidArgument
 from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
 from saintpipe.trainer.run_dir.model_file import DatasetInfo, SavedModel, load_model
+
+if TYPE_CHECKING:
+    import torch
+
+    from saintpipe.services.dataset.store import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +37,10 @@ class Session:
     """A loaded model and the dataset it runs on."""
 
     saved: SavedModel
-    dataset: object  # saintpipe.services.dataset.store.Dataset
+    dataset: Dataset
     which: str
     limits: InferenceLimits
-    device: object
+    device: torch.device
     progress: bool = False
 
     def inference(self) -> LayerwiseInference:
@@ -190,14 +196,14 @@ def _read_node_file(path: Path) -> np.ndarray:
             raise InvalidArgument(f"--nodes {path}: expected a 1-D integer array, got {ids.dtype} {ids.shape}")
         return ids.astype(np.int64)
     text = _read_node_text(path)
-    ids: list[int] = []
+    numbers: list[int] = []
     for number, line in enumerate(text.splitlines(), start=1):
         for token in line.replace(",", " ").split():
             try:
-                ids.append(int(token))
+                numbers.append(int(token))
             except ValueError:
                 raise InvalidArgument(f"--nodes {path}: line {number}: {token[:40]!r} is not a node id") from None
-    return np.array(ids, dtype=np.int64)
+    return np.array(numbers, dtype=np.int64)
 
 
 def predict_labels(inference: LayerwiseInference, multilabel: bool, nodes: np.ndarray | None = None) -> np.ndarray:

@@ -29,7 +29,7 @@ import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core.report import plural
@@ -40,8 +40,12 @@ from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.summary import PoolAccount, RunSummary
 from saintpipe.pipeline.supervision import Supervisor
 from saintpipe.pipeline.timeline import Timeline
-from saintpipe.pipeline.warmup import kernels_cached
+from saintpipe.pipeline.kernel_cache import kernels_cached
 from saintpipe.trainer.timing import TimeBreakdown
+
+if TYPE_CHECKING:
+    from saintpipe.pipeline.trainers import LocalTrainers
+    from saintpipe.services.sampler_service.service import SamplerService
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +97,25 @@ class LocalPipeline:
                                      budget=RestartBudget(config.run.max_restarts, config.run.restart_window_s))
         self._t0 = time.monotonic()
         self.timeline = Timeline()  # when each part became ready, since the command started
-        self._sampler_service = None
-        self._trainers = None
+        self._sampler_service: SamplerService | None = None
+        self._trainers: LocalTrainers | None = None
         self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
+
+    @property
+    def _data_dir(self) -> Path:
+        """``config.run.data``, the dataset directory (ValueError without one, as at construction)."""
+        if self.config.run.data is None:
+            raise ValueError("config.run.data must name the dataset directory")
+        return self.config.run.data
+
+    @property
+    def _launched_trainers(self) -> LocalTrainers:
+        """The trainers, once launched (AttributeError before, as their None's attributes raised)."""
+        if self._trainers is None:
+            raise AttributeError("the trainers have not been launched yet")
+        return self._trainers
 
     # --- the run --------------------------------------------------------------------------------------
     def run(self) -> RunSummary:
@@ -110,7 +128,7 @@ class LocalPipeline:
         """
         from saintpipe.services.dataset.store import open_dataset
 
-        dataset = open_dataset(self.config.run.data)
+        dataset = open_dataset(self._data_dir)
         self.timeline.mark("dataset")
         if not kernels_cached():
             print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load them "
@@ -172,7 +190,7 @@ class LocalPipeline:
         except OSError as exc:
             raise ConfigError(f"[run] run_dir {run.run_dir}: cannot create it: {exc.strerror or exc}") from None
         run.run_dir = run.run_dir.resolve()
-        run.data = Path(run.data).resolve()  # config.json must name the same dataset from any directory
+        run.data = Path(self._data_dir).resolve()  # config.json must name the same dataset from any directory
         if not run.checkpoints:
             trainer.checkpoint_dir = None
         elif trainer.checkpoint_dir is None:
@@ -251,15 +269,16 @@ class LocalPipeline:
         from saintpipe.services.feature_shard.launch import LocalShards
 
         extra = ["--metrics-port", "0"] if self.config.run.metrics else []
-        shards = LocalShards(self.config.run.data, dataset.manifest.num_shards, extra_args=extra,
+        shards = LocalShards(self._data_dir, dataset.manifest.num_shards, extra_args=extra,
                              replicas=self.config.run.shard_replicas, own_process_group=True)
         self.supervisor.on_stop("feature shards", shards.stop)
         for k, replicas in enumerate(shards.processes):
             for r, p in enumerate(replicas):
                 name = f"feature shard {p.shard}" + (f" replica {r}" if len(replicas) > 1 else "")
                 # Restarted on the same port with the same data; clients retry meanwhile.
-                self.supervisor.watch_process(name, lambda k=k, r=r: shards.processes[k][r].process, p.address,
-                                              restart=lambda k=k, r=r: shards.restart(k, r))
+                # (mypy cannot type a lambda with default arguments: the ignores below.)
+                self.supervisor.watch_process(name, lambda k=k, r=r: shards.processes[k][r].process,  # type: ignore[misc]
+                                              p.address, restart=lambda k=k, r=r: shards.restart(k, r))  # type: ignore[misc]
                 if p.metrics_url:
                     self.endpoints.metrics[name] = p.metrics_url
         self.shards = shards
@@ -290,7 +309,7 @@ class LocalPipeline:
     def _start_samplers(self, dataset) -> None:
         from saintpipe.services.sampler_service.service import SamplerService
 
-        cfg = self.config.sampler_service_config(Path(self.config.run.data), self.redis_url, self.config.cores(),
+        cfg = self.config.sampler_service_config(Path(self._data_dir), self.redis_url, self.config.cores(),
                                                  num_train=int(dataset.splits["train"].size))
         service = SamplerService(cfg)
         self.supervisor.on_stop("sampler service", service.stop)
@@ -314,7 +333,7 @@ class LocalPipeline:
         # Training batches' self-loops follow the samplers' graph (the training graph's degrees for "train").
         trainer_cfg = cfg.trainer.model_copy(update={"feature_token_file": self.shards.token_file,
                                                      "sample_graph": cfg.samplers.graph})
-        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(cfg.run.data).resolve()), pool_url=self.redis_url,
+        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(self._data_dir).resolve()), pool_url=self.redis_url,
                            feature_addresses=self.shards.addresses, config=trainer_cfg, pool=cfg.pool,
                            metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host,
                            output_dir=str(cfg.run.run_dir) if cfg.run.run_dir else None)
@@ -333,7 +352,7 @@ class LocalPipeline:
         self._trainers = trainers
 
     def _start_trainers(self) -> None:
-        trainers = self._trainers
+        trainers = self._launched_trainers
         self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s,
                        estimate_evaluation=self.config.run.max_seconds is not None)
@@ -345,8 +364,8 @@ class LocalPipeline:
                   f"{self.config.trainer.checkpoint_dir}", flush=True, file=self.out)
 
     def _restart_trainers(self) -> None:
-        self._trainers.restart(timeout=self.config.run.startup_timeout_s)
-        step = self._trainers.progress().steps
+        self._launched_trainers.restart(timeout=self.config.run.startup_timeout_s)
+        step = self._launched_trainers.progress().steps
         where = f"from step {step} of its latest checkpoint" if step else "from the start (no checkpoint yet)"
         print(f"saintpipe: trainers resumed {where}", file=self.supervisor.out, flush=True)
 
@@ -371,7 +390,7 @@ class LocalPipeline:
     def _train(self, summary: RunSummary) -> None:
         """Follow training to its end; with ``[run] max_seconds``, end it in time for the final evaluation
         (:mod:`saintpipe.pipeline.budget`) and stop waiting once the run's deadline has passed."""
-        sup, trainers = self.supervisor, self._trainers
+        sup, trainers = self.supervisor, self._launched_trainers
         bars = EpochBars(self.config.trainer.epochs, enabled=self.config.run.progress)
         limit = self.config.run.max_seconds
         budget = RunBudget(limit, self._t0) if limit is not None else None

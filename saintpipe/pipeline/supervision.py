@@ -38,7 +38,7 @@ import threading
 import time
 from dataclasses import dataclass
 from types import FrameType
-from typing import Callable
+from typing import Any, Callable
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.pipeline.restarts import RestartBudget, RestartEvent
@@ -99,7 +99,7 @@ class Supervisor:
         self._lock = threading.Lock()
         self._check_lock = threading.Lock()  # one thread at a time decides about a failure
         self._thread: threading.Thread | None = None
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}  # signal -> the handler signal.signal returned
         self._closed = False
 
     # --- registration ---------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ class Supervisor:
         self,
         name: str,
         proc: subprocess.Popen | Callable[[], subprocess.Popen],
-        where: str = "",
+        where: str | None = "",
         restart: Callable[[], object] | None = None,
     ) -> None:
         """Notice when a process exits (whatever its status: a server must not stop on its own).
@@ -165,12 +165,12 @@ class Supervisor:
 
         detail = f", {where}" if where else ""
         current = pid if callable(pid) else (lambda: pid)
-        procs: dict[int, psutil.Process] = {}
+        procs: dict[int | None, psutil.Process] = {}
 
         def check() -> str | None:
             now = current()
             try:
-                proc = procs.get(now) or procs.setdefault(now, psutil.Process(now))
+                proc: psutil.Process = procs.get(now) or procs.setdefault(now, psutil.Process(now))
                 if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
                     return None
             except psutil.NoSuchProcess:
@@ -265,6 +265,8 @@ class Supervisor:
                 return done
             started = time.monotonic()
             try:
+                if watch.restart is None:  # only watches with a restart are pending
+                    raise TypeError(f"{name} has no restart")
                 watch.restart()
             except Exception as exc:  # noqa: BLE001 - any way a restart fails ends the run, naming it
                 self.fail(f"{reason}; restarting it failed: {exc}")

@@ -8,36 +8,17 @@ while the trainer waits for data (tens of seconds on 2 cores). :func:`warm_up`
 pays that once, at set-up (``./scripts/run.sh`` calls ``saintpipe warmup
 --if-cold``): a one-epoch run of the whole pipeline on a small demo graph, so
 every kernel is compiled through the very code paths, array types and
-read-only memory maps of a real run. :func:`kernels_cached` tells a run whether
-it must still compile, which it then says once.
+read-only memory maps of a real run. :func:`~saintpipe.pipeline.kernel_cache.kernels_cached`
+tells a run whether it must still compile, which it then says once.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import io
-import os
 import shutil
 import tempfile
 import time
 from pathlib import Path
-
-# The induction kernel every sampler calls on every subgraph (drawn whole or into a message): cached once the
-# kernels have been compiled.
-_PROBE_MODULE, _PROBE_KERNEL = "saintpipe.services.sampler.kernels.induce", "complete_subgraph"
-
-
-def kernels_cached() -> bool:
-    """Whether Numba's cache holds the samplers' kernels (a run need not compile them)."""
-    spec = importlib.util.find_spec(_PROBE_MODULE)
-    if spec is None or spec.origin is None:
-        return False
-    source = Path(spec.origin)
-    root = os.environ.get("NUMBA_CACHE_DIR")
-    where = Path(root) if root else source.parent / "__pycache__"
-    pattern = f"{source.stem}.{_PROBE_KERNEL}-*.nbi"
-    return where.is_dir() and next(where.rglob(pattern), None) is not None
-
 
 def warm_up(nodes: int = 6000) -> float:
     """Compile every kernel the default run uses, by a one-epoch run on a demo graph of ``nodes`` nodes (in a

@@ -12,6 +12,8 @@ clear error rather than a MemoryError.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from saintpipe.core.memory import require_memory
@@ -40,7 +42,7 @@ def generate_demo(
     homophily: float = DEMO.homophily,
     noise: float = DEMO.noise,
     seed: int = DEMO.seed,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Return the demo graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
     Raises:

@@ -22,6 +22,7 @@ Features and labels are random numbers, as the paper's synthetic set.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import numpy as np
 
@@ -188,7 +189,7 @@ def generate_kronecker(
     feature_dim: int = _DEFAULTS["feature_dim"],
     num_classes: int = _DEFAULTS["num_classes"],
     progress: bool = False,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Generate a Kronecker (R-MAT) graph as arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
     Args:

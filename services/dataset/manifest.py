@@ -16,6 +16,11 @@ FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 
 
+# The feature files' dtype and the graph samplers draw from by default (the fields below).
+FeatureDtype = Literal["float32", "float16"]
+SampleGraph = Literal["full", "train"]
+
+
 class Manifest(pydantic.BaseModel):
     """What a dataset directory holds. Written last, so its presence means the dataset is complete."""
 
@@ -26,14 +31,14 @@ class Manifest(pydantic.BaseModel):
     num_nodes: int = pydantic.Field(ge=1)
     num_edges: int = pydantic.Field(ge=0, description="directed edges stored (both directions of an undirected edge)")
     feature_dim: int = pydantic.Field(ge=1)
-    feature_dtype: Literal["float32", "float16"] = "float32"
+    feature_dtype: FeatureDtype = "float32"
     num_classes: int = pydantic.Field(ge=1)
     multilabel: bool = False
     symmetric: bool = True
     shards: list[tuple[int, int]] = pydantic.Field(description="[start, stop) node range of each feature shard file")
     files: dict[str, str] = pydantic.Field(description="relative path -> sha256 hex digest")
     source: str = ""
-    sample_graph: Literal["full", "train"] = pydantic.Field(
+    sample_graph: SampleGraph = pydantic.Field(
         "full", description="the graph samplers draw from unless [samplers] graph says otherwise: the whole graph "
         "(transductive) or the graph induced by the training nodes (inductive, GraphSAINT's protocol); "
         "'train' datasets ship the training graph under train_graph/ (layout.TRAIN_GRAPH_FILES)")

@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numba import njit
@@ -109,7 +109,7 @@ def read_orientation(directory: Path, num_nodes: int, num_entries: int, *, sourc
                                f"{entries if size is None else size} entries, got {arr.dtype} {arr.shape}")
     orientation = tuple(arrays[name] for name in FIELDS)
     if verify:
-        field, at = check_ranges(*orientation, num_nodes, num_entries)
+        field, at = check_ranges(*orientation, num_nodes, num_entries)  # type: ignore[call-arg]  # mypy: a starred list takes every later parameter
         if field >= 0:
             raise DatasetError(f"{directory / f'{FIELDS[field]}.npy'}: entry {at} is out of range for a graph "
                                f"of {num_nodes} nodes and {num_entries} entries")
@@ -202,7 +202,9 @@ def open_or_build_orientation(dataset: Any, graph: Any) -> tuple[Orientation | N
         log.log(level, "cannot store the oriented lists in %s (%s): building them in memory", directory,
                 exc.strerror or exc)
         return orient_graph(graph.indptr, graph.indices), None
-    stored = Orientation(*read_orientation(directory, graph.num_nodes, graph.num_edges, verify=False))
+    # Just written: there (read_orientation's None is for a directory without them).
+    arrays = cast(tuple[np.ndarray, ...], read_orientation(directory, graph.num_nodes, graph.num_edges, verify=False))
+    stored = Orientation(*arrays)
     log.info("oriented the graph for induction in %.1f s (%.0f MB), stored in %s", time.monotonic() - began,
              stored.nbytes / 1e6, directory)
     return stored, directory

@@ -25,7 +25,7 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.core.report import plural
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.layout import shard_file, shard_ranges
-from saintpipe.services.dataset.manifest import Manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.manifest import FeatureDtype, Manifest, sha256_file, write_manifest
 from saintpipe.services.dataset.output import check_output, replaceable, writing
 from saintpipe.services.dataset.store import open_dataset
 from saintpipe.services.dataset.verify import verify_dataset
@@ -49,7 +49,7 @@ def reshard_dataset(
     num_shards: int,
     *,
     out: Path | str | None = None,
-    feature_dtype: str | None = None,
+    feature_dtype: FeatureDtype | None = None,
     overwrite: bool = False,
     progress: bool = False,
 ) -> Manifest:

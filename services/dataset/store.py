@@ -22,7 +22,15 @@ from saintpipe.core.atomic import replacing_dir
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.layout import SPLITS, load_npy, shard_file, shard_ranges
-from saintpipe.services.dataset.manifest import FORMAT_VERSION, Manifest, read_manifest, sha256_file, write_manifest
+from saintpipe.services.dataset.manifest import (
+    FORMAT_VERSION,
+    FeatureDtype,
+    Manifest,
+    SampleGraph,
+    read_manifest,
+    sha256_file,
+    write_manifest,
+)
 from saintpipe.services.dataset.output import check_output, replaceable, writing
 from saintpipe.services.dataset.verify import verify_dataset
 
@@ -128,13 +136,13 @@ def write_dataset(
     labels: np.ndarray,
     splits: Mapping[str, np.ndarray],
     num_shards: int = 1,
-    feature_dtype: str = "float32",
+    feature_dtype: FeatureDtype = "float32",
     symmetric: bool = True,
     extra: Mapping[str, np.ndarray] | None = None,
     source: str = "",
     overwrite: bool = False,
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
-    sample_graph: str = "full",
+    sample_graph: SampleGraph = "full",
 ) -> Manifest:
     """Validate the arrays and write them as a dataset directory, atomically.
 

@@ -33,6 +33,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from numba import njit
@@ -268,7 +269,8 @@ def store_train_graph(path: Path | str, graph: TrainGraph, manifest: Manifest | 
         meta = {"files": files, "sources": {rel: manifest.files.get(rel) for rel in _SOURCES},
                 "num_nodes": graph.num_nodes, "num_edges": graph.num_edges}
         (tmp / Path(META_NAME).name).write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return load_train_graph(path, manifest, checksums=False)
+    # Just written: it is there (load_train_graph's None is for a directory without one).
+    return cast(TrainGraph, load_train_graph(path, manifest, checksums=False))
 
 
 def open_or_build(dataset) -> TrainGraph:

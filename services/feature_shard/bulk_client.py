@@ -137,14 +137,14 @@ class BulkChannel:
         nbytes = rows * dim * dtype.itemsize
         receive = bs.recv_all if bs.kernel_timeouts(conn) else _recv_into
         if into is not None and into.dtype == dtype:
-            receive(conn, memoryview(into.reshape(-1)).cast("B"), deadline)
+            receive(conn, into.reshape(-1).data.cast("B"), deadline)
             return nbytes
         rows_per_chunk = max(1, CHUNK_BYTES // (dim * dtype.itemsize))
         staging = self._stage(min(rows, rows_per_chunk) * dim * dtype.itemsize)
         for lo in range(0, rows, rows_per_chunk):
             hi = min(lo + rows_per_chunk, rows)
             chunk = staging[: (hi - lo) * dim * dtype.itemsize]
-            receive(conn, memoryview(chunk), deadline)
+            receive(conn, chunk.data, deadline)
             place(lo, chunk.view(dtype).reshape(hi - lo, dim))
         return nbytes
 

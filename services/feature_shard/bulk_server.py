@@ -174,7 +174,7 @@ class BulkServer:
                 return False
             count = bw.parse_count(raw_count, servicer.max_message_bytes // 8)
             ids = np.empty(count, dtype="<i8")
-            if count and not _read_into(stream, memoryview(ids).cast("B")):
+            if count and not _read_into(stream, ids.data.cast("B")):
                 return False
             send_dtype = servicer._send_dtype("float16" if flags & bw.FLAG_FLOAT16 else "")
             servicer._check_range(ids)
@@ -196,7 +196,7 @@ class BulkServer:
             hi = min(lo + rows_per_chunk, count)
             chunk = buffer[0][: (hi - lo) * dim * send_dtype.itemsize].view(send_dtype).reshape(hi - lo, dim)
             servicer._fill(chunk, ids[lo:hi], send_dtype)
-            stream.sendall(memoryview(chunk).cast("B"))  # returns once the kernel holds it: the buffer is free
+            stream.sendall(chunk.data.cast("B"))  # returns once the kernel holds it: the buffer is free
         servicer._count(count * dim * send_dtype.itemsize, count)
         servicer._done(began)
         return True

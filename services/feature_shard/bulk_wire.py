@@ -74,7 +74,7 @@ def encode_request(ids: np.ndarray, *, float16: bool, token: str | None) -> list
         raise ValueError(f"token of {len(secret)} bytes exceeds {MAX_TOKEN_BYTES}")
     ids = np.ascontiguousarray(ids, dtype="<i8")
     head = _REQUEST_HEAD.pack(REQUEST_MAGIC, FLAG_FLOAT16 if float16 else 0, len(secret)) + secret
-    return [head + _COUNT.pack(ids.size), memoryview(ids).cast("B")]
+    return [head + _COUNT.pack(ids.size), ids.data.cast("B")]
 
 
 def parse_request_head(head: bytes) -> tuple[int, int]:

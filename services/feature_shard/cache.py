@@ -130,7 +130,7 @@ class FeatureCache:
         with self._lock:
             self._tick += 1
             slots = self._slot_of[ids]
-            hit = slots >= 0
+            hit: np.ndarray = slots >= 0
             hit_slots = slots[hit]
             if hit_slots.size:
                 out[hit] = self._rows[hit_slots]

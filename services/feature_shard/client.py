@@ -336,7 +336,8 @@ class FeatureClient:
             hit = self._cache.lookup(ids, out)
             miss_pos = np.flatnonzero(~hit)
         else:
-            self._uncached_misses.inc(ids.size)
+            if self._uncached_misses is not None:  # set exactly when there is no cache
+                self._uncached_misses.inc(ids.size)
             miss_pos = None
         miss_ids = ids if miss_pos is None else ids[miss_pos]
         if miss_ids.size == 0:
@@ -422,8 +423,11 @@ class FeatureClient:
         """Fetch ``unique`` into a shared-memory region, then ``out[positions] = region[inverse]`` in one
         pass (``positions`` None: all of ``out``). False (nothing fetched) if no region can be had."""
         nbytes = unique.size * self.feature_dim * self._region_dtype.itemsize
+        regions = self._regions
+        if regions is None:  # callers check _shm_usable first (what `None.acquire` raised before)
+            raise AttributeError("this FeatureClient has no shared-memory regions")
         try:
-            region = self._regions.acquire(nbytes)
+            region = regions.acquire(nbytes)
         except OSError as exc:
             why = (
                 f"cannot create or grow a shared-memory region of {nbytes} bytes under {self._shm_dir}: {exc}"
@@ -453,7 +457,7 @@ class FeatureClient:
             region.tainted = True
             raise
         finally:
-            self._regions.release(region)
+            regions.release(region)
         return True
 
     def _fetch(

@@ -38,8 +38,9 @@ def _cpu_converts_half() -> bool:
         return True
     if machine not in ("x86_64", "amd64"):
         return False
-    if config.CPU_NAME:
-        return "+f16c" in (config.CPU_FEATURES or "")
+    # numba.config sets these from NUMBA_CPU_NAME / NUMBA_CPU_FEATURES at import (no annotations for them).
+    if config.CPU_NAME:  # type: ignore[attr-defined]
+        return "+f16c" in (config.CPU_FEATURES or "")  # type: ignore[attr-defined]
     try:
         import llvmlite.binding as llvm
 
@@ -101,9 +102,9 @@ def _float_bits_to_half_bits(f: np.uint32) -> np.uint16:
 @njit(cache=True, inline="always")
 def _half_bits_to_float_bits(h: np.uint16) -> np.uint32:
     # Branch-free for the same reason; a subnormal is its integer significand times 2**-24, exact in float32.
-    h = np.uint32(h)
-    sign = (h & np.uint32(0x8000)) << 16
-    magnitude = h & np.uint32(0x7FFF)
+    bits = np.uint32(h)
+    sign = (bits & np.uint32(0x8000)) << 16
+    magnitude = bits & np.uint32(0x7FFF)
     normal = (magnitude << 13) + np.uint32(0x38000000)  # rebias the exponent by 127 - 15
     normal = normal + np.uint32(0x38000000) if magnitude >= np.uint32(0x7C00) else normal  # infinity, NaN
     sub = np.float32(np.float32(magnitude) * np.float32(2.0**-24)).view(np.uint32)

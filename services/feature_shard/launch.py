@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from concurrent import futures
 from pathlib import Path
+from typing import cast
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
@@ -103,6 +104,8 @@ class ShardProcess:
             self.wait_ready()
 
     def _read_stdout(self) -> None:
+        if self.process.stdout is None:  # started with stdout=PIPE (what iterating None raised before)
+            raise TypeError("the shard process has no stdout pipe")
         for line in self.process.stdout:
             self.output.append(line.rstrip("\n"))
             self._lines.put(line)
@@ -236,7 +239,8 @@ class LocalShards:
 
     @property
     def addresses(self) -> list[list[str]]:
-        return [[p.address for p in replicas] for replicas in self.processes]
+        # Every process is ready here (start() waited for each): its address is known.
+        return [[cast(str, p.address) for p in replicas] for replicas in self.processes]
 
     def client_security(self) -> ClientSecurity:
         """What a FeatureClient needs to be let in (the token file; nothing without a token)."""

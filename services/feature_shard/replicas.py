@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import grpc
 
@@ -38,6 +38,9 @@ from saintpipe.core.report import plural
 from saintpipe.protos import feature_shard_pb2 as pb
 from saintpipe.services.feature_shard.security import PLAINTEXT, TOKEN_ENV, ChannelSecurity
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk
+
+if TYPE_CHECKING:
+    from saintpipe.services.feature_shard.bulk_client import BulkChannel
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,7 @@ class Replica:
     shm: bool | None = None  # sees this host's shared memory (None: not probed yet)
     has_token: bool = False  # our calls carry a token (for the message when the server refuses them)
     bulk_port: int | None = None  # the replica's bulk data plane port from its Info (0: none; None: not asked)
-    bulk: object | None = None  # its BulkChannel once used (bulk_client.py)
+    bulk: BulkChannel | None = None  # its BulkChannel once used (bulk_client.py)
 
 
 @dataclass(eq=False)
@@ -165,7 +168,7 @@ def connect_replica(address: str, security: ChannelSecurity = PLAINTEXT) -> Repl
     stubs = [gather, gather_unary, info, gather_shm, probe]
     if security.metadata:  # a plaintext channel: gRPC sends no call credentials there, so every call adds it
         stubs = [functools.partial(stub, metadata=security.metadata) for stub in stubs]
-    return Replica(address, channel, *stubs, has_token=security.has_token)
+    return Replica(address, channel, *stubs, has_token=security.has_token)  # type: ignore[misc]  # 5 stubs
 
 
 def refused_token(replica: Replica) -> ConfigError:

@@ -25,6 +25,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import grpc
 import pydantic
@@ -99,7 +100,7 @@ class _Settings(StrictModel):
     # setting -> how the user wrote it ("feature_shard.tls_cert (--tls-cert)"), for error messages.
     _labels: dict[str, str] = pydantic.PrivateAttr(default_factory=dict)
 
-    def named(self, labels: Mapping[str, str]):
+    def named(self, labels: Mapping[str, str]) -> Self:
         """This object, its settings named ``labels[field]`` in error messages (default: the field name)."""
         self._labels = dict(labels)
         return self
@@ -107,7 +108,7 @@ class _Settings(StrictModel):
     def _label(self, field: str) -> str:
         return self._labels.get(field, field)
 
-    def with_env_token(self, environ: Mapping[str, str] | None = None):
+    def with_env_token(self, environ: Mapping[str, str] | None = None) -> Self:
         """A copy whose token comes from :data:`TOKEN_ENV` (``environ``, default ``os.environ``) when neither
         ``token_file`` nor ``token`` is set (this object when they are, or when the variable is unset)."""
         environ = os.environ if environ is None else environ
@@ -166,7 +167,7 @@ class ServerSecurity(_Settings):
                 "client certificates are checked only over TLS"
             )
         credentials = None
-        if self.tls_cert is not None:
+        if self.tls_cert is not None and self.tls_key is not None:  # both or neither, checked above
             chain = read_pem(self.tls_cert, self._label("tls_cert"))
             key = read_pem(self.tls_key, self._label("tls_key"), "private key")
             client_ca = read_pem(self.tls_client_ca, self._label("tls_client_ca")) if self.tls_client_ca else None

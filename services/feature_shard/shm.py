@@ -45,7 +45,7 @@ import time
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -192,10 +192,16 @@ class Region:
 
     def write(self, offset: int, data: bytes) -> None:
         """Write ``data`` at byte ``offset`` of the file (the header included)."""
-        self.buf[offset : offset + len(data)] = data
+        self._mapped()[offset : offset + len(data)] = data
 
     def read(self, offset: int, length: int) -> bytes:
-        return bytes(self.buf[offset : offset + length])
+        return bytes(self._mapped()[offset : offset + length])
+
+    def _mapped(self) -> mmap.mmap:
+        """The mapping; TypeError before :meth:`ensure` or after :meth:`close` (as indexing None raised)."""
+        if self.buf is None:
+            raise TypeError(f"shared-memory region {self.name} is not mapped")
+        return self.buf
 
     @property
     def closed(self) -> bool:
@@ -272,7 +278,7 @@ class RegionPool:
             region.close()
 
 
-def probe(ask: Callable[[str, int, bytes], object], directory: Path = SHM_DIR) -> tuple[bool, str]:
+def probe(ask: Callable[[str, int, bytes], Any], directory: Path = SHM_DIR) -> tuple[bool, str]:
     """Whether a server sees this process's shared memory.
 
     Creates a small region holding a random token, calls ``ask(region_name,

@@ -130,6 +130,8 @@ class SharedMemory:
 
     def _write_through(self, piece: Piece, replica: Replica, timeout: float) -> None:
         ids, out, dim = piece.ids, piece.out, piece.out.shape[1]
+        if piece.region is None:  # callers check (what `None.name` raised before)
+            raise AttributeError("a shared-memory write-through needs the piece's region")
         row_bytes = dim * out.dtype.itemsize
         target = pb.SharedMemoryTarget(
             region=piece.region.name,

@@ -88,7 +88,7 @@ def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
     if rows.dtype.byteorder == ">":
         rows = rows.astype(WIRE_DTYPES[dtype_name])
     head = pb.GatherChunk(offset=offset, dtype=dtype_name, shape=rows.shape).SerializeToString()
-    payload = memoryview(rows).cast("B") if rows.size else b""
+    payload = rows.data.cast("B") if rows.size else b""
     return b"".join((head, _ROWS_TAG, pw.varint(len(payload)), payload))
 
 

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, overload
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
@@ -51,8 +51,14 @@ class ReconnectPolicy:
     give_up_after: float = 30.0
 
 
-def redact_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for messages and logs)."""
+@overload
+def redact_url(url: str) -> str: ...
+@overload
+def redact_url(url: str | None) -> str | None: ...
+def redact_url(url: str | None) -> str | None:
+    """The URL with its password replaced by ``***`` (for messages and logs); None (no URL yet) stays None."""
+    if url is None:
+        return None
     try:
         parts = urlsplit(url)
     except ValueError:

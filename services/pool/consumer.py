@@ -221,15 +221,16 @@ class Consumer:
             self._dead.move(consumer, eid, fault, deliveries)
             return None
         try:
+            data: memoryview | bytes | bytearray | None = payload
             if payload is not None and shared_memory.is_reference(payload):
-                reference, payload = payload, shared_memory.read(payload)  # ConfigError: not readable here
-                if payload is None:
+                data = shared_memory.read(payload)  # ConfigError: not readable here
+                if data is None:
                     raise DecodeError(
-                        f"its shared-memory slot {shared_memory.SlotReference.parse(reference).name} is gone"
+                        f"its shared-memory slot {shared_memory.SlotReference.parse(payload).name} is gone"
                     )
-            if payload is None:
+            if data is None:
                 raise DecodeError("its bytes are missing from Redis")
-            subgraph = decode_entry(payload)
+            subgraph = decode_entry(data)
             if isinstance(subgraph, SubgraphNodes):
                 if expand is None:
                     raise ConfigError(

@@ -10,6 +10,8 @@ records. A consumer then goes on to the next entry.
 
 from __future__ import annotations
 
+from typing import cast
+
 import redis
 from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
@@ -66,7 +68,9 @@ class DeadLetters:
                 raise self._link.wrong_type(self._keys.dead, "stream") from None
             raise
         letters = []
-        for _, fields in reversed(rows):
+        # The client does not decode replies: ids, field names and values are bytes (redis-py's annotations
+        # allow str and None too).
+        for _, fields in reversed(cast(list[tuple[bytes, dict[bytes, bytes]]], rows)):
             text = {k.decode(): v.decode(errors="replace") for k, v in fields.items()}
             letters.append(
                 DeadLetter(

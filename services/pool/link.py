@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import redis
 from saintpipe.services.pool.acks import AckQueue
@@ -107,7 +107,7 @@ class RedisLink:
                 self._acks.note_stale(len(acks) - done, len(acks))
         return raise_first_error(replies)
 
-    def eval(self, name: str, keys: list, args: list, what: str) -> object:
+    def eval(self, name: str, keys: list, args: list, what: str) -> Any:
         """Run script ``name`` (a key of ``scripts.SCRIPTS``) in its own round trip; its reply."""
         return self.run([SCRIPTS[name].command(keys, args)], what)[0]
 

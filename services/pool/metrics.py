@@ -7,6 +7,8 @@ on a timer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Gauge
 
 from saintpipe.services.pool.pool import PoolStats
@@ -44,7 +46,7 @@ class PoolMetrics:
     """The pool gauges of one registry, labelled by ``job``."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        kwargs = {} if registry is None else {"registry": registry}
+        kwargs: dict[str, Any] = {} if registry is None else {"registry": registry}
         self._gauges = {name: Gauge(name, doc, ["job"], **kwargs) for name, (_, doc) in _GAUGES.items()}
 
     def update(self, job_id: str, stats: PoolStats) -> None:

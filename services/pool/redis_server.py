@@ -165,7 +165,7 @@ class RedisServer:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
-    def start(self) -> RedisServer:
+    def start(self) -> Self:
         """Start the private server (or check the external one answers); returns self.
 
         Raises:
@@ -193,7 +193,7 @@ class RedisServer:
                         f"redis-server could not bind {self.host}:{port}: port in use"
                     ) from None
         atexit.register(self.stop)
-        log.info("started private redis-server pid %d on %s:%d", self._proc.pid, self.host, self.port)
+        log.info("started private redis-server pid %d on %s:%d", self.pid, self.host, self.port)
         return self
 
     def _spawn(self, port: int) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import redis
@@ -168,7 +169,7 @@ class _Reader:
             self.start += n
         else:
             # np.empty: no zero-filling of memory that recv overwrites at once.
-            target = memoryview(np.empty(n, dtype=np.uint8))
+            target = np.empty(n, dtype=np.uint8).data
             have = min(n, self.end - self.start)
             target[:have] = self.view[self.start : self.start + have]
             self.start += have
@@ -189,7 +190,8 @@ def _error(message: bytes) -> redis.RedisError:
 
 def _reader(conn: redis.Connection) -> _Reader:
     """The connection's reader, made afresh whenever redis-py has (re)connected its socket."""
-    sock = conn._sock  # redis-py 8: the connected socket (pinned in pyproject.toml)
+    # redis-py 8: the connected socket (pinned in pyproject.toml); its annotations type the attribute as None.
+    sock = cast(socket.socket, conn._sock)
     reader = conn.__dict__.get(_READER_ATTR)
     if reader is None or reader.sock is not sock:
         reader = _Reader(sock)
@@ -220,7 +222,7 @@ def send(conn: redis.Connection, commands: Sequence[list]) -> None:
     """Write packed commands on ``conn`` in one go (connecting it first if needed); read nothing."""
     conn.connect()
     try:
-        _send(conn._sock, [chunk for command in commands for chunk in command])
+        _send(cast(socket.socket, conn._sock), [chunk for command in commands for chunk in command])
     except TimeoutError:
         conn.disconnect()
         raise redis.TimeoutError("Timeout writing to socket") from None

@@ -45,6 +45,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -268,7 +269,8 @@ class _Slot:
             self._map = mmap.mmap(self._fd, size, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
             self.view = np.frombuffer(self._map, dtype=np.uint8)
             self.size = size
-        return self.view
+        # Mapped by now for any nbytes > 0 (no caller asks for 0 bytes).
+        return cast(np.ndarray, self.view)
 
     def close(self) -> None:
         """Unmap and close; the file stays (an entry may still name it)."""

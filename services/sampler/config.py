@@ -115,7 +115,7 @@ SamplerConfig = Annotated[
     Union[FrontierConfig, RandomWalkConfig, EdgeConfig, NodeConfig], Field(discriminator="kind")
 ]
 SamplerConfigModel = FrontierConfig | RandomWalkConfig | EdgeConfig | NodeConfig
-_ADAPTER: pydantic.TypeAdapter = pydantic.TypeAdapter(SamplerConfig)
+_ADAPTER: pydantic.TypeAdapter[SamplerConfigModel] = pydantic.TypeAdapter(SamplerConfig)
 KINDS: tuple[str, ...] = ("frontier", "random_walk", "edge", "node")
 # The samplers whose inclusion probabilities have a closed form (services/sampler/inclusion.py).
 EXACT_KINDS: tuple[str, ...] = ("node", "edge")

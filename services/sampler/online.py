@@ -100,6 +100,7 @@ class OnlineNormalization:
         self.max_subgraphs = int(max_subgraphs)
         self.strength = float(strength)
         self.max_interval = int(max_interval)
+        self.train_nodes: np.ndarray | None
         if train_mask.size:
             self.train_nodes = np.flatnonzero(train_mask).astype(np.int64)
         else:

@@ -40,6 +40,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +86,14 @@ def _layout(num_nodes: int, num_edges: int) -> tuple[dict[str, tuple[int, type, 
 class SharedOnlineState:
     """One mapped state file: the header and the arrays ``loss``, ``node_counts``, ``alpha``, ``edge_counts``."""
 
+    # Views of the mapping, set from the file's layout (None after close, when they are invalid).
+    header: np.ndarray
+    loss: np.ndarray
+    node_counts: np.ndarray
+    alpha: np.ndarray
+    edge_counts: np.ndarray
+    _map: np.memmap[Any, np.dtype[np.uint8]] | None
+
     def __init__(self, path: Path, num_nodes: int, num_edges: int) -> None:
         self.path = path
         arrays, size = _layout(num_nodes, num_edges)
@@ -99,7 +108,7 @@ class SharedOnlineState:
             raise
         self.header = self._map[:_HEADER_BYTES].view(np.int64)
         for name, (offset, dtype, length) in arrays.items():
-            view = self._map[offset:offset + length * np.dtype(dtype).itemsize].view(dtype)
+            view: np.ndarray = self._map[offset:offset + length * np.dtype(dtype).itemsize].view(dtype)
             setattr(self, name, view)
         self._thread_lock = threading.Lock()  # flock is per open file: it does not exclude this process's threads
 
@@ -196,7 +205,7 @@ class SharedOnlineState:
             os.close(self._fd)
             self._fd = -1
             mm = getattr(self._map, "_mmap", None)
-            self.header = self.loss = self.node_counts = self.alpha = self.edge_counts = None
+            self.header = self.loss = self.node_counts = self.alpha = self.edge_counts = None  # type: ignore[assignment]
             if mm is not None:
                 try:
                     mm.close()

@@ -346,6 +346,7 @@ class FrontierSampler(Sampler):
 
     ``last_stats`` holds the last call's pops, probes, cleanups and clamped nodes.
     """
+    config: FrontierConfig
 
     kind = "frontier"
 
@@ -419,6 +420,7 @@ def dashboard_capacity(indptr: np.ndarray, m: int, eta: float) -> int:
 
 
 class RandomWalkSampler(Sampler):
+    config: RandomWalkConfig
     kind = "random_walk"
 
     def __init__(self, config: RandomWalkConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
@@ -437,6 +439,7 @@ class RandomWalkSampler(Sampler):
 
 
 class EdgeSampler(Sampler):
+    config: EdgeConfig
     kind = "edge"
 
     def __init__(self, config: EdgeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:
@@ -468,6 +471,7 @@ class EdgeSampler(Sampler):
 
 
 class NodeSampler(Sampler):
+    config: NodeConfig
     kind = "node"
 
     def __init__(self, config: NodeConfig, indptr: np.ndarray, indices: np.ndarray, **kwargs) -> None:

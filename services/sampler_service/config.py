@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -98,7 +98,7 @@ class SamplerServiceConfig(StrictModel):
 
     @field_validator("sampler", mode="before")
     @classmethod
-    def _default_kind(cls, value):
+    def _default_kind(cls, value: Any) -> Any:
         # Parameters given without a kind (e.g. only --param roots=100) refine the default sampler.
         if isinstance(value, dict) and "kind" not in value:
             return {"kind": RandomWalkConfig().kind, **value}

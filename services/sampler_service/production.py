@@ -196,8 +196,8 @@ class Producer:
         one written most recently, so the worker cycles through two slots that
         stay in cache instead of four.
         """
-        sent = None  # (subgraph, took) of the put in flight
-        item = None  # (message, subgraph, took) drawn, not sent yet
+        sent: tuple[Any, tuple[float, float]] | None = None  # (subgraph, took) of the put in flight
+        item: tuple[Any, Any, tuple[float, float]] | None = None  # (message, subgraph, took) drawn, not sent yet
         try:
             while not stop.is_set():
                 if self._direct:
@@ -228,7 +228,7 @@ class Producer:
                 except Exception as exc:  # noqa: BLE001 - the error being raised matters more
                     log.debug("sampler worker %d: could not abandon its last put: %s", self._worker, exc)
 
-    def _settle_or_stop(self, sent: tuple | None, stop: threading.Event) -> None:
+    def _settle_or_stop(self, sent: tuple[Any, tuple[float, float]] | None, stop: threading.Event) -> None:
         """Settle the put in flight (waiting while the pool is full); _Stopped if a stop came first."""
         if sent is not None and not self._deliver(*sent, stop, sent=True):
             raise _Stopped
@@ -260,6 +260,8 @@ class Producer:
                 t, c = time.perf_counter(), time.thread_time()
                 if pending:
                     pending.pop()()
+                if self._framer is None:  # direct mode only (what `None.frame` raised before)
+                    raise AttributeError("this worker writes no message into the pool's shared memory")
                 framed.append(self._framer.frame(allocate, num_nodes, num_edges, sequence=sequence, seed=seed))
                 placing[:] = time.perf_counter() - t, time.thread_time() - c
                 return framed[0].arrays

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -28,6 +29,11 @@ from saintpipe.services.sampler_service.counters import WorkerCounters
 from saintpipe.services.sampler_service.metrics import MetricsServer, MetricsSnapshot
 from saintpipe.services.sampler_service.slots import WorkerSlot, process_of
 from saintpipe.services.sampler_service.worker import SamplerProcess, SamplerWorker, WorkerInfo, WorkerSpec
+
+if TYPE_CHECKING:
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.services.pool.redis_server import RedisServer
+    from saintpipe.services.sampler_service.normalization import SharedOnline
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +95,13 @@ class SamplerService:
         self._stopping = threading.Event()
         self._monitor: threading.Thread | None = None
         self._metrics: MetricsServer | None = None
-        self._redis_server = None
+        self._redis_server: RedisServer | None = None
         self._owns_ray = False
-        self._pool = None
+        self._pool: SubgraphPool | None = None
         self._spec: WorkerSpec | None = None
-        self._norm_ref = None
-        self._orientation_ref = None
-        self._online = None  # online normalization: the state this host's workers share, and its refresher
+        self._norm_ref: ray.ObjectRef[Any] | None = None
+        self._orientation_ref: str | list[Any] | None = None
+        self._online: SharedOnline | None = None  # online normalization: the state this host's workers share, and its refresher
         self._wire: str | None = None  # overrides the pool config's wire for every worker ("full"), or None
 
     # --- life cycle ----------------------------------------------------------
@@ -144,7 +150,7 @@ class SamplerService:
             # One copy per node in the object store, read zero-copy by every worker there (also by workers
             # on hosts that do not see this dataset directory).
             self._norm_ref = ray.put(norm) if norm is not None else None
-            if self._online is not None:
+            if self._online is not None and self._norm_ref is not None:  # online: a normalization was put
                 # The refresher's prior is the object store's copy: the supervisor keeps no private one of it.
                 self._online.start(graph, ray.get(self._norm_ref))
             self._wire = self._wire_fallback(graph, norm)
@@ -176,7 +182,7 @@ class SamplerService:
             return None if orientation is None else str(directory)
         # One array at a time, each freed here once the store has it: the lists and their stored copy are
         # never both whole in memory (1.74 GB each at Kronecker scale 24).
-        arrays = list(orientation)
+        arrays: list[Any] = list(orientation)
         del orientation
         refs = []
         for i in range(len(arrays)):
@@ -281,6 +287,8 @@ class SamplerService:
     # --- internals ------------------------------------------------------------
     def _new_worker(self, index: int) -> SamplerWorker:
         """Worker ``index`` in its process (:func:`process_of`), started when it is not running."""
+        if self._spec is None:  # start() makes it before the first worker
+            raise RuntimeError("the sampler service has no worker spec before start()")
         k = self.config.workers_per_process
         group = process_of(index, k)
         process = self._processes.get(group)

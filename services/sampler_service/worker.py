@@ -20,12 +20,18 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import ray
 
 from saintpipe.services.sampler_service.counters import WorkerCounters
+
+if TYPE_CHECKING:
+    from saintpipe.services.pool.pool import SubgraphPool
+    from saintpipe.services.sampler.kernels.oriented import Orientation
+    from saintpipe.services.sampler_service.production import Producer
+    from saintpipe.services.sampler_service.sequence import SequenceCursor
 
 log = logging.getLogger(__name__)
 
@@ -126,9 +132,9 @@ class _Member:
         self.index = index
         self.claim = claim
         self.stop = threading.Event()
-        self.producer = None
-        self.pool = None
-        self.cursor = None
+        self.producer: Producer | None = None
+        self.pool: SubgraphPool | None = None
+        self.cursor: SequenceCursor | None = None
 
 
 class _SamplerWorkerActor:
@@ -157,7 +163,7 @@ class _SamplerWorkerActor:
         self._config = parse_sampler_config(spec.sampler)
         self._pool_config = PoolConfig.model_validate(spec.pool)
         self._graph = open_worker_graph(spec)
-        self._orientation = None  # the graph's oriented lists: handed in by run/presample, else built once here
+        self._orientation: Orientation | None = None  # the graph's oriented lists: handed in by run/presample, else built once here
         self._available = sorted(os.sched_getaffinity(0))  # the cores Ray allows, before pinning narrows them
         self._member(index)  # the first member's core is claimed and the process pinned at start
 
@@ -184,22 +190,24 @@ class _SamplerWorkerActor:
                 member = self._members[index] = _Member(index, claim)
             return member
 
-    def _connect(self, member: _Member) -> None:
-        if member.pool is None:
+    def _connect(self, member: _Member) -> tuple[SubgraphPool, SequenceCursor]:
+        """The member's pool connection and sequence cursor, made on its first call (both at once)."""
+        if member.pool is None or member.cursor is None:
             from saintpipe.services.pool.pool import SubgraphPool
             from saintpipe.services.sampler_service.sequence import SequenceCursor
 
             member.pool = SubgraphPool.from_config(self._pool_config)
             member.cursor = SequenceCursor(self._pool_config, member.index)
+        return member.pool, member.cursor
 
     # --- calls (each names its member worker) ------------------------------------
     def info(self, index: int) -> WorkerInfo:
         member = self._member(index)
-        self._connect(member)
+        _, cursor = self._connect(member)
         return WorkerInfo(
             worker=index, pid=os.getpid(), core=member.claim.core, shared_core=member.claim.shared,
             affinity=tuple(sorted(os.sched_getaffinity(0))), hostname=socket.gethostname(),
-            node_id=ray.get_runtime_context().get_node_id(), next_sequence=member.cursor.peek(),
+            node_id=ray.get_runtime_context().get_node_id(), next_sequence=cursor.peek(),
         )
 
     def counters(self, index: int) -> tuple[int, WorkerCounters]:
@@ -269,20 +277,20 @@ class _SamplerWorkerActor:
         # No clearing of the stop flag here: a stop() that overtook this call (threaded actor) must still hold.
         pin_thread(member.claim.core)  # this call's thread draws on the member's core
         self._take_orientation(orientation)
-        self._connect(member)
+        pool, cursor = self._connect(member)
         if member.producer is None:  # once per incarnation (the sampler's tables are built here)
             from saintpipe.services.sampler.parallel import chain_key
 
             sampler = build_sampler(self._config, self._graph, normalization,
                                     chain=chain_key(self._spec.job_seed, index), orientation=self._oriented())
-            nodes = (wire or member.pool.wire) == "nodes"
-            member.producer = Producer(sampler, member.pool, member.cursor, job_id=self._pool_config.job_id,
+            nodes = (wire or pool.wire) == "nodes"
+            member.producer = Producer(sampler, pool, cursor, job_id=self._pool_config.job_id,
                                        worker=index, job_seed=self._spec.job_seed,
                                        push_poll_s=self._spec.push_poll_s,
                                        induction=induction_for(self._graph, normalization) if nodes else None,
                                        own_threads_cpu=self._spec.per_process > 1)
         log.info("sampler worker %d (pid %d) producing on core %d from sequence %d (%s)", index, os.getpid(),
-                 member.claim.core, member.cursor.peek(),
+                 member.claim.core, cursor.peek(),
                  "node sets" if member.producer.sends_nodes else "whole subgraphs")
         return member.producer.run(member.stop)
 
@@ -319,7 +327,8 @@ class SamplerProcess:
         # max_task_retries=0: a run() interrupted by a crash fails, so the supervisor sees every restart.
         # SPREAD: the processes of a job go to as many Ray nodes as have CPUs for them, so losing one node
         # costs only its share; Ray restarts the lost ones where CPUs are left.
-        self.actor = ray.remote(_SamplerWorkerActor).options(
+        # Any: ray's annotations give an actor's methods no `.remote`.
+        self.actor: Any = ray.remote(_SamplerWorkerActor).options(
             num_cpus=num_cpus * size, max_restarts=max_restarts, max_task_retries=0,
             max_concurrency=4 + 2 * size, scheduling_strategy="SPREAD",
         ).remote(first, spec)

@@ -37,6 +37,7 @@ import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class SampledGraph:
         degrees: int [N] degrees for the training batches' self-loops (None: the full graph's).
     """
 
-    kind: str
+    kind: Literal["full", "train"]
     indptr: np.ndarray
     indices: np.ndarray
     train_nodes: np.ndarray | None
@@ -140,6 +141,8 @@ def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: in
         state.step(batch)
         if stopper.update(evaluate(state.model, graph, ("val",))["val"], state.steps, state.model):
             break
+    if stopper.best_state is None:  # the first epoch's score is the best so far (what loading None raised before)
+        raise TypeError("early stopping kept no weights")
     state.model.load_state_dict(stopper.best_state)
     scores = evaluate(state.model, graph)
     return {"val": scores["val"], "test": scores["test"], "epochs": epoch + 1, "steps": state.steps}

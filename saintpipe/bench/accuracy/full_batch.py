@@ -81,7 +81,8 @@ def gcn_adjacency(indptr: np.ndarray, indices: np.ndarray, form: Adjacency = "sy
     own self-loops (if any) are kept as edges, on top of the added I, as in Kipf's code.
     """
     n = int(indptr.size - 1)
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(np.asarray(indptr, dtype=np.int64)))
+    degrees: np.ndarray = np.diff(np.asarray(indptr, dtype=np.int64))
+    rows = np.repeat(np.arange(n, dtype=np.int64), degrees)
     rows = np.concatenate([rows, np.arange(n, dtype=np.int64)])
     cols = np.concatenate([np.asarray(indices, dtype=np.int64), np.arange(n, dtype=np.int64)])
     deg = np.bincount(rows, minlength=n).astype(np.float64)  # D̃: degree with the added self-loop
@@ -171,6 +172,8 @@ def train_kipf_gcn(graph: EvalGraph, seed: int, recipe: KipfRecipe = KipfRecipe(
         if val_acc > best[0] or (val_acc == best[0] and val_loss < best[1]):
             best, best_epoch = (val_acc, val_loss), epoch
             best_state = copy.deepcopy(model.state_dict())
+    if best_state is None:  # the first epoch's score is the best so far (what loading None raised before)
+        raise TypeError("training kept no weights")
     model.load_state_dict(best_state)
     model.eval()
     with torch.no_grad():

@@ -189,6 +189,8 @@ class InProcessPool:
     def _produce(self) -> None:
         pool = self._producer_pool
         try:
+            if pool is None:  # start() opens it before this thread (what `None.put` raised before)
+                raise AttributeError("the in-process pool has no producer connection")
             for sequence, seed in enumerate(self.seeds):
                 subgraph = self.sampler.sample(seed, job_id=self.job_id, sequence=sequence)
                 while True:

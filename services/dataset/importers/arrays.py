@@ -9,7 +9,7 @@ by the npz importer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def from_arrays(
     source: str,
     symmetrize: bool = False,
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Validate and convert raw arrays (keyed by role, see ``ROLES``) into ``write_dataset`` arguments.
 
     ``where[role]`` names the array's origin in errors (a file, or ``FILE[member]``).
@@ -91,7 +91,7 @@ def find_array_files(directory: Path, overrides: Mapping[str, Path | None] | Non
 
 
 def import_arrays(files: Mapping[str, Path], *, name: str, symmetrize: bool = False,
-                  max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, object]:
+                  max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, Any]:
     """Read one ``.npy`` file per role (see ``ROLES``) into ``write_dataset`` arguments.
 
     Every file's header is checked before it is mapped

@@ -22,7 +22,7 @@ import gzip
 import io
 import zlib
 from pathlib import Path
-from typing import IO, Iterator
+from typing import Iterator
 
 import numpy as np
 from numba import njit
@@ -132,7 +132,7 @@ def parse_int_rows(buf, ncols, allow_missing, out):
     return row, OK, row, 0
 
 
-def _open(path: Path) -> IO[bytes]:
+def _open(path: Path) -> gzip.GzipFile | io.BufferedReader:
     require_file(path, "a CSV file")
     try:
         return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
@@ -273,7 +273,7 @@ def read_float_table(path: Path, ncols: int, dtype: type = np.float32) -> np.nda
             raise _float_error(path, block, first_line, ncols) or DatasetError(
                 f"{path}: an empty line near line {first_line}")
         try:
-            values = np.loadtxt(io.StringIO(block.decode("utf-8")), dtype=dtype, delimiter=",", comments=None,
+            values: np.ndarray = np.loadtxt(io.StringIO(block.decode("utf-8")), dtype=dtype, delimiter=",", comments=None,
                                 ndmin=2)
         except (ValueError, UnicodeDecodeError) as exc:
             located = _float_error(path, block, first_line, ncols)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ def import_edgelist(
     max_classes: int = checks.DEFAULT_MAX_CLASSES,
     string_ids: bool = False,
     scratch: Path | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Read an edge list and its side files into arrays ready for ``write_dataset``.
 
     Args:

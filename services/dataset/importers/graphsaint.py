@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -132,8 +133,8 @@ def _node_ids(keys: list[str], path: Path, n: int) -> np.ndarray:
     except (ValueError, OverflowError):
         bad = next(k for k in keys if not _fits_int64(k))
         raise DatasetError(f"{path}: key {bad[:40]!r} is not a node id (an integer)") from None
-    if ids.size and (bad := np.flatnonzero((ids < 0) | (ids >= n))).size:
-        raise DatasetError(f"{path}: node id {int(ids[bad[0]])} is out of range: adj_full.npz has {n} nodes")
+    if ids.size and (outside := np.flatnonzero((ids < 0) | (ids >= n))).size:
+        raise DatasetError(f"{path}: node id {int(ids[outside[0]])} is out of range: adj_full.npz has {n} nodes")
     seen = np.zeros(n, dtype=np.int64)
     np.add.at(seen, ids, 1)
     if (dup := np.flatnonzero(seen > 1)).size:
@@ -170,7 +171,7 @@ def read_class_map(path: Path, n: int) -> np.ndarray:
             key = keys[bad[0]]
             raise DatasetError(f"{path}: class of node {key} is {json.dumps(class_map[key])[:40]}: a multi-label "
                                "row holds only 0 and 1")
-        labels = np.zeros((n, width), dtype=np.uint8)
+        labels: np.ndarray = np.zeros((n, width), dtype=np.uint8)
         labels[ids] = rows
         return labels
     for key, value in zip(keys, values):
@@ -270,7 +271,7 @@ def train_graph(t_indptr: np.ndarray, t_indices: np.ndarray, indptr: np.ndarray,
 
 
 def import_graphsaint(directory: Path | str, *, name: str | None = None, symmetrize: bool = False,
-                      max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, object]:
+                      max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, Any]:
     """Read a GraphSAINT dataset directory into ``write_dataset`` arguments, the training graph included.
 
     Args:

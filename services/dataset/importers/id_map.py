@@ -10,6 +10,8 @@ presence bitmap while the ids stay dense enough.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 from numba import njit
 
@@ -118,8 +120,8 @@ class IdCollector:
         self.distinct = _merge_distinct(self.distinct, sorted_unique(keys.astype(np.int64, copy=False)))
 
     def id_map(self) -> IdMap:
-        if self.present is None:
-            return IdMap(self.distinct)
+        if self.present is None:  # then the distinct ids hold every id added
+            return IdMap(cast(np.ndarray, self.distinct))
         if self.present.size > _dense_bound(self.count):  # the estimate was too high: no table that sparse
             return IdMap(np.flatnonzero(self.present).astype(np.int64))
         return IdMap.from_present(self.present)

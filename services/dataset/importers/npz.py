@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
 
 
 def import_npz(path: Path | str, *, name: str | None = None, symmetrize: bool = False,
-               max_classes: int = DEFAULT_MAX_CLASSES) -> dict[str, object]:
+               max_classes: int = DEFAULT_MAX_CLASSES) -> dict[str, Any]:
     """Read a Planetoid-style npz into arrays ready for :func:`saintpipe.services.dataset.store.write_dataset`.
 
     Args:

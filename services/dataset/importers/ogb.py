@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -92,12 +93,12 @@ def _node_count(raw: Path) -> tuple[int | None, str | None]:
     return n, str(path)
 
 
-def _check_rows(path: Path, rows: int, n: int, origin: str) -> None:
+def _check_rows(path: Path, rows: int, n: int, origin: str | None) -> None:
     if rows != n:
         raise DatasetError(f"{path}: {rows:,} lines, but {origin} says {n:,} nodes")
 
 
-def _check_ids(path: Path, ids: np.ndarray, n: int, origin: str) -> None:
+def _check_ids(path: Path, ids: np.ndarray, n: int, origin: str | None) -> None:
     """Every id of ``ids`` (one line per row) lies in [0, n); an error names the first line that does not."""
     if ids.size and int(ids.max()) >= n:
         line = int(np.flatnonzero((ids >= n).any(axis=1) if ids.ndim == 2 else ids >= n)[0])
@@ -127,7 +128,7 @@ def _read_labels(path: Path) -> np.ndarray:
 
 
 def import_ogb(directory: Path | str, *, split_name: str | None = None, name: str | None = None,
-               max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, object]:
+               max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, Any]:
     """Read an OGB node property prediction directory into ``write_dataset`` arguments.
 
     Args:

@@ -30,6 +30,7 @@ from saintpipe.services.dataset import checks
 from saintpipe.services.dataset.csr import edges_to_csr
 from saintpipe.services.dataset.importers.arrays import from_arrays
 from saintpipe.services.dataset.layout import SPLITS
+from saintpipe.services.dataset.manifest import FeatureDtype
 from saintpipe.services.dataset.store import write_dataset
 
 # Where each split may live on a Data object, first match wins.
@@ -85,7 +86,7 @@ def _split_arrays(data: Any, split: Mapping[str, Any] | None, split_column: int 
 
 
 def from_pyg(data: Any, *, name: str = "pyg", split: Mapping[str, Any] | None = None,
-             split_column: int | None = None, max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, object]:
+             split_column: int | None = None, max_classes: int = checks.DEFAULT_MAX_CLASSES) -> dict[str, Any]:
     """``write_dataset`` arguments from a PyG ``Data`` (or any object with its fields).
 
     Args:
@@ -133,7 +134,7 @@ def from_pyg(data: Any, *, name: str = "pyg", split: Mapping[str, Any] | None = 
 
 
 def import_pyg(data: Any, out: Path | str, *, name: str = "pyg", split: Mapping[str, Any] | None = None,
-               split_column: int | None = None, num_shards: int = 1, feature_dtype: str = "float32",
+               split_column: int | None = None, num_shards: int = 1, feature_dtype: FeatureDtype = "float32",
                overwrite: bool = False, max_classes: int = checks.DEFAULT_MAX_CLASSES):
     """Write a PyG ``Data`` as a dataset directory at ``out`` (see :func:`from_pyg`); returns its manifest.
 

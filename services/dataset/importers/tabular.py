@@ -118,7 +118,7 @@ def _accepts(field: str, kind: str) -> bool:
     return "_" not in field  # Python's float() takes 1_000, numpy's parser does not
 
 
-def locate(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str) -> tuple[int, int, str] | None:
+def locate(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str) -> tuple[int, int, str | None] | None:
     """The first data line where a column of ``usecols`` is missing or not ``kind`` ("integer", "number", "string").
 
     Returns ``(line, column, field)``, 1-based, with ``field`` ``None`` when the line has too few

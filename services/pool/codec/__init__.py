@@ -82,9 +82,9 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
     """
     job, meta, arrays = _prepare(sg)
     if fused.AVAILABLE:  # one compiled pass: frame, hash and check
-        parts = _encode_fused(job, meta, arrays, validate)
-        if parts is not None:
-            return parts
+        fused_parts = _encode_fused(job, meta, arrays, validate)
+        if fused_parts is not None:
+            return fused_parts
     if validate:
         try:
             check_subgraph_arrays(arrays)
@@ -105,7 +105,7 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
         parts.append(header)
         pos += len(header)
         if arr.nbytes:
-            parts.append(memoryview(arr).cast("B"))
+            parts.append(arr.data.cast("B"))
             pos += arr.nbytes
     digest = checksum(FORMAT_VERSION, meta, arrays)
     if digest:
@@ -122,6 +122,7 @@ def _prepare(sg: Subgraph) -> tuple[bytes, tuple[str, int, int, int], dict[str, 
 
 def _meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[bytes, tuple[str, int, int, int]]:
     """The job id's UTF-8 bytes and the checked metadata; InvalidArgument if unfit."""
+    numbers: list[int] = []
     for name, value, (lo, hi) in (
         ("worker", worker, _INT64),
         ("sequence", sequence, _INT64),
@@ -129,9 +130,11 @@ def _meta(job_id: object, worker: object, sequence: object, seed: object) -> tup
     ):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
             raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
+        numbers.append(int(value))
     if not isinstance(job_id, str):
         raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
-    meta = (job_id, int(worker), int(sequence), int(seed))
+    worker_id, sequence_no, seed_no = numbers
+    meta = (job_id, worker_id, sequence_no, seed_no)
     try:
         job = job_id.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -176,9 +179,11 @@ def encode_subgraph_into(
         views = [_read_only(a) for a in arrays.values()]
         arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
         cuts = np.empty(8, dtype=np.int64)
-        size = int(fused.layout(job_array, *scalars, *views, arena, cuts))  # reads no array contents
+        # Reads no array contents. (mypy: a starred list takes every later parameter.)
+        size = int(fused.layout(job_array, *scalars, *views, arena, cuts))  # type: ignore[call-arg]
         dest = _destination(allocate(size), size)
-        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest, fused.COPY_ALL)
+        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest,  # type: ignore[call-arg]
+                            fused.COPY_ALL)
         if status == fused.INVALID:
             _refuse(arrays)
         if status == fused.OK:
@@ -287,15 +292,17 @@ def seal_subgraph(framed: FramedSubgraph, *, validate: bool = True) -> int:
         InvalidArgument: a check failed (as ``encode_subgraph``); the buffer holds garbage.
     """
     views = tuple(_read_only(a) for a in framed.arrays)
-    status = fused.fill(framed.job, *framed.scalars, *views, bool(validate), framed.arena, framed.cuts,
-                        framed.buffer, fused.COPY_PIECES)
+    status = fused.fill(framed.job, *framed.scalars, *views, bool(validate), framed.arena,  # type: ignore[call-arg]  # mypy: a starred list takes every later parameter
+                        framed.cuts, framed.buffer, fused.COPY_PIECES)
     if status == fused.INVALID:
         _refuse(dict(zip(ARRAYS, framed.arrays)))
     if status == fused.OK:
         return framed.buffer.size - 9 + int(framed.cuts[7] - framed.cuts[6])  # no field for a zero checksum
     # No hash state (FALLBACK): the Python path, through a copy (the parts point into the buffer itself).
     job_id, worker, sequence, seed = framed.meta
-    sg = Subgraph(*framed.arrays, job_id=job_id, worker=worker, sequence=sequence, seed=seed)
+    # mypy: a starred tuple of unknown length may reach the keyword parameters too.
+    sg = Subgraph(*framed.arrays, job_id=job_id, worker=worker,  # type: ignore[misc, arg-type]
+                  sequence=sequence, seed=seed)
     data = encode_subgraph(sg, validate=validate)
     framed.buffer[: len(data)] = np.frombuffer(data, dtype=np.uint8)
     return len(data)
@@ -320,7 +327,7 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
     """``encode_subgraph_parts`` through ``fused.encode``; None when it could not run (then the Python path)."""
     arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
     cuts = np.empty(8, dtype=np.int64)
-    status = fused.encode(
+    status = fused.encode(  # type: ignore[call-arg]  # mypy: a starred list takes every later parameter
         np.frombuffer(job, dtype=np.uint8),
         np.uint64(pw.unsigned(meta[1])),
         np.uint64(pw.unsigned(meta[2])),
@@ -335,12 +342,12 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
     if status != fused.OK:
         return None
     c = cuts.tolist()
-    small = memoryview(arena)
+    small = arena.data
     parts: list = []
     for i, arr in enumerate(arrays.values()):
         parts.append(small[c[i] : c[i + 1]])
         if arr.nbytes:
-            parts.append(memoryview(arr).cast("B"))
+            parts.append(arr.data.cast("B"))
     if c[7] > c[6]:
         parts.append(small[c[6] : c[7]])
     return parts

@@ -23,6 +23,7 @@ proportional to a claimed size is allocated.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError as ProtobufDecodeError
@@ -39,7 +40,7 @@ __all__ = ["MAX_GRAPH_NODES", "decode_entry", "decode_nodes", "encode_nodes", "f
 # Datasets store column ids as int32: no graph has more nodes. Bounds every size a message may claim.
 MAX_GRAPH_NODES = 2**31
 _MAX_GRAPH_EDGES = 2**62
-_GAP_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
+_GAP_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 # A normalization key names a folder under DATASET/norm/: no separators, no "." or "..".
 _NORM_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _TRAIN_DIGEST = re.compile(r"[0-9a-f]{16}")
@@ -203,13 +204,16 @@ def _id_fault(ids: np.ndarray, graph_nodes: int) -> str:
 
 
 def _checked_meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[str, int, int, int]:
+    numbers: list[int] = []
     for name, value, (lo, hi) in (("worker", worker, _INT64), ("sequence", sequence, _INT64),
                                   ("seed", seed, _UINT64)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
             raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
+        numbers.append(int(value))
     if not isinstance(job_id, str):
         raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
-    return job_id, int(worker), int(sequence), int(seed)
+    worker_id, sequence_no, seed_no = numbers
+    return job_id, worker_id, sequence_no, seed_no
 
 
 def _checked_induction(ind: object, error: type[Exception]) -> Induction:

@@ -17,6 +17,8 @@ non-monotone ``indptr``, an index out of range, a checksum mismatch) raises
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from saintpipe.services.pool.codec import fused, scan
 from saintpipe.services.pool.codec.schema import ARRAYS, FORMAT_VERSION, checksum
@@ -125,7 +127,7 @@ _TABLE_AT = [scan.T_ARRAYS + 3 * i for i in range(len(ARRAYS))]
 
 def fields(buf: bytes | bytearray | memoryview) -> tuple[tuple, dict]:
     """The same as ``fields_from_table`` by a Python walk of the message, raising on anything wrong."""
-    scalars: dict[str, int] = {}
+    scalars: dict[str, Any] = {}  # a number, or (offset, length) of a LEN field
     arrays: dict[str, np.ndarray] = {}
     for number, wire_type, value, length in pw.iter_fields(buf, 0, len(buf), "subgraph message", _NAMES):
         if number in _SCALARS:

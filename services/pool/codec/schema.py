@@ -40,7 +40,7 @@ def checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, np
     for name, dtype_key in _HASH_DTYPES.items():
         arr = arrays[name]
         h.update(dtype_key + arr.size.to_bytes(8, "little"))
-        h.update(arr)
+        h.update(arr)  # type: ignore[arg-type]  # numpy types ndarray as a Buffer on Python 3.12+ only
     return h.intdigest()
 
 

@@ -34,7 +34,7 @@ def _load() -> bool:
     try:
         import llvmlite.binding as llvm
 
-        library = xxhash._xxhash.__file__
+        library = xxhash._xxhash.__file__  # type: ignore[attr-defined]  # the C extension: not in the stubs
         handle = ctypes.CDLL(library)
         for name in _SYMBOLS:
             getattr(handle, name)

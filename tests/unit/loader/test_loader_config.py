@@ -54,3 +54,15 @@ def test_importing_the_package_loads_neither_torch_nor_ray():
     code = ("import sys, saintpipe.loader as L; assert 'torch' not in sys.modules and 'ray' not in sys.modules; "
             "L.SubgraphLoader; assert 'torch' in sys.modules and 'ray' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("method", ["connect", "embedded"])
+def test_the_options_are_keyword_arguments_with_the_config_defaults(method):
+    import inspect
+
+    from saintpipe.loader import SubgraphLoader
+
+    params = inspect.signature(getattr(SubgraphLoader, method)).parameters
+    for name, field in LoaderConfig.model_fields.items():
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert params[name].default == field.default, name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from saintpipe.pipeline.warmup import kernels_cached
+from saintpipe.pipeline.kernel_cache import kernels_cached
 
 
 def test_an_empty_cache_directory_means_the_kernels_must_be_compiled(tmp_path, monkeypatch):
