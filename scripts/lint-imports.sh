@@ -7,9 +7,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 lint="${LINT_IMPORTS:-$root/.venv/bin/lint-imports}"
-mirror="$(mktemp -d "${TMPDIR:-/tmp}/saintpipe-imports.XXXXXX")"
-trap 'rm -rf "$mirror"' EXIT
-tar -C "$root" --exclude=__pycache__ -cf - saintpipe | tar -C "$mirror" -xf -
-tar -C "$root" --exclude=__pycache__ -cf - services trainer | tar -C "$mirror/saintpipe" -xf -
+mirror_prefix=saintpipe-imports
+source "$root/scripts/namespace-mirror.sh"
 cd "$mirror"
 PYTHONPATH="$mirror" "$lint" --no-cache --no-logo "$@" "$root/pyproject.toml"

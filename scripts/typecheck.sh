@@ -11,10 +11,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${TYPECHECK_PYTHON:-$root/.venv/bin/python}"
-mirror="$(mktemp -d "${TMPDIR:-/tmp}/saintpipe-types.XXXXXX")"
-trap 'rm -rf "$mirror"' EXIT
-tar -C "$root" --exclude=__pycache__ -cf - saintpipe | tar -C "$mirror" -xf -
-tar -C "$root" --exclude=__pycache__ -cf - services trainer | tar -C "$mirror/saintpipe" -xf -
+mirror_prefix=saintpipe-types
+source "$root/scripts/namespace-mirror.sh"
 cd "$mirror"
 t0=$SECONDS
 status=0

@@ -367,16 +367,23 @@ def finish_subgraph(indptr, indices, orientation, bits, ranks, sel, count, clip_
     want_eids = want_eids or alpha.size > 0
     node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(indptr, indices, orientation, bits, ranks, sel, count,
                                                          clip_multiple, state, want_eids)
-    n = node_ids.size
-    e = sub_indptr[n]
+    status, bad_row, sub_indices, weights, weights_t, loss = _completed(indptr, bits, node_ids, sub_indptr, kept,
+                                                                         tmp_eid, alpha, train_mask, loss_coef)
+    eids = tmp_eid[:sub_indptr[node_ids.size]].copy() if want_eids else tmp_eid
+    return status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss
+
+
+@njit(cache=True, nogil=True)
+def _completed(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask, loss_coef):
+    """:func:`complete_subgraph` into new arrays: ``(status, bad_row, sub_indices, weights, weights_t, loss)``."""
+    e = sub_indptr[node_ids.size]
     sub_indices = np.empty(e, dtype=np.int32)
     weights = np.empty(e, dtype=np.float32)
     weights_t = np.empty(e, dtype=np.float32)
-    loss = np.empty(n, dtype=np.float32)
+    loss = np.empty(node_ids.size, dtype=np.float32)
     status, bad_row = complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
                                         loss_coef, sub_indices, weights, weights_t, loss)
-    eids = tmp_eid[:e].copy() if want_eids else tmp_eid
-    return status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss
+    return status, bad_row, sub_indices, weights, weights_t, loss
 
 
 @njit(cache=True, nogil=True)
@@ -402,13 +409,8 @@ def induce_node_set(indptr, indices, bits, ranks, node_ids, alpha, train_mask, l
         bits[v >> _SIX] |= _ONE << (v & _LOW6)
     index_ranks(ranks, node_ids)
     sub_indptr, kept, tmp_eid = induce_scan(indptr, indices, bits, node_ids, alpha.size > 0)
-    e = sub_indptr[n]
-    for k in range(e):
+    for k in range(sub_indptr[n]):
         kept[k] = local_id(bits, ranks, kept[k])
-    sub_indices = np.empty(e, dtype=np.int32)
-    weights = np.empty(e, dtype=np.float32)
-    weights_t = np.empty(e, dtype=np.float32)
-    loss = np.empty(n, dtype=np.float32)
-    _, bad_row = complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, train_mask,
-                                   loss_coef, sub_indices, weights, weights_t, loss)
+    _, bad_row, sub_indices, weights, weights_t, loss = _completed(indptr, bits, node_ids, sub_indptr, kept, tmp_eid,
+                                                                   alpha, train_mask, loss_coef)
     return bad_row, sub_indptr, sub_indices, weights, weights_t, loss
