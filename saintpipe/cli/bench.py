@@ -18,6 +18,7 @@ BENCHMARKS: tuple[str, ...] = (
     "saintpipe.bench.inference",
     "saintpipe.bench.accuracy.cli",
     "saintpipe.bench.loader",
+    "saintpipe.bench.startup",  # a whole run: start-up and the trainer's step
     "saintpipe.bench.generate",  # the Kronecker generator
     "saintpipe.bench.dataset_import",  # text edge-list import
 )

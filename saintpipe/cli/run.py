@@ -58,19 +58,6 @@ def _warmup(args: argparse.Namespace) -> int:
     return 0
 
 
-def ensure_demo_dataset() -> Path:
-    """Generate the demo dataset on first use and return its directory."""
-    from saintpipe.core.paths import demo_dataset_dir
-    from saintpipe.services.dataset.demo import generate_demo
-    from saintpipe.services.dataset.store import write_dataset
-
-    out = demo_dataset_dir()
-    if not (out / "manifest.json").is_file():
-        print(f"generating the demo dataset in {out} (first run only)")
-        write_dataset(out, num_shards=2, overwrite=out.exists(), **generate_demo())
-    return out
-
-
 def _run(args: argparse.Namespace) -> int:
     from saintpipe.core.errors import ConfigError
     from saintpipe.services.dataset.info import describe
@@ -91,6 +78,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         config = load_pipeline_config(args.config, data=args.data, run_dir=args.run_dir)
     if config.run.data is None:
+        from saintpipe.services.dataset.demo import ensure_demo_dataset
+
         config.run.data = ensure_demo_dataset()
     print(describe(open_dataset(config.run.data)), flush=True)
     pipeline = LocalPipeline(config, resume=args.resume is not None)

@@ -448,6 +448,10 @@ class LocalPipeline:
                 summary.subgraphs_sampled = stats.subgraphs
                 t.sampling = sum(w.counters.sample_seconds_sum for w in stats.workers)
                 t.sampler_pool_wait = sum(w.counters.pool_wait_seconds for w in stats.workers)
+                drawn = sum(w.counters.subgraphs for w in stats.workers)
+                if drawn:
+                    summary.subgraph_nodes = sum(w.counters.nodes for w in stats.workers) / drawn
+                    summary.subgraph_edges = sum(w.counters.edges for w in stats.workers) / drawn
             except Exception as exc:  # stopping anyway: a partial summary beats none
                 log.debug("sampler stats unavailable: %s", exc)
         if self._trainers is not None:

@@ -58,6 +58,8 @@ class RunSummary:
         weights were kept (``val_score`` is theirs; their test score came from the same pass). Empty/NaN when
         training never reported back (interrupted before its end).
         run_dir: the run directory (models, metrics history, config, this summary as summary.json).
+        subgraph_nodes, subgraph_edges: the mean nodes and adjacency entries of the subgraphs the workers drew
+            (NaN: none drawn; edges 0 for node sets, induced by the trainers).
         startup: when each part became ready, in seconds since the command started (dataset, redis, feature
             shards, ray, sampler workers, trainer, first subgraph, first step).
         checkpoint_dir: where the checkpoints went ("" without). resumed_from_step: the checkpoint's step a
@@ -105,6 +107,8 @@ class RunSummary:
     final_evaluation_s: float = math.nan
     time_budget: str = ""
     startup: dict[str, float] = field(default_factory=dict)
+    subgraph_nodes: float = math.nan
+    subgraph_edges: float = math.nan
 
     @property
     def loss_spike(self) -> LossSpike:

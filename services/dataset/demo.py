@@ -12,6 +12,7 @@ clear error rather than a MemoryError.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,3 +91,15 @@ def generate_demo(
         "splits": splits,
         "source": f"saintpipe demo generator (planted communities, seed={seed})",
     }
+
+
+def ensure_demo_dataset() -> Path:
+    """Generate the demo dataset on first use and return its directory."""
+    from saintpipe.core.paths import demo_dataset_dir
+    from saintpipe.services.dataset.store import write_dataset
+
+    out = demo_dataset_dir()
+    if not (out / "manifest.json").is_file():
+        print(f"generating the demo dataset in {out} (first run only)")
+        write_dataset(out, num_shards=2, overwrite=out.exists(), **generate_demo())
+    return out
