@@ -78,6 +78,7 @@ class Tracker:
     def __init__(self, token: str, proc: str = "/proc") -> None:
         self.needle, self.proc = f"{MARK}={token}".encode(), proc
         self.known: dict[int, int] = {}  # pid -> start time
+        self.ever: set[tuple[int, int]] = set()  # (pid, start time) of every process ever followed
 
     def scan(self) -> None:
         children: dict[int, list[int]] = {}
@@ -102,6 +103,7 @@ class Tracker:
                 found[pid] = starts[pid]
                 stack.extend(children.get(pid, ()))
         self.known = found  # the dead, and pids reused by another process, drop out
+        self.ever.update(found.items())
 
     def alive(self) -> list[int]:
         return [pid for pid, t in self.known.items() if (stat := _stat(str(pid), self.proc)) and stat[1] == t]
@@ -183,23 +185,33 @@ def main(argv: list[str]) -> int:
     while signal.sigtimedwait({signal.SIGTERM}, SCAN_INTERVAL_S) is None:
         tracker.scan()
     reap(argv[0], tracker)
-    # The killed processes' /dev/shm files (pool slots, feature regions, the online normalization state)
-    # have no owner left to remove them. After a parent that died unannounced (SIGKILL), the run's other
-    # children are still exiting on their own death signal: look again for a few seconds.
-    remove_orphaned_files(rounds=1 if os.getppid() == parent else 8)
+    # The run's /dev/shm files (pool slots, feature regions, the online normalization state) whose owners
+    # were killed have no one left to remove them: the run's, only (its Ray processes and the runner). After
+    # a parent that died unannounced (SIGKILL), its processes are still exiting: look again for a few seconds.
+    owners = {pid for pid, _ in tracker.ever} | {parent}
+    remove_orphaned_files(owners, rounds=1 if os.getppid() == parent else 8)
     return 0
 
 
-def remove_orphaned_files(rounds: int = 1, pause_s: float = 0.5) -> None:
-    """Remove saintpipe's /dev/shm files whose owners are dead (:mod:`saintpipe.core.shm_owners`), in
-    ``rounds`` passes ``pause_s`` apart while any file's owner is still alive."""
+def remove_orphaned_files(owners: set[int], rounds: int = 1, pause_s: float = 0.5) -> list[str]:
+    """Remove the saintpipe /dev/shm files (:mod:`saintpipe.core.shm_owners`) of the processes ``owners``
+    (pids of this PID namespace) that are dead, in ``rounds`` passes ``pause_s`` apart while one of those
+    processes still holds a file; the names removed. Another process's files are never touched."""
     from saintpipe.core import shm_owners
 
+    namespace = shm_owners.pid_namespace()
+
+    def ours(f: shm_owners.ShmFile) -> bool:
+        return f.owner is not None and f.owner.namespace == namespace and f.owner.pid in owners
+
+    removed: list[str] = []
     for done in range(1, rounds + 1):
-        shm_owners.remove_leftovers(shm_owners.SHM_DIR, shm_owners.KINDS)
-        if done == rounds or not shm_owners.scan(shm_owners.SHM_DIR, shm_owners.KINDS):
-            return
+        removed += [f.name for f in shm_owners.remove_leftovers(shm_owners.SHM_DIR, shm_owners.KINDS,
+                                                               keep=lambda f: not ours(f))]
+        if done == rounds or not any(ours(f) for f in shm_owners.scan(shm_owners.SHM_DIR, shm_owners.KINDS)):
+            break
         time.sleep(pause_s)
+    return removed
 
 
 if __name__ == "__main__":

@@ -115,3 +115,26 @@ def test_a_descendant_whose_environment_no_longer_shows_the_mark_is_followed_and
         for pid in (unmarked,):
             if pid is not None and not _gone(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_the_run_s_orphaned_shared_memory_goes_and_another_process_s_stays(tmp_path, monkeypatch):
+    """After a run ends, its watchdog removes the /dev/shm files its killed processes left, never those of
+    other dead processes (another run's, a test's): ``saintpipe doctor --clean`` is for those."""
+    import subprocess
+
+    from saintpipe.core import shm_owners
+    from saintpipe.core.reaper import remove_orphaned_files
+
+    monkeypatch.setattr(shm_owners, "SHM_DIR", tmp_path)
+    dead = []
+    for _ in range(2):  # two processes that made a feature region each, and are gone
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        owner = shm_owners.Owner(shm_owners.pid_namespace(), proc.pid, shm_owners.start_time(proc.pid))
+        proc.kill()
+        proc.wait()
+        dead.append(owner)
+    ours, theirs = (tmp_path / f"{shm_owners.FEATURE_PREFIX}{o.tag}-{'ab' * 8}" for o in dead)
+    ours.write_bytes(b"x")
+    theirs.write_bytes(b"x")
+    assert remove_orphaned_files({dead[0].pid}) == [ours.name]
+    assert not ours.exists() and theirs.exists()
