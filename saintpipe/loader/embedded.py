@@ -102,12 +102,7 @@ class EmbeddedPipeline(LocalPipeline):
         self.dataset = open_dataset(self.config.run.data)
         self._started = True
         try:
-            self._start_redis()
-            self._checkpoint()
-            self._start_shards(self.dataset)
-            self._checkpoint()
-            self._start_ray()
-            self._checkpoint()
+            self._start_services(self.dataset)  # Redis, the shards and Ray at once, as a run starts them
             self._start_samplers(self.dataset)
             self._checkpoint()
         except Stopped:  # a component died while the others started

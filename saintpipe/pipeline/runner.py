@@ -45,6 +45,7 @@ from saintpipe.trainer.timing import TimeBreakdown
 
 if TYPE_CHECKING:
     from saintpipe.pipeline.trainers import LocalTrainers
+    from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler_service.service import SamplerService
 
 log = logging.getLogger(__name__)
@@ -214,13 +215,33 @@ class LocalPipeline:
             raise Stopped()
 
     def _start_all(self, dataset) -> None:
+        self._start_services(dataset)
+        # Trainer actors load torch and the graph while the samplers estimate the normalization.
+        self._launch_trainers(dataset)
+        self._start_samplers(dataset)
+        self._checkpoint()
+        self._start_trainers()
+        self._checkpoint()
+
+    def _start_services(self, dataset) -> None:
+        """Redis, the feature shards and Ray: what the samplers and the trainers need (an embedded pipeline
+        for the loader starts these and the samplers)."""
         # Redis, the feature shards and Ray need nothing of each other: they start at once, Redis and the
         # shards on threads (they spawn a process each and wait for it to answer), Ray here, on the main
         # thread (ray.init installs signal handlers, which only the main thread may). The threads live as long
         # as the run: a child's parent-death signal fires when the thread that spawned it ends, not the process.
+        from saintpipe.services.pool.redis_server import RedisServer
+
         starting = futures.ThreadPoolExecutor(2, thread_name_prefix="start")
         self.supervisor.on_stop("start-up threads", lambda: starting.shutdown(wait=False))  # stopped last
-        redis = starting.submit(self._start_redis)
+        # Registered here, before the parts register theirs from their threads, so that they are stopped in
+        # this order whatever the threads' timing: the job's shared-memory slots go after every process of the
+        # run (Ray's leftovers reaped: a live owner's slot is never swept), then Redis. Without Redis the sweep
+        # still runs: it may already be down, and the next run deletes the job's keys.
+        server = RedisServer(self.config.pool.url, own_process_group=True)  # Ctrl-C reaches it through us, last
+        self.supervisor.on_stop("redis", server.stop)
+        self.supervisor.on_stop("shared-memory slots", lambda: self._sweep_slots(server))
+        redis = starting.submit(self._start_redis, server)
         shards = starting.submit(self._start_shards, dataset)
         try:
             self._start_ray()
@@ -230,27 +251,25 @@ class LocalPipeline:
             if error is not None:
                 raise error
         self._checkpoint()
-        # Trainer actors load torch and the graph while the samplers estimate the normalization.
-        self._launch_trainers(dataset)
-        self._start_samplers(dataset)
-        self._checkpoint()
-        self._start_trainers()
-        self._checkpoint()
 
     # --- components -------------------------------------------------------------------------------------
-    def _start_redis(self) -> None:
+    def _sweep_slots(self, server: RedisServer) -> None:
+        """Remove the job's shared-memory slots on ``server`` (nothing when it never started)."""
+        from saintpipe.core.errors import InvalidArgument
+        from saintpipe.services.pool.shared_memory import sweep
+
+        try:
+            url = server.url
+        except InvalidArgument:  # the run stopped before Redis started: no slot was made
+            return
+        sweep(url, self.config.pool.job_id)
+
+    def _start_redis(self, server: RedisServer) -> None:
         from saintpipe.services.pool.connection import redact_url
         from saintpipe.services.pool.pool import SubgraphPool
-        from saintpipe.services.pool.redis_server import RedisServer
-        from saintpipe.services.pool.shared_memory import sweep
         from saintpipe.services.sampler_service.sequence import delete_sequences
 
-        server = RedisServer(self.config.pool.url, own_process_group=True)  # Ctrl-C reaches it through us, last
-        self.supervisor.on_stop("redis", server.stop)
         server.start()
-        # Stopped after the samplers and trainers (registered before them): the job's shared-memory slots go
-        # with the run. Without Redis: it may already be down, and the next run deletes the job's keys.
-        self.supervisor.on_stop("shared-memory slots", lambda: sweep(server.url, self.config.pool.job_id))
         self.redis_url = server.url
         self.endpoints.redis = redact_url(server.url)
         if server.external:
