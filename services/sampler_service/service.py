@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 
 from saintpipe.core.credentials import redis_url_with_password
-from saintpipe.core.errors import ConfigError, InvalidArgument, SaintpipeError, ServiceUnavailable, WorkerFailed
+from saintpipe.core.errors import ConfigError, InvalidArgument, SaintpipeError, WorkerFailed
 from saintpipe.core.report import plural
 from saintpipe.services.pool.connection import redact_url
 from saintpipe.services.sampler_service.config import SamplerServiceConfig

@@ -28,7 +28,6 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.core.files import write_atomic
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.models import GNN, build_model
-from saintpipe.trainer.run_dir import BEST, FINAL
 
 FORMAT = "saintpipe-model"
 VERSION = 1
