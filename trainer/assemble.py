@@ -13,6 +13,7 @@ graph, builds its loop with :func:`build_loop`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -228,18 +229,16 @@ def assemble_trainer(
 
 
 def _close(inputs: PoolInputs | None, group: DataParallel | None, http: Any | None) -> None:
-    """Close what an assembly opened, each part even when another's close fails."""
-    try:
+    """Close what an assembly opened (the inputs first, the metrics endpoint last), each part even when
+    another's close fails."""
+    with contextlib.ExitStack() as closing:  # last in, first closed
+        if http is not None:
+            closing.callback(http.server_close)
+            closing.callback(http.shutdown)
+        if group is not None:
+            closing.callback(group.close)
         if inputs is not None:
-            inputs.close()
-    finally:
-        try:
-            if group is not None:
-                group.close()
-        finally:
-            if http is not None:
-                http.shutdown()
-                http.server_close()
+            closing.callback(inputs.close)
 
 
 def run_trainer(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -66,7 +67,7 @@ def _bench(args: argparse.Namespace) -> int:
     bare = bare_step_ms(data, rows, args.repeats)
     for row in rows:
         row["bare_step_ms"] = bare
-        row["compute_vs_bare"] = row["compute_per_step_ms"] / bare if bare == bare and bare > 0 else float("nan")
+        row["compute_vs_bare"] = row["compute_per_step_ms"] / bare if bare > 0 else math.nan  # NaN > 0 is False
     params = {"data": str(data), "seconds": args.seconds, "repeats": args.repeats}
     emit_report("startup", rows, params=params, as_json=args.json,
                 columns=["mode", "first_step_s", "data_wait_pct", "steps_per_s", "compute_per_step_ms",
@@ -130,7 +131,7 @@ def bare_step_ms(data: Path, rows: list[dict[str, Any]], repeats: int) -> float:
     from saintpipe.trainer.models import build_model
     from saintpipe.trainer.synthetic import random_subgraph
 
-    drawn = [r for r in rows if r["subgraph_nodes"] == r["subgraph_nodes"] and r["subgraph_edges"] > 0]
+    drawn = [r for r in rows if not math.isnan(r["subgraph_nodes"]) and r["subgraph_edges"] > 0]
     if not drawn:
         return float("nan")
     nodes = int(round(statistics.fmean(r["subgraph_nodes"] for r in drawn)))

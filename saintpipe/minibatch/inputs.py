@@ -10,6 +10,7 @@ earlier would hold a subgraph unacknowledged through a slow start-up.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,15 +82,9 @@ class PoolInputs:
 
     def close(self) -> None:
         """Stop the prefetch thread, send queued acknowledgements, close the connections. Idempotent."""
-        feed, pool, client = self.feed, self.pool, self.client
+        parts = (self.client, self.pool, self.feed)
         self.feed = self.pool = self.client = None
-        try:
-            if feed is not None:
-                feed.close()
-        finally:
-            try:
-                if pool is not None:
-                    pool.close()
-            finally:
-                if client is not None:
-                    client.close()
+        with contextlib.ExitStack() as closing:  # last in, first closed; each even when another's close fails
+            for part in parts:
+                if part is not None:
+                    closing.callback(part.close)
