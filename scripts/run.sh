@@ -6,4 +6,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/bootstrap.sh"
 # The Numba kernels compile once, here, rather than in the first run while its trainer waits.
 "$root/.venv/bin/saintpipe" warmup --if-cold
-exec "$root/.venv/bin/saintpipe" run "$@"
+# exec keeps this shell's process, whose start the run's timeline would count from: the run starts now.
+SAINTPIPE_STARTED_AT="$(date +%s.%N)" exec "$root/.venv/bin/saintpipe" run "$@"

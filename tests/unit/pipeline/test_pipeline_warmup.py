@@ -32,3 +32,17 @@ def test_warmup_if_cold_does_nothing_when_the_kernels_are_cached(tmp_path):
                           env={"PATH": "/usr/bin:/bin", "NUMBA_CACHE_DIR": str(tmp_path)}, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
+
+
+def test_the_timeline_counts_from_the_wrapper_s_moment_when_it_gives_one(monkeypatch):
+    import time
+
+    from saintpipe.pipeline.timeline import STARTED_AT_ENV, Timeline, process_started_at
+
+    monkeypatch.delenv(STARTED_AT_ENV, raising=False)
+    assert process_started_at() <= time.time()
+    monkeypatch.setenv(STARTED_AT_ENV, "1000.5")
+    timeline = Timeline()
+    assert timeline.origin == 1000.5
+    assert timeline.mark("ray", at=1003.0) == 2.5
+    assert timeline.mark("ray", at=1009.0) == 2.5  # the first moment of a part stands
