@@ -16,6 +16,7 @@ from torch import nn
 from saintpipe.core.tensors import weighted_loss
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.config import ModelConfig
+from saintpipe.trainer.dropout import Dropout
 from saintpipe.trainer.layers import GATLayer, GCNLayer, GraphLayer, MixHopLayer, SAGELayer, _glorot
 from saintpipe.trainer.ops import dense, spmm
 from saintpipe.trainer.schedule import Scheduler
@@ -55,7 +56,7 @@ class GNN(nn.Module):
         )
         self.classifier = _glorot(widths[-1], num_classes)
         self.classifier_bias = nn.Parameter(torch.zeros(num_classes)) if config.bias else None
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.act = _ACTIVATIONS[config.activation]
         self.classifier_act = _ACTIVATIONS[config.classifier_activation]
         self.scheduler = Scheduler(config.order)
