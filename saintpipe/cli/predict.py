@@ -94,7 +94,8 @@ def _predict(args: argparse.Namespace) -> int:
         _write_npy(Path(out), labels)
     if out != "-":
         kind = "0/1 label rows" if labels.ndim == 2 else "class ids"
-        print(f"wrote {labels.shape[0]:,} predictions ({kind}, {session.which} model) to {out}", file=sys.stderr)
+        print(f"wrote {labels.shape[0]:,} predictions ({kind}, {session.which} model) to {out} "
+              f"{session.timings()}", file=sys.stderr)
     return 0
 
 
@@ -123,7 +124,7 @@ def _embed(args: argparse.Namespace) -> int:
     finally:
         tmp.unlink(missing_ok=True)
     print(f"wrote embeddings [{session.dataset.num_nodes:,} x {width}] (layer {layer} of {depth}, {session.which} "
-          f"model) to {out}", file=sys.stderr)
+          f"model) to {out} {session.timings()}", file=sys.stderr)
     return 0
 
 

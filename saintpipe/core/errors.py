@@ -7,7 +7,10 @@ error also subclasses the matching built-in so callers can catch either.
 
 from __future__ import annotations
 
-import grpc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # grpc is imported when a server maps an error, not by every command that may raise one
+    import grpc
 
 
 class SaintpipeError(Exception):
@@ -17,16 +20,18 @@ class SaintpipeError(Exception):
     """
 
     exit_code: int = 2
+    grpc_status: str = "INTERNAL"  # the name of its grpc.StatusCode
 
     def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.INTERNAL
+        import grpc
+
+        return grpc.StatusCode[self.grpc_status]
 
 
 class ConfigError(SaintpipeError, ValueError):
     """A configuration file, environment variable or flag is invalid."""
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.INVALID_ARGUMENT
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class DatasetError(SaintpipeError, ValueError):
@@ -35,36 +40,31 @@ class DatasetError(SaintpipeError, ValueError):
     The message always names the file (and field) at fault.
     """
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.FAILED_PRECONDITION
+    grpc_status = "FAILED_PRECONDITION"
 
 
 class InvalidArgument(SaintpipeError, ValueError):
     """A caller passed an impossible parameter (a bad id, a budget < 1, ...)."""
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.INVALID_ARGUMENT
+    grpc_status = "INVALID_ARGUMENT"
 
 
 class DecodeError(SaintpipeError, ValueError):
     """A wire message is malformed; the message names the field."""
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.DATA_LOSS
+    grpc_status = "DATA_LOSS"
 
 
 class ServiceUnavailable(SaintpipeError, ConnectionError):
     """A server (Redis, a feature shard, Ray) could not be reached."""
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAVAILABLE
+    grpc_status = "UNAVAILABLE"
 
 
 class SaintpipeTimeout(SaintpipeError, TimeoutError):
     """An operation did not finish within its deadline."""
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.DEADLINE_EXCEEDED
+    grpc_status = "DEADLINE_EXCEEDED"
 
 
 class AuthenticationFailed(SaintpipeError, PermissionError):
@@ -73,8 +73,7 @@ class AuthenticationFailed(SaintpipeError, PermissionError):
     Not a ServiceUnavailable: retrying with the same credentials cannot succeed.
     """
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.UNAUTHENTICATED
+    grpc_status = "UNAUTHENTICATED"
 
 
 class StateCorrupted(SaintpipeError, RuntimeError):
@@ -84,8 +83,7 @@ class StateCorrupted(SaintpipeError, RuntimeError):
     the key must be deleted, or another job id used.
     """
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.FAILED_PRECONDITION
+    grpc_status = "FAILED_PRECONDITION"
 
 
 class WorkerFailed(SaintpipeError, RuntimeError):
@@ -95,5 +93,4 @@ class WorkerFailed(SaintpipeError, RuntimeError):
     work done between failures (a bad configuration, a broken dataset).
     """
 
-    def grpc_status_code(self) -> grpc.StatusCode:
-        return grpc.StatusCode.INTERNAL
+    grpc_status = "INTERNAL"

@@ -2,11 +2,11 @@
 
 :class:`EmbeddedPipeline` is :class:`~saintpipe.pipeline.runner.LocalPipeline`
 with the trainer steps left out: the same start-up code starts a private Redis
-(or uses ``[pool] url``), one feature-shard process per shard, a local Ray and
-the sampler service, in that order, each registered with the runner's
+(or uses ``[pool] url``), one feature-shard process per shard and a local Ray at
+once, then the sampler service, each registered with the runner's
 supervisor as it starts; :meth:`EmbeddedPipeline.close` stops them in reverse
 order and leaves nothing behind: no process, no port, no shared-memory slot of
-the job. The training loop is the caller's, through
+the job; ``startup`` says when each part became ready. The training loop is the caller's, through
 :class:`~saintpipe.loader.stream.SubgraphLoader`.
 
 Two things differ from ``saintpipe run``, because a library runs inside
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from saintpipe.core.errors import ConfigError, ServiceUnavailable
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.runner import LocalPipeline, Stopped
 from saintpipe.pipeline.supervision import Supervisor
+from saintpipe.pipeline.timeline import Timeline
 
 if TYPE_CHECKING:
     from saintpipe.services.dataset.store import Dataset
@@ -99,7 +101,9 @@ class EmbeddedPipeline(LocalPipeline):
                               "...) and use SubgraphLoader.connect")
         if self.config.run.data is None:  # from_options sets it; what Path(None) raised before
             raise TypeError("the embedded pipeline needs config.run.data (the dataset directory)")
+        self.timeline = Timeline(origin=time.time())  # the start-up counts from here, not the process's start
         self.dataset = open_dataset(self.config.run.data)
+        self.timeline.mark("dataset")
         self._started = True
         try:
             self._start_services(self.dataset)  # Redis, the shards and Ray at once, as a run starts them
@@ -113,8 +117,15 @@ class EmbeddedPipeline(LocalPipeline):
             self.close()
             raise
         self.supervisor.start_watching()
-        log.info("embedded pipeline up: redis %s, shards %s", self.endpoints.redis, self.endpoints.shards)
+        log.info("embedded pipeline up in %.1f s: redis %s, shards %s", time.time() - self.timeline.origin,
+                 self.endpoints.redis, self.endpoints.shards)
         return self
+
+    @property
+    def startup(self) -> dict[str, float]:
+        """When each part became ready (dataset, redis, feature shards, ray, sampler workers), in seconds since
+        :meth:`start` was called."""
+        return dict(self.timeline.marks)
 
     @property
     def feature_token_file(self) -> Path | None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Never
@@ -75,10 +76,14 @@ class SubgraphLoader(IterableDataset[Minibatch]):
                  pipeline: EmbeddedPipeline | None = None) -> None:
         from saintpipe.services.dataset.store import open_dataset
 
+        from saintpipe.pipeline.timeline import Timeline
+
         super().__init__()
         self.address = address
         self.config = config or LoaderConfig()
         self._pipeline = pipeline
+        # An embedded loader's start-up began with its pipeline's; a connected one's here.
+        self.timeline = pipeline.timeline if pipeline is not None else Timeline(origin=time.time())
         self._closed = False
         check_reachable(address, self.config.connect_timeout_s)
         manifest = open_dataset(address.data).manifest
@@ -199,6 +204,8 @@ class SubgraphLoader(IterableDataset[Minibatch]):
                 batch = build_minibatch(item.subgraph, item.features, session.labels, session.train_mask,
                                         session.degrees, entry_id=item.entry_id, deliveries=item.deliveries,
                                         step=step, epoch=int(labelled * workers // num_train))
+                if step == 0:
+                    self.timeline.mark("first minibatch")
                 yield batch
                 # Back here: the caller asked for the next one, so its step with this one is done.
                 item.ack()
@@ -227,6 +234,13 @@ class SubgraphLoader(IterableDataset[Minibatch]):
         return self.config.steps
 
     # --- lifetime ---------------------------------------------------------------------------------------
+    @property
+    def startup(self) -> dict[str, float]:
+        """When each part became ready, in seconds since :meth:`embedded` (or :meth:`connect`) was called: the
+        embedded pipeline's parts (dataset, redis, feature shards, ray, sampler workers), then the first
+        minibatch this process's iteration yielded (a ``DataLoader`` worker's first is its own)."""
+        return dict(self.timeline.marks)
+
     @property
     def pipeline(self) -> EmbeddedPipeline | None:
         """The embedded pipeline this loader started (its ``endpoints``), or None."""

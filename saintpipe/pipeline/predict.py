@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from saintpipe.core.errors import ConfigError, DatasetError, InvalidArgument
+from saintpipe.pipeline.timeline import Timeline
 from saintpipe.trainer.inference import InferenceLimits, LayerwiseInference
 from saintpipe.trainer.run_dir.model_file import DatasetInfo, SavedModel, load_model
 
@@ -41,6 +43,7 @@ class Session:
     which: str
     limits: InferenceLimits
     device: torch.device
+    timeline: Timeline  # when the model and the dataset were ready, since the command started
     progress: bool = False
 
     def inference(self) -> LayerwiseInference:
@@ -49,10 +52,17 @@ class Session:
         return LayerwiseInference(self.saved.model, EvalGraph.from_dataset(self.dataset), self.limits,
                                   device=self.device, progress=self.progress)
 
+    def timings(self) -> str:
+        """Seconds since the command started, now and when the model and the dataset were ready (the
+        command's last line)."""
+        marks, done = self.timeline.marks, time.time() - self.timeline.origin
+        return f"in {done:.1f} s (model ready at {marks['model']:.1f} s, dataset at {marks['dataset']:.1f} s)"
+
 
 def open_session(run_dir: Path, which: str, data: Path | None, limits: InferenceLimits,
-                 device: str = "cpu") -> Session:
-    """The model ``which`` (best, final) of ``run_dir`` with its dataset (``data`` or the one it was trained on).
+                 device: str = "cpu", timeline: Timeline | None = None) -> Session:
+    """The model ``which`` (best, final) of ``run_dir`` with its dataset (``data`` or the one it was trained on);
+    ``timeline`` (default: a new one, from the command's start) gets when each became ready.
 
     Raises:
         ConfigError: no such run directory or model; the trained-on dataset is gone and no ``data`` was given.
@@ -63,11 +73,14 @@ def open_session(run_dir: Path, which: str, data: Path | None, limits: Inference
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.trainer.assemble import pick_device
 
+    timeline = timeline or Timeline()
     path = model_path(run_dir, which)
     torch_device = pick_device(device)
     saved = load_model(path, torch_device)
+    timeline.mark("model", detail=str(path))
     data_dir = data if data is not None else _trained_on(saved, path)
     dataset = open_dataset(data_dir)
+    timeline.mark("dataset", detail=str(data_dir))
     info = DatasetInfo.from_dataset(dataset)
     why = saved.dataset.incompatible(info)
     if why:
@@ -78,7 +91,7 @@ def open_session(run_dir: Path, which: str, data: Path | None, limits: Inference
                     "predicting for a graph it never saw", data_dir, saved.dataset.name, saved.dataset.num_nodes,
                     saved.dataset.num_edges, info.name, info.num_nodes, info.num_edges)
     return Session(saved=saved, dataset=dataset, which=which, limits=limits, device=torch_device,
-                   progress=is_terminal(sys.stderr))
+                   progress=is_terminal(sys.stderr), timeline=timeline)
 
 
 def _trained_on(saved: SavedModel, path: Path) -> Path:

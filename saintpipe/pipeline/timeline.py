@@ -58,3 +58,9 @@ class Timeline:
             self.marks[part] = seconds
         log.info("start-up: %s ready at %.2f s%s", part, seconds, f" ({detail})" if detail else "")
         return seconds
+
+    def __getstate__(self) -> dict:  # a loader travels to DataLoader workers with its timeline, not its lock
+        return {"origin": self.origin, "marks": dict(self.marks)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.origin, self.marks, self._lock = state["origin"], state["marks"], threading.Lock()

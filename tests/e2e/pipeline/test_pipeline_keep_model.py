@@ -124,6 +124,11 @@ def test_predict_matches_the_trainers_own_test_accuracy(resumed, tmp_path):
     out = tmp_path / "test.csv"
     done = run_cli("predict", str(run_dir), "--nodes", "test", "--out", str(out))
     assert "wrote 900 predictions (class ids, best model)" in done.stderr
+    # the start-up report: seconds since the command started, in the order things became ready
+    at = re.search(r"in (\d+\.\d) s \(model ready at (\d+\.\d) s, dataset at (\d+\.\d) s\)", done.stderr)
+    assert at is not None, done.stderr
+    total, model, dataset_ready = map(float, at.groups())
+    assert 0 < model <= dataset_ready <= total
     rows = list(csv.reader(out.open()))
     assert rows[0] == ["node", "label"]
     ids = np.array([int(r[0]) for r in rows[1:]])

@@ -136,3 +136,15 @@ def test_an_unreachable_pipeline_is_named(pipeline_loader):
 def test_a_second_embedded_pipeline_in_one_process_is_refused(pipeline_loader, loader_data):
     with pytest.raises(ConfigError, match="Ray is already initialized"):
         SubgraphLoader.embedded(loader_data)
+
+
+def test_the_start_up_report_orders_the_parts_and_the_first_minibatch(pipeline_loader):
+    startup = pipeline_loader.pipeline.startup
+    assert {"dataset", "redis", "feature shards", "ray", "sampler workers"} <= set(startup)
+    # Redis, the shards and Ray start at once after the dataset; the samplers need all three
+    assert 0 <= startup["dataset"] <= min(startup["redis"], startup["feature shards"], startup["ray"])
+    assert startup["sampler workers"] >= max(startup["redis"], startup["feature shards"], startup["ray"])
+    loader = reader(pipeline_loader, "startup", steps=1)
+    assert "first minibatch" not in loader.startup  # a connected loader counts from its own connect
+    assert len(list(loader)) == 1
+    assert 0 < loader.startup["first minibatch"] < 60
