@@ -333,6 +333,7 @@ def config_page(roots: Sequence[ConfigRoot], flags: Mapping[tuple[Any, str], Seq
             return
         shown[path, model] = anchor
         out.extend(_text(t) + "\n" for t in (intro, (model.__dict__.get("__doc__") or "").split("\n\n")[0]) if t)
+        out.append(f"Model: {_code(f'{model.__module__}.{model.__qualname__}')}.\n")
         docs = _attribute_docs(model)
         effective = _at(root.effective, path)
         rows, nested = [], []
