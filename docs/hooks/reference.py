@@ -105,8 +105,8 @@ def _value(action: argparse.Action) -> str:
     else:
         kind = action.type
         bounds = getattr(kind, "bounds", None)
-        if bounds is not None:
-            shown = f"{'integer' if 'Integer' in type(kind).__name__ else 'number'} {bounds.describe()}"
+        if bounds is not None:  # saintpipe.core.argtypes: "an integer from 1 to 9"
+            shown = f"{kind.what.split()[-1]} {bounds.describe()}"
         else:
             shown = {None: "text", int: "integer", float: "number", Path: "path"}.get(
                 kind, getattr(kind, "__name__", type(kind).__name__))
@@ -149,17 +149,14 @@ def _signature(action: argparse.Action) -> tuple[tuple[str, ...], str | None]:
 
 def cli_page(parser: argparse.ArgumentParser) -> str:
     """The command-line reference: every command, its usage, arguments and options."""
-    everywhere = {_signature(a) for a in parser._actions if a.option_strings}
+    everywhere = set.intersection(*({_signature(a) for a in sub._actions} for sub, _, _ in commands(parser)))
     out = [f"# Command line\n\n{NOTE}\n",
-           f"{_text(parser.description or '')}\n",
-           "Every command also takes the options below; `saintpipe COMMAND --help` prints a command's help.\n",
+           "Every command takes the options below; `saintpipe COMMAND --help` prints a command's help.\n",
            _table(["option", "takes", "description"],
                   [[", ".join(_code(o) for o in a.option_strings), _value(a), _help(a, parser.prog)]
-                   for a in parser._actions if a.option_strings])]
+                   for a in parser._actions if _signature(a) in everywhere])]
     for sub, help_text, aliases in commands(parser):
-        if sub is parser:
-            continue
-        level = "##" if sub.prog.count(" ") == 1 else "###"
+        level = "#" * max(2, min(sub.prog.count(" ") + 1, 3))
         out.append(f"{level} {sub.prog} {{#{_slug(sub.prog)}}}\n")
         if aliases:
             out.append(f"Also: {', '.join(_code(' '.join([*sub.prog.split()[:-1], a])) for a in aliases)}.\n")
