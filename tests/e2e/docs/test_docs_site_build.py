@@ -21,7 +21,7 @@ def test_the_site_builds_strict_with_the_generated_reference(tmp_path: Path) -> 
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     print(f"mkdocs build --strict: {time.monotonic() - started:.1f} s")
 
