@@ -1,0 +1,40 @@
+"""The documentation site builds with --strict (mkdocs.yml): every link and anchor resolves, every page is in
+the nav, the generated reference pages and the mkdocstrings API pages render.
+
+Not serial (tests/conftest.py's SERIAL_FOLDERS): ./scripts/test.sh runs it in its parallel phase, as
+./scripts/docs.sh would build the site (the test extra carries the docs extra's packages)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_the_site_builds_strict_with_the_generated_reference(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(f"mkdocs build --strict: {time.monotonic() - started:.1f} s")
+
+    def page(path: str) -> str:
+        return (site / path / "index.html").read_text()
+
+    assert "saintpipe serve feature-shard" in page("reference/cli")
+    assert "SAINTPIPE_POOL__CAPACITY" in page("reference/configuration")
+    assert "saintpipe_trainer_steps_total" in page("reference/metric-list")
+    assert "SaintpipePoolEmptyTrainersWaiting" in page("reference/alert-rules")
+    for api, name in (("loader", "SubgraphLoader"), ("pool", "SubgraphPool"), ("feature-client", "FeatureClient"),
+                      ("dataset-store", "open_dataset")):
+        assert 'id="saintpipe.' in page(f"reference/api/{api}") and name in page(f"reference/api/{api}"), api
+    # The home page is the README's text; the generator's code is not published.
+    assert "Set-up: two commands" in page("")
+    assert not (site / "hooks").exists()
