@@ -30,7 +30,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Union, get_args, get_origin
-from unittest import mock
 
 from griffe import Extension
 from mkdocs.plugins import event_priority
@@ -379,29 +378,17 @@ def config_page(roots: Sequence[ConfigRoot], flags: Mapping[tuple[Any, str], Seq
 
 def model_flag_index(build: Callable[[], argparse.ArgumentParser]) \
         -> tuple[argparse.ArgumentParser, dict[tuple[Any, str], list[tuple[str, str]]]]:
-    """``build()``'s parser, and which flag of which command each config field became.
+    """``build()``'s parser, and which flag of which command each config field became
+    (:func:`saintpipe.core.model_flags.model_field` names a flag's field)."""
+    from saintpipe.core.model_flags import model_field
 
-    :mod:`saintpipe.core.model_flags` makes a field's flag from one call of its ``_argument``, whose help text
-    the flag's action keeps (the very object): the calls made while the parser is built name the actions.
-    """
-    from saintpipe.core import model_flags
-
-    made: dict[int, tuple[str, Any, str]] = {}
-    original = model_flags._argument
-
-    def noting(model: Any, field: str, info: Any, flag: str) -> dict[str, Any]:
-        kwargs = original(model, field, info, flag)
-        made[id(kwargs["help"])] = (kwargs["help"], model, field)
-        return kwargs
-
-    with mock.patch.object(model_flags, "_argument", noting):
-        parser = build()
+    parser = build()
     index: dict[tuple[Any, str], list[tuple[str, str]]] = defaultdict(list)
     for sub, _, _ in commands(parser):
         for action in sub._actions:
-            hit = made.get(id(action.help))
-            if hit is not None and hit[0] is action.help:
-                index[hit[1], hit[2]].append((sub.prog, action.option_strings[0]))
+            hit = model_field(action)
+            if hit is not None:
+                index[hit].append((sub.prog, action.option_strings[0]))
     return parser, dict(index)
 
 

@@ -92,10 +92,17 @@ def add_model_flags(
             raise TypeError(f"{model.__name__} has no field {field!r}")
         dest = flag.removeprefix("--").removeprefix("no-").replace("-", "_")
         extra: dict[str, Any] = {"required": True} if field in required else {}
-        parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag), **extra)
+        action = parser.add_argument(flag, dest=dest, **_argument(model, field, info, flag), **extra)
+        action.model_field = (model, field)  # type: ignore[attr-defined]  # read by model_field()
         out.fields[dest] = field
         out.flags[field] = flag
     return out
+
+
+def model_field(action: argparse.Action) -> tuple[type[pydantic.BaseModel], str] | None:
+    """The config model and field a flag was made from by :func:`add_model_flags` (None: a flag of its own),
+    for the generated command-line reference."""
+    return getattr(action, "model_field", None)
 
 
 def field_help(model: type[pydantic.BaseModel], field: str) -> str:
