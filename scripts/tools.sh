@@ -27,25 +27,34 @@ report_missing() {  # one line on stderr and in $missing
   echo "$*" >> "$missing"
 }
 
-# Debian's prometheus package unpacked into $tools/prometheus. apt-get download
-# needs no root; where the machine has no package lists (images often delete
-# them) apt-get reads a private copy that it fetches into $work.
-fetch_prometheus() {
-  local work="$tools/prometheus.download.$$" apt_dirs=()
+# Debian packages ($2...) fetched into the folder $1 and unpacked into $1/root. apt-get download needs no
+# root; where the machine has no package lists (images often delete them) apt-get reads a private copy that
+# it fetches into $1. On failure, one line on stdout says why.
+fetch_debs() {
+  local work="$1" apt_dirs=() deb
+  shift
   command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1 || {
     echo "no apt-get/dpkg-deb (not Debian or Ubuntu)"; return 1; }
   rm -rf "$work" && mkdir -p "$work"
-  # shellcheck disable=SC2064
-  trap "rm -rf '$work'" RETURN
-  if ! (cd "$work" && apt-get download -qq prometheus >"$work/apt.log" 2>&1); then
+  if ! (cd "$work" && apt-get download -qq "$@" >"$work/apt.log" 2>&1); then
     mkdir -p "$work/lists/partial" "$work/cache/archives/partial"
     apt_dirs=(-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1)
-    if ! { apt-get -qq "${apt_dirs[@]}" update && (cd "$work" && apt-get -qq "${apt_dirs[@]}" download prometheus); } \
+    if ! { apt-get -qq "${apt_dirs[@]}" update && (cd "$work" && apt-get -qq "${apt_dirs[@]}" download "$@"); } \
         >>"$work/apt.log" 2>&1; then
-      echo "apt-get download prometheus failed (offline? $(grep -v '^W:' "$work/apt.log" | tail -n 1))"; return 1
+      echo "apt-get download $* failed (offline? $(grep -v '^W:' "$work/apt.log" | tail -n 1))"; return 1
     fi
   fi
-  dpkg-deb -x "$work"/prometheus_*.deb "$work/root" || { echo "dpkg-deb -x failed on $(ls "$work"/*.deb)"; return 1; }
+  for deb in "$work"/*.deb; do
+    dpkg-deb -x "$deb" "$work/root" || { echo "dpkg-deb -x failed on $deb"; return 1; }
+  done
+}
+
+# Debian's prometheus package unpacked into $tools/prometheus.
+fetch_prometheus() {
+  local work="$tools/prometheus.download.$$"
+  # shellcheck disable=SC2064
+  trap "rm -rf '$work'" RETURN
+  fetch_debs "$work" prometheus || return 1
   "$work/root/usr/bin/promtool" --version >/dev/null 2>&1 || { echo "the unpacked promtool does not run"; return 1; }
   rm -rf "$tools/prometheus" && mv "$work/root" "$tools/prometheus"
 }
