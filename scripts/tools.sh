@@ -21,6 +21,7 @@
 #             test_docs_browser.py, ./scripts/docs.sh --screenshots).
 # $tools is $SAINTPIPE_TOOLS_DIR, else $XDG_CACHE_HOME/saintpipe/tools (~/.cache/...).
 # Arguments name the tools to set up (prometheus, checkov, chromium); none: all of them.
+# A run reports afresh on the tools it sets up; what $tools/missing.txt said of the others stays.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CHECKOV_VERSION=3.3.30
@@ -33,8 +34,15 @@ CHROMIUM_LIBS=(libdouble-conversion3 libharfbuzz-subset0 libminizip1 libopenh264
 tools="${SAINTPIPE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/saintpipe/tools}"
 mkdir -p "$tools"
 missing="$tools/missing.txt"
-: > "$missing"
 wanted=" ${*:-prometheus checkov chromium} "
+if [ -f "$missing" ]; then  # forget what was said of the tools wanted now (a line starts "TOOL:" or "TOOL/")
+  forget=()
+  for tool in $wanted; do forget+=(-e "^$tool[:/]"); done
+  grep -v "${forget[@]}" "$missing" > "$missing.tmp" || true
+  mv "$missing.tmp" "$missing"
+else
+  : > "$missing"
+fi
 
 report_missing() {  # one line on stderr and in $missing
   echo "tools: $*" >&2
