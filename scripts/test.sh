@@ -6,8 +6,9 @@
 #   ./scripts/test.sh ARGS...    # pytest ARGS as given (one process), e.g. tests/unit/pool -x
 #
 # Everything is: set-up (first run only: the virtual environment with the test extras at constraints.txt's
-# versions, and the tools of scripts/tools.sh: prometheus and promtool, fetched without root, and checkov),
-# the import contracts (import-linter), the type check (mypy: scripts/typecheck.sh), the whole test suite,
+# versions, and the tools of scripts/tools.sh: prometheus, promtool and Chromium, fetched without root, and
+# checkov, set up in the background while the next two steps run; the tests wait for them), the import
+# contracts (import-linter), the type check (mypy: scripts/typecheck.sh), the whole test suite,
 # then the compose test under a real Docker Engine (scripts/compose-test.sh; it prints one line and passes
 # when no engine can be had). The engine, its base image, the wheelhouse and the images are prepared in the
 # background while the suite runs (scripts/compose-test.sh --prepare), so the compose test only runs the stack
@@ -48,12 +49,26 @@ if [ "$mode" = all ]; then
 fi
 
 "$root/scripts/bootstrap.sh" test
-[ "$mode" = pytest ] || "$root/scripts/tools.sh"
+tools_pid=
+if [ "$mode" != pytest ]; then
+  # Chromium alone is some 120 MB to fetch and 360 MB to unpack on a first run: the tools are set up while
+  # the import contracts and the types are checked. --quick runs no test of the documentation site: no
+  # Chromium.
+  wanted_tools=()
+  [ "$mode" = quick ] && wanted_tools=(prometheus checkov)
+  "$root/scripts/tools.sh" "${wanted_tools[@]}" >"$log_dir/tools.log" 2>&1 &
+  tools_pid=$!
+fi
 
 lint_status=0
 [ "$mode" = pytest ] || "$root/scripts/lint-imports.sh" || lint_status=$?
 types_status=0
 [ "$mode" = pytest ] || "$root/scripts/typecheck.sh" || types_status=$?
+if [ -n "$tools_pid" ]; then
+  tools_status=0; wait "$tools_pid" || tools_status=$?
+  cat "$log_dir/tools.log" >&2
+  [ "$tools_status" -eq 0 ] || { echo "scripts/tools.sh failed (exit $tools_status)" >&2; exit "$tools_status"; }
+fi
 
 pytest=("$root/.venv/bin/python" -m pytest)
 workers="${SAINTPIPE_TEST_WORKERS:-2}"
