@@ -6,8 +6,8 @@ it does not) and checks the compose Prometheus config laid out as the compose
 file mounts it. Without promtool those tests skip. The rest needs no binary:
 the chart's copy is byte-identical and renders as a PrometheusRule holding the
 same groups, every alert has what an on-call person needs, every metric a rule
-reads is in docs/metrics.md, and both scrape setups keep the training job in
-`job` (honor_labels), which the rules rely on.
+reads is on the metric list (docs/reference/metric-list.md), and both scrape
+setups keep the training job in `job` (honor_labels), which the rules rely on.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import helm_python as helm
 import yaml
 
 from tests.support.compose import as_list, load_compose, parse_volume, read_env_file
-from tests.support.metrics_contract import DASHBOARD, METRICS_DOC, documented_metrics, metric_use_problems
+from tests.support.metrics_contract import DASHBOARD, documented_metrics, metric_list_page, metric_use_problems
 from tests.support.prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -40,7 +40,7 @@ REQUIRED = {
     "SaintpipeFeatureShardErrors",
     "SaintpipeTrainerNotStepping",
 }
-# Labels a rule may group or join by besides those docs/metrics.md lists: the scrape target's, and the
+# Labels a rule may group or join by besides those the metric list gives: the scrape target's, and the
 # name honor_labels: false would give the pool gauges' `job`.
 TARGET_LABELS = {"job", "instance", "exported_job"}
 PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset"}
@@ -169,7 +169,7 @@ def test_every_metric_a_rule_reads_is_documented():
 
 def test_labels_a_rule_groups_or_joins_by_are_documented():
     documented_labels = set(re.findall(r"`([a-z_]+)`", " ".join(
-        re.findall(r"^\| `saintpipe_[a-z0-9_]+` \| [^|]+ \| ([^|]+) \|", METRICS_DOC.read_text(), re.MULTILINE))))
+        re.findall(r"^\| `saintpipe_[a-z0-9_]+` \| [^|]+ \| ([^|]+) \|", metric_list_page(), re.MULTILINE))))
     assert {"worker", "job", "shard", "code", "trainer"} <= documented_labels
     for name, rule in alerts().items():
         expr = rule["expr"]
