@@ -14,7 +14,7 @@
 # background while the suite runs (scripts/compose-test.sh --prepare), so the compose test only runs the stack
 # at the end.
 #
-# The suite runs in two phases (docs/testing.md): the tests not marked `serial` on pytest-xdist workers
+# The suite runs in two phases (docs/how-to/contributing.md): the tests not marked `serial` on pytest-xdist workers
 # ($SAINTPIPE_TEST_WORKERS, default 2), then the `serial` ones alone in one process (they need the cores to
 # themselves: pinned sampler workers, whole `saintpipe run`s, the fault suite, benchmarks; tests/conftest.py
 # lists them). Python writes its bytecode (and pytest its rewritten test modules) once per checkout, not
@@ -73,7 +73,7 @@ fi
 pytest=("$root/.venv/bin/python" -m pytest)
 workers="${SAINTPIPE_TEST_WORKERS:-2}"
 # SAINTPIPE_TEST_TIMES=DIR: each phase writes a JUnit XML there (every test's seconds, setup and teardown
-# included); scripts/test_times.py DIR/*.xml prints the table of docs/testing.md from them.
+# included); scripts/test_times.py DIR/*.xml prints the tables of docs/explanation/test-suite.md from them.
 junit() { [ -z "${SAINTPIPE_TEST_TIMES:-}" ] || { mkdir -p "$SAINTPIPE_TEST_TIMES"; echo "--junitxml=$SAINTPIPE_TEST_TIMES/$1.xml"; }; }
 status=0
 note_status() {  # keep the first failure; pytest's 5 (nothing collected) is a failure here

@@ -1,7 +1,7 @@
 """Seconds per test folder and the slowest tests, from the JUnit XML files of a test run.
 
     SAINTPIPE_TEST_TIMES=/tmp/times ./scripts/test.sh     # each phase writes /tmp/times/<phase>.xml
-    python scripts/test_times.py /tmp/times/*.xml          # the tables of docs/testing.md
+    python scripts/test_times.py /tmp/times/*.xml          # the tables of docs/explanation/test-suite.md
     python scripts/test_times.py --slowest 30 /tmp/times/*.xml
 
 A test's seconds are JUnit's: setup, call and teardown together, so a session fixture's start-up (a Redis, a

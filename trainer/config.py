@@ -123,7 +123,7 @@ class TrainerConfig(StrictModel):
     """torch intra-op threads (0: torch's default)."""
     feature_retry_deadline_s: float = pydantic.Field(60.0, ge=0.0, le=86_400)
     """How long a feature gather retries while no replica of a shard answers (a shard restarting) before
-    the trainer fails (docs/reliability.md)."""
+    the trainer fails (docs/how-to/faults.md)."""
     feature_shared_memory: Literal["auto", "on", "off"] = "auto"
     """Feature rows through same-host shared memory (FeatureClient ``shared_memory``): auto = where the
     shard servers share this host's /dev/shm, bytes over gRPC elsewhere; on = require it; off = never."""

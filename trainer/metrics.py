@@ -1,5 +1,5 @@
-"""The trainer's Prometheus metrics (names from docs/metrics.md), labelled by trainer name, and the meter of
-what the feature gathers of training steps cost (:class:`FeatureMeter`)."""
+"""The trainer's Prometheus metrics (docs/reference/metric-list.md lists them, from here), labelled by trainer
+name, and the meter of what the feature gathers of training steps cost (:class:`FeatureMeter`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ It writes deploy/grafana/dashboards/saintpipe.json (compose's Grafana provisions
 it) and helm/saintpipe/dashboards/saintpipe.json (the chart's ConfigMap for
 Grafana's dashboard sidecar). tests/unit/deploy/test_deploy_dashboard_schema.py
 fails when either copy differs from build() or when the JSON does not fit
-Grafana's schema; metric names are docs/metrics.md's.
+Grafana's schema; metric names are those of docs/reference/metric-list.md.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ OUTPUTS = (
 UID = "saintpipe"
 TITLE = "saintpipe"
 DESCRIPTION = ("GraphSAINT pipeline: sampler throughput, subgraph pool, feature shards and trainers. "
-               "Metric names: docs/metrics.md.")
+               "Metric names: docs/reference/metric-list.md.")
 # The dashboard JSON schema version the panels are written in (Grafana migrates
 # older ones on load). The SDK's builders have no setter for it and default to 36.
 SCHEMA_VERSION = 39
@@ -211,7 +211,7 @@ def pool() -> list:
             11, "Redeliveries and dead letters",
             "Subgraphs reclaimed from a dead or stalled trainer and delivered again (last 5 minutes), the "
             "running total, and subgraphs moved to the dead-letter stream (undecodable, bytes lost, or "
-            "delivered too often: docs/reliability.md).",
+            "delivered too often: docs/how-to/faults.md).",
             grid(16, 18, 8),
             [query("A", "sum by (job) (increase(saintpipe_pool_redelivered_total[5m]))", "last 5m {{job}}"),
              query("B", "sum by (job) (saintpipe_pool_redelivered_total)", "total {{job}}"),

@@ -445,8 +445,8 @@ def metric_docs(source: Any) -> list[MetricDoc]:
 
 def metrics_page(sources: Mapping[str, Any]) -> str:
     """The metric reference: per module that defines metrics, each metric's name, type, labels and help."""
-    out = [f"# Metric list\n\n{NOTE} [Metrics](../metrics.md) says which service exports each, and the "
-           "dashboard's queries.\n"]
+    out = [f"# Metric list\n\n{NOTE} [Monitoring](../how-to/monitoring.md) says which service exports each, "
+           "how to scrape them, and the dashboard's queries.\n"]
     for module, source in sources.items():
         rows = [[_code(m.name), m.type, ", ".join(_code(label) for label in m.labels), _text(m.help)]
                 for m in sorted(metric_docs(source))]
@@ -479,8 +479,9 @@ def alerts_page(rules: str) -> str:
     """The alert-rule reference from a Prometheus rules file's text: each rule's expression, wait and labels."""
     import yaml
 
-    out = [f"# Alert rules\n\n{NOTE} The rules are `deploy/prometheus/alerts.yml`; [Alerts](../alerts.md) says "
-           "what each means and what to look at.\n"]
+    out = [f"# Alert rules\n\n{NOTE} The rules are `deploy/prometheus/alerts.yml`; "
+           "[Monitoring](../how-to/monitoring.md#when-an-alert-fires) says what each means and what to do when "
+           "it fires.\n"]
     for group in yaml.safe_load(rules)["groups"]:
         for rule in group["rules"]:
             if "alert" not in rule:

@@ -1,7 +1,7 @@
 """``saintpipe certs …``: TLS material for the feature shards (a private CA, server and client certificates, a token).
 
 Handlers only parse flags and call :mod:`saintpipe.core.certificates`, imported when they run.
-They print file paths, never a key's or the token's contents. See docs/tls.md.
+They print file paths, never a key's or the token's contents. See docs/how-to/tls.md.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MAX_DAYS = 3650  # the same bound as saintpipe.core.certificates.MAX_DAYS, not i
 def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser("certs", help="generate and inspect TLS certificates for the feature shards",
                                description="TLS material for the feature shards' --tls-cert, --tls-key, "
-                               "--tls-client-ca and --token-file; see docs/tls.md.")
+                               "--tls-client-ca and --token-file; see docs/how-to/tls.md.")
     sub = parser.add_subparsers(dest="certs_command", metavar="ACTION", required=True)
 
     gen = sub.add_parser(

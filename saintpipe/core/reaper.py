@@ -5,7 +5,7 @@ The servers a run starts itself die with it (``PR_SET_PDEATHSIG``, see
 local Ray's head processes share the run's fate, yet its dashboard and
 runtime-env agents, on noticing their raylet gone, first report that to a GCS
 that died too, and that call waits out a 60 s timeout: after a SIGKILLed
-``saintpipe run`` they outlived it by a minute (measured; docs/testing.md).
+``saintpipe run`` they outlived it by a minute (measured; docs/explanation/reliability.md).
 
 So the run starts a small watchdog (:func:`start_reaper`, with the
 parent-death signal) and marks its environment with a random token while it

@@ -8,7 +8,7 @@
 * :func:`to_pyg` (:mod:`~saintpipe.loader.pyg`): a minibatch as ``torch_geometric.data.Data``
   (the ``pyg`` extra).
 
-docs/loader.md has the examples. Importing this package loads nothing else
+docs/how-to/loader.md has the examples. Importing this package loads nothing else
 (no torch, no Ray): the names below load on first use.
 
 Example::

@@ -16,7 +16,7 @@ own port with the same data (clients retry meanwhile), Redis on its own port
 from its append-only file (clients reconnect), the trainers from their latest
 checkpoint (their unacknowledged subgraphs come back to them through the
 pool). A component past its budget ends the run with one line, the summary
-of what ran, and the checkpoint to resume from (docs/reliability.md).
+of what ran, and the checkpoint to resume from (docs/how-to/faults.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the feature service (names: docs/metrics.md).
+"""Prometheus metrics of the feature service (docs/reference/metric-list.md lists them, from here).
 
 The metric objects live in the default registry, created once per process;
 several shard servers or clients in one process share them and differ by label.

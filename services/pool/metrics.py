@@ -1,4 +1,4 @@
-"""Prometheus gauges mirroring a pool's ``stats()``, under the names docs/metrics.md fixes.
+"""Prometheus gauges mirroring a pool's ``stats()``, listed on docs/reference/metric-list.md.
 
 The pool itself runs inside samplers and trainers and exports nothing; the
 process that supervises a job (the sampler service) calls ``PoolMetrics.update``

@@ -1,4 +1,4 @@
-"""The sampler host's one Prometheus endpoint (names from docs/metrics.md).
+"""The sampler host's one Prometheus endpoint (docs/reference/metric-list.md lists its metrics, from here).
 
 Workers live in other processes, so the sampler metrics come from a custom
 collector: at each scrape it asks the supervisor for its latest per-worker

@@ -146,7 +146,7 @@ class ComposeStack:
         """SIGKILL the container's main process from the host, as the OOM killer or a crash would.
 
         Not ``docker kill``: the engine records that as a manual stop, which restart policies leave
-        stopped (docs/deploy.md, "Faults").
+        stopped (docs/how-to/compose.md, "When a container dies").
         """
         pid = int(self.state(service)["Pid"])
         if pid <= 0:

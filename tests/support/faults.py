@@ -4,7 +4,7 @@ Every fault test starts the real console script on a small demo dataset with
 early stopping off (so training runs long enough to be hurt), waits until the
 trainer has taken a few steps, injects its fault by hand (a signal to a
 process of the run, a Redis pause, a garbage pool entry), waits for the run's
-end and checks the outcome the policy promises (docs/reliability.md):
+end and checks the outcome the policy promises (docs/how-to/faults.md):
 
 * the run completes, with a test score within 2 points of an undisturbed run
   with the same seed (:func:`undisturbed_score`, measured once per session);

@@ -1,5 +1,6 @@
 """The metric list is read from the metric objects and collectors: every metric the services export is on it,
-the same set as docs/metrics.md's table, and a metric added to the code is on it at the next build."""
+in the tables the deployment tests read as the metric contract (tests/support/metrics_contract.py), and a
+metric added to the code is on it at the next build."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def test_a_metric_with_its_type_labels_and_help(reference) -> None:
     assert "| `saintpipe_pool_depth` | gauge | `job` |" in page
 
 
-def test_the_list_is_docs_metrics_md_table(reference) -> None:
+def test_the_contract_the_deployment_tests_read_is_the_whole_list(reference) -> None:
     generated = {m.name: m.type for source in reference.metric_sources().values()
                  for m in reference.metric_docs(source)}
     assert generated == documented_metrics()

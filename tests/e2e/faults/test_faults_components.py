@@ -3,7 +3,7 @@
 Each test kills or pauses one process of a running ``saintpipe run`` by hand
 and checks: exit 0, all epochs, a test score within 2 points of the
 undisturbed run with the same seed, every subgraph accounted for, nothing
-left behind. docs/reliability.md lists what happens in each case.
+left behind. docs/how-to/faults.md lists what happens in each case.
 """
 
 from __future__ import annotations

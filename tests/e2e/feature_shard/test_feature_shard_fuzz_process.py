@@ -15,7 +15,7 @@ from saintpipe.services.dataset.store import open_dataset, write_dataset
 from saintpipe.services.feature_shard.launch import ShardProcess
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 
 SEED = 11

@@ -27,7 +27,7 @@ from saintpipe.services.feature_shard.server import create_server, stop_server
 from saintpipe.services.feature_shard.wire import SERVICE_NAME, decode_chunk, encode_ids
 from tests.support.tls import make_pki
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 SHARD = 1
 PER_METHOD = 300

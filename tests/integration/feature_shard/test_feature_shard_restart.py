@@ -15,7 +15,7 @@ from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.services.feature_shard.client import FeatureClient
 from saintpipe.services.feature_shard.launch import LocalShards
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 SLACK = 3.0  # scheduling slack on a busy machine
 RECOVERY = 5.0  # a gather must succeed this soon after the server listens again (measured: ~0.2-1.2 s)

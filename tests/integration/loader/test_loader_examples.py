@@ -1,6 +1,6 @@
-"""docs/loader.md's examples, run as written on a small demo dataset: the models learn from the loader.
+"""docs/how-to/loader.md's examples, run as written on a small demo dataset: the models learn from the loader.
 
-Each Python block of docs/loader.md that starts an embedded pipeline is
+Each Python block of docs/how-to/loader.md that starts an embedded pipeline is
 executed with only its dataset path replaced (``data/demo`` becomes the test's
 3,000-node demo). The PyG block runs only where PyTorch Geometric is
 installed (the ``pyg`` extra).
@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def example(marker: str) -> str:
-    """The one Python block of docs/loader.md that contains ``marker``."""
-    text = (ROOT / "docs" / "loader.md").read_text()
+    """The one Python block of docs/how-to/loader.md that contains ``marker``."""
+    text = (ROOT / "docs" / "how-to" / "loader.md").read_text()
     blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.DOTALL) if marker in b]
-    assert len(blocks) == 1, f"{len(blocks)} python blocks of docs/loader.md contain {marker!r}"
+    assert len(blocks) == 1, f"{len(blocks)} python blocks of docs/how-to/loader.md contain {marker!r}"
     return blocks[0]
 
 
@@ -28,7 +28,8 @@ def run_example(marker: str, data: Path) -> dict:
     code = example(marker)
     assert 'Path("data/demo")' in code
     namespace: dict = {"__name__": "docs_loader_example"}
-    exec(compile(code.replace('Path("data/demo")', f"Path({str(data)!r})"), "docs/loader.md", "exec"), namespace)
+    code = code.replace('Path("data/demo")', f"Path({str(data)!r})")
+    exec(compile(code, "docs/how-to/loader.md", "exec"), namespace)
     return namespace
 
 

@@ -18,7 +18,7 @@ from saintpipe.services.pool.metrics import PoolMetrics
 from saintpipe.services.pool.pool import SubgraphPool
 from tests.support.pool import assert_balanced, sg
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 
 def add_by_hand(client, job: str, bytes_key: str, value: bytes | None) -> str:

@@ -14,7 +14,7 @@ from saintpipe.services.pool.pool import GROUP, SubgraphPool
 from saintpipe.services.pool.scripts import SCRIPTS
 from tests.support.pool import numbered_subgraphs
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 
 sg = numbered_subgraphs(40, 160)

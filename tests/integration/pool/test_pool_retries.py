@@ -26,7 +26,7 @@ from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS
 from tests.support.pool import assert_balanced, numbered_subgraphs
 
-pytestmark = pytest.mark.faults  # part of the fault suite (docs/reliability.md)
+pytestmark = pytest.mark.faults  # part of the fault suite (docs/how-to/faults.md)
 
 
 sg = numbered_subgraphs(20, 60, job="retry")

@@ -1,13 +1,15 @@
-"""The alert rules (deploy/prometheus/alerts.yml, docs/alerts.md): valid, unit-tested, one rule set in two places.
+"""The alert rules (deploy/prometheus/alerts.yml, docs/how-to/monitoring.md): valid, unit-tested, one rule set in
+two places.
 
 promtool (Debian's prometheus package) checks the rules, runs their unit tests
 (alerts.test.yml: for every alert a case where it fires and healthy ones where
 it does not) and checks the compose Prometheus config laid out as the compose
 file mounts it. Without promtool those tests skip. The rest needs no binary:
 the chart's copy is byte-identical and renders as a PrometheusRule holding the
-same groups, every alert has what an on-call person needs, every metric a rule
-reads is in docs/metrics.md, and both scrape setups keep the training job in
-`job` (honor_labels), which the rules rely on.
+same groups, every alert has what an on-call person needs (and a section of
+docs/how-to/monitoring.md), every metric a rule reads is on the metric list
+(docs/reference/metric-list.md), and both scrape setups keep the training job
+in `job` (honor_labels), which the rules rely on.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import helm_python as helm
 import yaml
 
 from tests.support.compose import as_list, load_compose, parse_volume, read_env_file
-from tests.support.metrics_contract import DASHBOARD, METRICS_DOC, documented_metrics, metric_use_problems
+from tests.support.metrics_contract import DASHBOARD, documented_metrics, metric_list_page, metric_use_problems
 from tests.support.prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,7 +34,7 @@ ALERTS_TEST = PROMETHEUS_DIR / "alerts.test.yml"
 PROMETHEUS = PROMETHEUS_DIR / "prometheus.yml"
 CHART = ROOT / "helm" / "saintpipe"
 CHART_ALERTS = CHART / "rules" / "alerts.yml"
-ALERTS_DOC = ROOT / "docs" / "alerts.md"
+ALERTS_DOC = ROOT / "docs" / "how-to" / "monitoring.md"
 
 REQUIRED = {
     "SaintpipePoolEmptyTrainersWaiting",
@@ -40,7 +42,7 @@ REQUIRED = {
     "SaintpipeFeatureShardErrors",
     "SaintpipeTrainerNotStepping",
 }
-# Labels a rule may group or join by besides those docs/metrics.md lists: the scrape target's, and the
+# Labels a rule may group or join by besides those the metric list gives: the scrape target's, and the
 # name honor_labels: false would give the pool gauges' `job`.
 TARGET_LABELS = {"job", "instance", "exported_job"}
 PROMQL_KEYWORDS = {"and", "or", "unless", "bool", "offset"}
@@ -144,7 +146,8 @@ def test_required_alerts_exist_with_for_severity_and_annotations():
         assert set(annotations) >= {"summary", "description"}, f"{name}: summary and description"
         for key in ("summary", "description"):
             assert "$labels.job" in annotations[key], f"{name}: the {key} does not name the job label"
-        assert "docs/alerts.md" in annotations["description"], f"{name}: point the description at docs/alerts.md"
+        assert "docs/how-to/monitoring.md" in annotations["description"], \
+            f"{name}: point the description at docs/how-to/monitoring.md"
 
 
 def test_dashboard_panels_the_descriptions_name_exist():
@@ -169,7 +172,7 @@ def test_every_metric_a_rule_reads_is_documented():
 
 def test_labels_a_rule_groups_or_joins_by_are_documented():
     documented_labels = set(re.findall(r"`([a-z_]+)`", " ".join(
-        re.findall(r"^\| `saintpipe_[a-z0-9_]+` \| [^|]+ \| ([^|]+) \|", METRICS_DOC.read_text(), re.MULTILINE))))
+        re.findall(r"^\| `saintpipe_[a-z0-9_]+` \| [^|]+ \| ([^|]+) \|", metric_list_page(), re.MULTILINE))))
     assert {"worker", "job", "shard", "code", "trainer"} <= documented_labels
     for name, rule in alerts().items():
         expr = rule["expr"]
@@ -222,7 +225,8 @@ def test_every_alert_is_unit_tested_firing_and_quiet():
 def test_docs_have_a_section_per_alert():
     text = ALERTS_DOC.read_text()
     for name in alerts():
-        assert re.search(rf"^## `?{name}`?", text, re.MULTILINE), f"docs/alerts.md: no section for {name}"
+        assert re.search(rf"^##+ `?{name}`?$", text, re.MULTILINE), \
+            f"{ALERTS_DOC.relative_to(ROOT)}: no section for {name}"
 
 
 # ------------------------------------------------------------------ the job label: both scrape setups

@@ -1,10 +1,9 @@
-"""The Grafana dashboard and the Prometheus scrape config speak docs/metrics.md's names.
+"""The Grafana dashboard and the Prometheus scrape config speak the names of the metric list.
 
-docs/metrics.md is the contract between the services and these files: every
-metric a dashboard query names must be in its table (histogram series only
-with their _bucket/_sum/_count suffixes), every metric in the table is on some
-panel, the panels the deployment promises are there, and Prometheus scrapes
-every metrics port the compose file opens.
+The metric list (docs/reference/metric-list.md, generated from the metric objects in the code) is the
+contract between the services and these files: every metric a dashboard query names must be on it
+(histogram series only with their _bucket/_sum/_count suffixes), every metric on it is on some panel, the
+panels the deployment promises are there, and Prometheus scrapes every metrics port the compose file opens.
 """
 
 from __future__ import annotations
@@ -112,6 +111,6 @@ def test_the_contract_check_has_teeth():
     documented = documented_metrics()
     assert metric_use_problems("p", "saintpipe_pool_depth", documented) == []
     assert metric_use_problems("p", "saintpipe_no_such_metric", documented) == [
-        "p: saintpipe_no_such_metric is not in docs/metrics.md"]
+        "p: saintpipe_no_such_metric is not on the metric list (docs/reference/metric-list.md)"]
     assert "only grows" in " ".join(metric_use_problems("p", "sum(saintpipe_trainer_steps_total)", documented))
     assert "_bucket" in " ".join(metric_use_problems("p", "saintpipe_feature_request_seconds", documented))

@@ -190,7 +190,7 @@ def test_builds_offline_and_with_the_classic_builder():
 def test_dockerignore_keeps_the_context_small():
     rules = dockerignore_rules()
     for path in (".git/HEAD", ".venv/bin/python", "tests/data/cora.npz", "helm/saintpipe/Chart.yaml",
-                 "docs/metrics.md", "services/__pycache__/x.cpython-311.pyc", ".env"):
+                 "docs/how-to/monitoring.md", "services/__pycache__/x.cpython-311.pyc", ".env"):
         assert not in_build_context(path, rules), path
     assert in_build_context("saintpipe/cli/health_probe.py", rules)
     included = [f for f in tracked_files() if in_build_context(f, rules)]

@@ -1,15 +1,12 @@
-"""The pool's Prometheus gauges carry the names of docs/metrics.md and the values of stats()."""
+"""The pool's Prometheus gauges carry the names of the metric list and the values of stats()."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
 from saintpipe.services.pool.metrics import PoolMetrics
 from saintpipe.services.pool.pool import PoolStats
-
-DOC = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
+from tests.support.metrics_contract import documented_metrics
 
 
 def test_gauges_mirror_stats_under_the_documented_names():
@@ -26,14 +23,13 @@ def test_gauges_mirror_stats_under_the_documented_names():
         "saintpipe_pool_acknowledged_total": 4,
         "saintpipe_pool_redelivered_total": 1,
     }
-    documented = DOC.read_text()
+    documented = documented_metrics()
     for name, value in expected.items():
         assert registry.get_sample_value(name, {"job": "job-a"}) == value
-        assert f"`{name}`" in documented
+        assert documented[name] == "gauge"
 
 
 def test_dead_lettered_entries_have_a_gauge():
-    # docs/metrics.md (the contract with the dashboard) is not this package's file: its row is added there.
     registry = CollectorRegistry()
     PoolMetrics(registry).update(
         "job-b",
