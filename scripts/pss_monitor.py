@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Peak memory of a process tree as PSS, per process, while it runs (docs/scale.md's memory columns).
+"""Peak memory of a process tree as PSS, per process, while it runs (the memory columns of
+docs/benchmarks/scale.md).
 
 PSS (proportional set size, from /proc/PID/smaps_rollup) counts a shared page
 once across the processes that map it, split between them: the memory-mapped

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The scale table of docs/scale.md: each step of the pipeline on Kronecker graphs of growing scale.
+"""The scale table of docs/benchmarks/scale.md: each step of the pipeline on Kronecker graphs of growing
+scale.
 
 For every scale: generation (seconds, peak RSS, bytes written), verify, text
 import (an edge list written once, imported as ``saintpipe data import

@@ -77,7 +77,8 @@ SMALL_GRAPH_NODES = 10_000
 # weight decay 5e-4), the one `saintpipe bench accuracy` trains there. With the local run's default
 # (2 x 128 GraphSAGE, dropout 0.1, no weight decay) the 140 training nodes are memorised within ~20
 # epochs, the median step loss falls to ~1e-5 and any ordinary step is a "spike" of 10^5 whatever the
-# normalization; wider regularised models still reach medians of 0.06-0.13 (measured: docs/trainer.md).
+# normalization; wider regularised models still reach medians of 0.06-0.13 (measured:
+# docs/benchmarks/stability.md).
 SMALL_GRAPH_MODEL: dict[str, object] = {"arch": "gcn", "hidden": [16, 16], "dropout": 0.5, "weight_decay": 5e-4}
 # Steps before a step that ``local`` compares it with.
 LOCAL_WINDOW = 50

@@ -118,7 +118,7 @@ if [ "$compose_status" -ne 0 ]; then
   [ "$status" -ne 0 ] || status="$compose_status"
 fi
 if [ "$lint_status" -ne 0 ]; then
-  echo "import contracts broken (see lint-imports above; contracts in pyproject.toml, layers in docs/architecture.md)" >&2
+  echo "import contracts broken (see lint-imports above; contracts in pyproject.toml, layers in docs/explanation/architecture.md)" >&2
   [ "$status" -ne 0 ] || status="$lint_status"
 fi
 if [ "$types_status" -ne 0 ]; then

@@ -1,4 +1,5 @@
-"""The trainer: GNN models with the scheduled matmul order, the loop and its Ray actors (docs/trainer.md).
+"""The trainer: GNN models with the scheduled matmul order, the loop and its Ray actors
+(docs/explanation/trainer.md).
 
 The public names import from the package; they load on first use, so importing the package loads
 neither torch nor Ray::

@@ -70,7 +70,8 @@ def pool_flags(parser: argparse.ArgumentParser) -> ModelFlags:
 
 def trainer_flags(parser: argparse.ArgumentParser) -> ModelFlags:
     """The [trainer] fields a trainer takes on the command line; the feature_* ones are the feature shards'
-    security (docs/features.md#security): the token itself comes from a file or SAINTPIPE_FEATURE_TOKEN."""
+    security (docs/explanation/features.md#security): the token itself comes from a file or
+    SAINTPIPE_FEATURE_TOKEN."""
     from saintpipe.trainer.config import TrainerConfig
 
     return add_model_flags(parser, TrainerConfig, ("epochs", "max_steps", "checkpoint_dir", "feature_tls_ca",

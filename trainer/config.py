@@ -43,7 +43,8 @@ class ModelConfig(StrictModel):
     classifier: Literal["dense", "graph"] = "dense"
     """The output layer: dense is eq. 2's X⁽ᴸ⁾·W_MLP (GraphSAINT); graph propagates it once more,
     Â·X⁽ᴸ⁾·W_MLP, the GCN paper's output layer (Kipf and Welling's two-layer GCN is gcn, hidden [16],
-    classifier graph). On CiteSeer it is worth 2.4 to 3.8 points of test accuracy (docs/trainer.md, bench accuracy)."""
+    classifier graph). On CiteSeer it is worth 2.4 to 3.8 points of test accuracy
+    (docs/benchmarks/accuracy.md)."""
     classifier_activation: Activation = "identity"
     """Nonlinearity on the classifier's output before softmax/sigmoid. Eq. 2 writes ReLU; the
     reference GraphSAINT code uses identity (a ReLU there can silence a class for good)."""

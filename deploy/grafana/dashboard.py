@@ -321,7 +321,7 @@ def trainers() -> list:
             25, "Training steps: feature cache hit rate",
             "Share of the feature rows the training steps requested that the trainer's cache served "
             "(evaluation's gathers excluded; what `saintpipe run` reports). Dependent minibatches "
-            "(sampler kappa > 1) raise it: docs/sampler.md.",
+            "(sampler kappa > 1) raise it: docs/explanation/sampler.md.",
             grid(0, 60, 12),
             [query("A", f"sum({TRAIN_HITS}) / sum({TRAIN_ROWS})", "all trainers"),
              query("B", f"sum by (trainer) ({TRAIN_HITS}) / sum by (trainer) ({TRAIN_ROWS})",

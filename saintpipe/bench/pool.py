@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="none",
         help="the private redis-server's AOF fsync policy, or none (no AOF, the default: the benchmark "
         "compares the pool's own work with plain SET+GET, and the AOF's disk writes blur it; "
-        "docs/pool.md has both). Ignored with --redis-url",
+        "docs/benchmarks/pool.md has both). Ignored with --redis-url",
     )
     add_json_flag(parser)
     parser.set_defaults(func=_bench)

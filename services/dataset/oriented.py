@@ -1,4 +1,5 @@
-"""The graph's oriented lists (oriented induction, docs/sampler.md) stored with the dataset: built once, mapped.
+"""The graph's oriented lists (oriented induction, docs/explanation/sampler.md) stored with the dataset:
+built once, mapped.
 
 Building them reads the whole CSR twice (about 22 s at Kronecker scale 24)
 and they hold 1.74 GB there. The sampler service used to build them at every

@@ -53,7 +53,8 @@ class RowSource(Protocol):
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 2 << 20  # rows gathered and sent per step: 2 MiB measured best of 0.5-8 MiB (docs/features.md)
+# Rows gathered and sent per step: 2 MiB measured best of 0.5-8 MiB (docs/benchmarks/features.md).
+CHUNK_BYTES = 2 << 20
 _IDLE_TIMEOUT_S = 600.0  # a client's connection may wait this long between gathers
 _IO_TIMEOUT_S = 60.0  # once a request began, each read or write must progress within this
 _SOCKET_BUFFER = 4 << 20  # kernel buffers large enough for two chunks in flight

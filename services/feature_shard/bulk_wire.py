@@ -4,7 +4,7 @@ Why a second port beside gRPC: across hosts the rows of a gather are the whole
 cost, and gRPC's Python runtime copies every answer several times (into a
 slice, out of HTTP/2 frames, into a ``bytes`` object) before the client can
 place it. Measured on this project's 2-core machines, dim 500, 8,000 rows from
-2 shards (docs/features.md): gRPC bytes 0.30 of the in-process numpy gather,
+2 shards (docs/benchmarks/features.md): gRPC bytes 0.30 of the in-process numpy gather,
 Apache Arrow Flight 0.38, a plain TCP stream received straight into the
 caller's array 0.60. So the rows travel as a stream on a plain (or TLS) TCP
 connection: the server gathers them chunk by chunk and sends each chunk while

@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "at most). Settings: defaults < --config file ([feature_shard] section) < "
         "SAINTPIPE_FEATURE_SHARD__<FIELD> < flags. Security: --tls-cert/--tls-key turn TLS on, --tls-client-ca "
         "requires client certificates, and a token (--token-file, or the SAINTPIPE_FEATURE_TOKEN environment "
-        "variable; never a flag) must then come with every call but health checks; see docs/features.md.",
+        "variable; never a flag) must then come with every call but health checks; see "
+        "docs/explanation/features.md.",
     )
     # Flags that set [feature_shard] fields: made from the config model (range, default and help).
     flags = add_model_flags(parser, FeatureShardConfig, {

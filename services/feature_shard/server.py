@@ -422,7 +422,7 @@ def create_server(
         )
         log.warning(
             "feature shard %d listens on %s, beyond this host, without %s: whoever reaches the port can read "
-            "every feature row of this shard; see docs/features.md#security",
+            "every feature row of this shard; see docs/explanation/features.md#security",
             shard,
             host,
             missing,

@@ -1,4 +1,5 @@
-"""The subgraph pool: sampled subgraphs buffered in a Redis stream between samplers and trainers (docs/pool.md).
+"""The subgraph pool: sampled subgraphs buffered in a Redis stream between samplers and trainers
+(docs/explanation/pool.md).
 
 The public names import from the package; they load on first use, so importing the package loads
 neither redis-py nor Numba::
@@ -8,8 +9,8 @@ neither redis-py nor Numba::
 Modules. The pool object: ``pool`` (``SubgraphPool``, the facade), ``records`` (``PoolEntry``,
 ``PoolStats``, ``DeadLetter``), ``keys`` (a job's Redis key names), ``acks``, ``scripts`` (the ``*.lua``
 scripts beside the modules), ``link``, ``deadletter``, ``slots``, ``producer``, ``consumer``,
-``accounting`` (docs/pool.md, *Modules of a pool object*), ``config`` (``PoolConfig``), ``connection``
-(Redis clients, ``ReconnectPolicy``), ``resp`` (lean pipelined round trips), ``shared_memory`` (the
+``accounting`` (docs/explanation/pool.md, *Modules of a pool object*), ``config`` (``PoolConfig``),
+``connection`` (Redis clients, ``ReconnectPolicy``), ``resp`` (lean pipelined round trips), ``shared_memory`` (the
 same-host transport: slots under ``/dev/shm``) and ``metrics``. The codec, a sub-package: ``codec``
 (``encode_subgraph``, ``decode_subgraph``) with ``codec.decoder``, ``codec.compact`` (node sets, format
 version 2), ``codec.schema``, ``codec.scan``, ``codec.fused``, ``codec.validate`` and ``codec.xxh3``. Around it: ``redis_server``

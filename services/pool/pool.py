@@ -17,10 +17,10 @@ Every call survives a Redis restart: it retries with exponential backoff and
 raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
 unreachable for ``reconnect_timeout`` seconds. A call sent again after its
 reply was lost (a stalled Redis runs both) does not take effect twice: a put
-adds its subgraph once, a get loses no entry. See docs/pool.md for what a
+adds its subgraph once, a get loses no entry. See docs/explanation/pool.md for what a
 restart of a non-persistent Redis loses.
 
-Each put and each get is one round trip (see docs/pool.md); ``ack(entry_id,
+Each put and each get is one round trip (see docs/explanation/pool.md); ``ack(entry_id,
 wait=False)`` adds none: the acknowledgement travels with the pool object's
 next call.
 

@@ -22,7 +22,7 @@ server that was killed (even with SIGKILL) and started again with
 their bytes, the consumer group and the counters. Redis ``write()``s the AOF
 before it sends the replies of the commands it holds, so a killed process loses
 nothing it acknowledged whatever ``appendfsync`` says; ``appendfsync`` only
-matters when the machine itself goes down (docs/pool.md has the measurements
+matters when the machine itself goes down (docs/benchmarks/pool.md has the measurements
 behind the default).
 
 Example::
@@ -86,7 +86,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-# What the private server's AOF is synced with: see APPENDFSYNC in docs/pool.md (measured both).
+# What the private server's AOF is synced with: docs/explanation/decisions.md, "appendfsync everysec"
+# (measured both).
 APPENDFSYNC = ("everysec", "always")
 
 

@@ -1,4 +1,5 @@
-"""GraphSAINT samplers: Numba kernels, induction into CSR, normalization estimation (see docs/sampler.md).
+"""GraphSAINT samplers: Numba kernels, induction into CSR, normalization estimation (see
+docs/explanation/sampler.md).
 
 The kernels layer: pure numpy/Numba over arrays, no dataset files and no
 transport. (Normalization stored with a dataset, ``load_or_estimate``, is

@@ -31,7 +31,8 @@ ClipMultiple = Annotated[
                             "node sets smaller than it are kept whole"),
 ]
 # Cooperative Minibatching's kappa (section 4.2, appendix A.7): the random variates behind a worker's subgraphs
-# change completely over kappa consecutive subgraphs, 1/kappa of them per subgraph (docs/sampler.md).
+# change completely over kappa consecutive subgraphs, 1/kappa of them per subgraph
+# (docs/explanation/sampler.md).
 MAX_KAPPA = 2**20
 Kappa = Annotated[
     int,

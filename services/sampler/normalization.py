@@ -1,7 +1,7 @@
 """GraphSAINT normalization: aggregator coefficients alpha and loss coefficients.
 
 Four estimators (:data:`NORMALIZATION_METHODS`, :func:`build_normalization`;
-docs/trainer.md, "Normalization"):
+docs/explanation/trainer.md, "Normalization"):
 
 * ``exact``: the node and edge samplers' inclusion probabilities in closed
   form (:mod:`saintpipe.services.sampler.inclusion`); nothing is drawn.

@@ -60,7 +60,7 @@ def chain_key(job_seed: int, worker: int) -> int:
 
     One chain per worker: its sequence numbers are the chain's steps, so the
     subgraphs a worker pushes one after the other share most of their nodes
-    (docs/sampler.md says why per worker and not one chain for the job).
+    (docs/explanation/sampler.md says why per worker and not one chain for the job).
     """
     return stream_seed(job_seed, CHAIN_STREAM, worker)
 

@@ -109,7 +109,7 @@ def check_step(step: int | None) -> int | None:
 class Sampler:
     """Base of the four samplers; see the module docstring.
 
-    Dependent minibatches (``config.kappa > 1``, docs/sampler.md): a call with
+    Dependent minibatches (``config.kappa > 1``, docs/explanation/sampler.md): a call with
     ``step=t`` draws step ``t`` of the chain ``chain`` (given here, one per
     sampler worker): its node choices come from per-slot variates that change
     slowly with ``t`` (``kernels/dependent.py``), so nearby steps share most

@@ -33,8 +33,8 @@ __all__ = ["DEFAULT_STRENGTH", "smoothed_coefficients"]
 
 # The prior's weight in pseudo-subgraphs (smoothed_coefficients' m). Measured on the demo dataset against
 # 10^5 (random walk, 1000 roots) and 3 * 10^4 (frontier, m=1000 n=8000) pre-sampled subgraphs, for estimates
-# from 20 to 2000 subgraphs and m in 10..100 (docs/trainer.md, "Normalization"): a larger m helps the
-# random-walk prior (3 % off), while the frontier prior's alpha (10 % off) wants m <= 30; m = 30 keeps the
+# from 20 to 2000 subgraphs and m in 10..100 (docs/explanation/trainer.md, "Normalization"): a larger m
+# helps the random-walk prior (3 % off), while the frontier prior's alpha (10 % off) wants m <= 30; m = 30 keeps the
 # mean aggregation-row bias under 9 % and the mean loss-weight bias under 24 % for both at every count.
 DEFAULT_STRENGTH = 30.0
 

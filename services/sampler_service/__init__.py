@@ -1,4 +1,5 @@
-"""The sampler service: pinned Ray actors that fill the pool with subgraphs (see docs/sampler-service.md).
+"""The sampler service: pinned Ray actors that fill the pool with subgraphs (see
+docs/explanation/sampler-service.md).
 
 The public names import from the package; they load on first use, so importing the package loads
 neither Ray nor Numba::

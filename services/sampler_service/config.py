@@ -29,7 +29,7 @@ class SamplerServiceConfig(StrictModel):
     seed: Seed = Field(0, description="job seed; subgraph s of worker w is drawn with a seed "
                                                      "derived from (seed, w, s)")
     sampler: SamplerConfig = Field(default_factory=RandomWalkConfig,
-                                   description="sampler kind and parameters (docs/sampler.md)")
+                                   description="sampler kind and parameters (docs/explanation/sampler.md)")
     graph: Literal["auto", "full", "train"] = Field(
         "auto", description="the graph subgraphs are drawn from: full = the whole graph (transductive: the split "
                             "only sets loss weights); train = the graph induced by the training nodes (inductive, "
@@ -54,7 +54,8 @@ class SamplerServiceConfig(StrictModel):
                                              "training node is drawn this many times on average")
     norm_seed: Seed = Field(0, description="seed of the pre-sampling")
     normalization: Literal["auto", "exact", "online", "smoothed", "reference", "none"] = Field(
-        "auto", description="GraphSAINT's coefficients (docs/trainer.md): exact = closed-form probabilities "
+        "auto", description="GraphSAINT's coefficients (docs/explanation/trainer.md): exact = closed-form "
+                            "probabilities "
                             "(node and edge samplers, no pre-sampling); online = start at once on the prior, "
                             "refined from the subgraphs produced; smoothed = pre-sampled counts shrunk toward "
                             "the prior; reference = pre-sampled counts with GraphSAINT's floors (its reference "

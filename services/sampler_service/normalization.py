@@ -1,7 +1,7 @@
 """GraphSAINT's normalization for the sampler service: computed, estimated by the workers, or stored.
 
 How the coefficients are made depends on the estimator (``[samplers]
-normalization``, docs/trainer.md):
+normalization``, docs/explanation/trainer.md):
 
 * ``exact`` (node and edge samplers): closed-form inclusion probabilities, a
   pass over the graph in the supervisor; nothing is drawn.

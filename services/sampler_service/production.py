@@ -120,7 +120,8 @@ class Producer:
         self._direct = (self._inline and shared and induction is None and DIRECT_AVAILABLE
                         and callable(getattr(sampler, "sample_into", None)) and callable(getattr(pool, "prepare", None)))
         self._framer = MessageFramer(job_id, worker) if self._direct else None
-        # kappa > 1: the worker's sequence numbers are the steps of its sampler's dependent chain (docs/sampler.md).
+        # kappa > 1: the worker's sequence numbers are the steps of its sampler's dependent chain
+        # (docs/explanation/sampler.md).
         self._dependent = bool(getattr(sampler, "dependent", False))
         self._lock = threading.Lock()
         self._counters = WorkerCounters()

@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 
 # Kipf's GCN in the trainer's terms: a GCN layer of width 16 and a graph classifier (Â·H·W), no bias,
 # dropout 0.5, weight decay 5e-4, Adam 0.01. What still differs: Â's random-walk form and the decay on
-# both layers (docs/trainer.md measures both on the full-batch GCN).
+# both layers (docs/benchmarks/accuracy.md measures both on the full-batch GCN).
 DEFAULT_MODEL = ModelConfig(arch="gcn", hidden=[16], classifier="graph", bias=False, dropout=0.5, lr=0.01,
                             weight_decay=5e-4)
 FULL_BATCH = "full-batch"

@@ -13,7 +13,7 @@ The trainer's GNN (``saintpipe.trainer.models``) cannot express it: its
 graph layers are followed by a dense classifier, so two GCN layers there are
 three weight matrices; and its Â is the random-walk form (I+D)⁻¹(I+A), where
 Kipf's is the symmetric D̃^-1/2 (A+I) D̃^-1/2. Both forms are here
-(``adjacency``) so the difference can be measured (docs/trainer.md).
+(``adjacency``) so the difference can be measured (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations

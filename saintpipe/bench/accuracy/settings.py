@@ -22,7 +22,7 @@ class SamplingSetup:
 
     The defaults give subgraphs of about 650 nodes on Cora and CiteSeer (a quarter of the
     graph, about 37 resp. 25 training nodes) for every sampler, so the samplers are compared
-    at the same subgraph size (measured sizes in docs/trainer.md).
+    at the same subgraph size (measured sizes in docs/benchmarks/accuracy.md).
 
     Attributes:
         roots, walk_length: the random walk sampler (r, h).

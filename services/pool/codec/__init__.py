@@ -155,7 +155,7 @@ def encode_subgraph_into(
     ``encode_subgraph(sg, validate=validate)``. On the compiled path each array
     is hashed, checked and copied while it is in cache, saving the second read
     of the arrays that copying ``encode_subgraph_parts`` would take; the stores
-    into the buffer still cost what they cost (docs/pool.md has figures).
+    into the buffer still cost what they cost (docs/benchmarks/pool.md has figures).
 
     Args:
         sg: the subgraph.

@@ -8,7 +8,7 @@ the weights again from its own copy of the topology
 gaps between neighbours in the narrowest unsigned width that holds the largest
 gap: a random-walk subgraph of ~7,000 nodes on a Kronecker graph of 262,144
 nodes takes 2 bytes a node (about 14 KB, with the rest of the message) where
-the whole subgraph takes 1.6 MB (docs/pool.md has the figures).
+the whole subgraph takes 1.6 MB (docs/explanation/pool.md has the figures).
 
 The message is small, so it is built and parsed with the generated classes
 (the hand framing of :mod:`saintpipe.services.pool.codec` exists to spare

@@ -28,7 +28,7 @@ both). The Dashboard's pins, and its cleanups (about 90 against 200 per
 subgraph of the paper's frontier), grow with it; the tree's work does not.
 On this machine the selection took 0.57-0.61 ms (s18) and 1.18-1.36 ms (s24)
 on the tree, against 1.09-1.12 and 2.13-2.31 ms with the index array searched
-for each probe, the tree's predecessor (docs/sampler.md, "Growth with the graph").
+for each probe, the tree's predecessor (docs/explanation/decisions.md, "The frontier on a sum tree").
 
 A frontier node's replacement (a uniform neighbour, Algorithm 2 line 6) is
 drawn when the node joins the frontier, not when it is popped: the same law,

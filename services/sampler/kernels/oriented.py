@@ -4,7 +4,7 @@ The plain induction (:func:`~saintpipe.services.sampler.kernels.induce.induce_sc
 reads every neighbour of every sampled node. The samplers reach nodes in
 proportion to their degree, so on a skewed graph that scan is mostly hub
 rows, and it grows with the graph's degree tail even at a fixed mean degree
-(docs/sampler.md, "Growth with the graph").
+(docs/benchmarks/kernels.md).
 
 Rank the nodes by ``(degree, id)`` and keep, for each node ``v``, only its
 neighbours of higher rank (and ``v`` itself, for a self-loop): the

@@ -1,5 +1,6 @@
-"""docs/scale.md's table at scale 16: every step of scripts/scale_table.py on a real Kronecker graph, a real
-bounded run and its per-process PSS (the scale-24 figures come from the same script and scripts/pss_monitor.py)."""
+"""docs/benchmarks/scale.md's table at scale 16: every step of scripts/scale_table.py on a real Kronecker
+graph, a real bounded run and its per-process PSS (the scale-24 figures come from the same script and
+scripts/pss_monitor.py)."""
 
 from __future__ import annotations
 
