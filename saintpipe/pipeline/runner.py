@@ -38,15 +38,15 @@ from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
 from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.summary import PoolAccount, RunSummary
-from saintpipe.pipeline.supervision import Supervisor
+from saintpipe.pipeline.supervision import Failure, Supervisor
 from saintpipe.pipeline.timeline import Timeline
 from saintpipe.pipeline.kernel_cache import kernels_cached
 from saintpipe.trainer.timing import TimeBreakdown
 
 if TYPE_CHECKING:
-    from saintpipe.pipeline.trainers import LocalTrainers
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler_service.service import SamplerService
+    from saintpipe.trainer.actor import TrainerGroup
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class LocalPipeline:
         self._t0 = time.monotonic()
         self.timeline = Timeline()  # when each part became ready, since the command started
         self._sampler_service: SamplerService | None = None
-        self._trainers: LocalTrainers | None = None
+        self._trainers: TrainerGroup | None = None
         self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
@@ -112,7 +112,7 @@ class LocalPipeline:
         return self.config.run.data
 
     @property
-    def _launched_trainers(self) -> LocalTrainers:
+    def _launched_trainers(self) -> TrainerGroup:
         """The trainers, once launched (AttributeError before, as their None's attributes raised)."""
         if self._trainers is None:
             raise AttributeError("the trainers have not been launched yet")
@@ -344,7 +344,7 @@ class LocalPipeline:
         self.timeline.mark("sampler workers", detail=f"{cfg.workers} worker(s); normalization {self.normalization}")
 
     def _launch_trainers(self, dataset) -> None:
-        from saintpipe.pipeline.trainers import LocalTrainers
+        from saintpipe.trainer.actor import TrainerGroup
         from saintpipe.trainer.assemble import TrainerSpec
 
         cfg = self.config
@@ -366,17 +366,20 @@ class LocalPipeline:
                                 available_memory())
         if warning:  # said before training, not discovered an hour into the first validation
             print(f"saintpipe: warning: {warning}", file=sys.stderr, flush=True)
-        trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
-        trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
-        self._trainers = trainers
+        # Threaded actors, so that progress() answers while run() trains; one torch thread each unless
+        # [trainer] threads says otherwise: Ray gives each one CPU. Until _start_trainers registers their stop,
+        # ray.shutdown ends them.
+        self._trainers = TrainerGroup(spec, cfg.run.trainers, threads=1, max_concurrency=4,
+                                      cache=cache.model_dump() if cache.enabled else None)
 
     def _start_trainers(self) -> None:
         trainers = self._launched_trainers
-        self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
+        self.supervisor.on_stop("trainers", trainers.shutdown)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s,
                        estimate_evaluation=self.config.run.max_seconds is not None)
         self.timeline.mark("trainer")
-        self.supervisor.watch("trainers", trainers.failure, restart=self._restart_trainers)
+        self.supervisor.watch("trainers", lambda: Failure(*found) if (found := trainers.failure()) else None,
+                              restart=self._restart_trainers)
         self.endpoints.metrics.update(trainers.metrics_urls)
         if (resumed := trainers.progress()).steps:
             print(f"trainers resumed from step {resumed.steps} (epoch {resumed.epoch}) of the checkpoint in "
