@@ -98,13 +98,6 @@ def add_model_flags(
     return out
 
 
-def field_help(model: type[pydantic.BaseModel], field: str) -> str:
-    """The help of the flag of ``field``: its description, then its range and default (as argparse text)."""
-    info = model.model_fields[field]
-    help_text: str = _argument(model, field, info, "--" + field.replace("_", "-"))["help"]
-    return help_text
-
-
 def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str) -> dict[str, Any]:
     where = f"{model.__name__}.{field} ({flag})"
     if not info.description:
