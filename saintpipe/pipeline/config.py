@@ -139,10 +139,6 @@ class PipelineConfig(StrictModel):
             return self.samplers.workers_per_process
         return min(self.sampler_workers(cpus), LOCAL_WORKERS_PER_PROCESS)
 
-    def norm_subgraphs(self, num_train: int) -> int:
-        """Pre-sampled subgraphs for the normalization (the sampler service's rule)."""
-        return self.samplers.presamples(num_train)
-
     def sampler_service_config(self, data: Path, redis_url: str, cpus: int, num_train: int) -> SamplerServiceConfig:
         """The sampler service's config for this run: its section plus what the runner wired."""
         fields: dict[str, Any] = self.samplers.model_dump(exclude={"data", "workers", "workers_per_process", "pool",
@@ -150,7 +146,7 @@ class PipelineConfig(StrictModel):
                                                                    "norm_subgraphs"})
         return SamplerServiceConfig(
             **fields, data=data, workers=self.sampler_workers(cpus),
-            workers_per_process=self.sampler_workers_per_process(cpus), norm_subgraphs=self.norm_subgraphs(num_train),
+            workers_per_process=self.sampler_workers_per_process(cpus), norm_subgraphs=self.samplers.presamples(num_train),
             pool=self.pool.model_copy(update={"url": redis_url}),
             metrics_port=0 if self.run.metrics else None, metrics_host=self.run.metrics_host,
         )
