@@ -8,14 +8,11 @@ blocks, layer outputs too large for memory in temporary memory-mapped files.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 
 from saintpipe.core.argtypes import integer
-
-log = logging.getLogger(__name__)
 
 MEMORY_HELP = ("about the most memory inference uses, in MiB (default 2048): two layer outputs, each in memory up "
                "to 3/8 of it (larger ones in temporary files under --tmpdir), and one block of rows")
