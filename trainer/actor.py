@@ -258,8 +258,7 @@ class TrainerGroup:
             p = ray.get(self.actors[0].progress.remote(), timeout=5.0)
         except (ray.exceptions.RayError, TimeoutError):
             return self._last
-        ended = self._ended()
-        done = bool(self._runs) and len(ended) == len(self._runs) and self._failure(ended) is None
+        done = bool(self._runs) and len(self._ended()) == len(self._runs) and self.failure() is None
         self._last = replace(p, done=done)
         return self._last
 
@@ -272,9 +271,7 @@ class TrainerGroup:
     def failure(self) -> tuple[str, bool] | None:
         """Why a trainer failed and whether starting it again can help, or None (a finished run is not a
         failure)."""
-        return self._failure(self._ended())
-
-    def _failure(self, ended: list[ray.ObjectRef]) -> tuple[str, bool] | None:
+        ended = self._ended()
         for rank, ref in enumerate(self._runs):
             if ref in ended:
                 try:
