@@ -97,9 +97,7 @@ class EmbeddedPipeline(LocalPipeline):
             raise ConfigError("the embedded pipeline starts its own local Ray, but Ray is already initialized in "
                               "this process: call ray.shutdown() first, or run the pipeline apart (saintpipe serve "
                               "...) and use SubgraphLoader.connect")
-        if self.config.run.data is None:  # from_options sets it; what Path(None) raised before
-            raise TypeError("the embedded pipeline needs config.run.data (the dataset directory)")
-        self.dataset = open_dataset(self.config.run.data)
+        self.dataset = open_dataset(self.data_dir)
         self._started = True
         try:
             self._start_services(self.dataset)  # Redis, the shards and Ray at once, as a run starts them

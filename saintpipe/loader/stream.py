@@ -167,10 +167,8 @@ class SubgraphLoader(IterableDataset[Minibatch]):
             cfg = pipeline.config
             trainer = cfg.trainer.model_copy(update={"feature_token_file": pipeline.feature_token_file,
                                                      "sample_graph": cfg.samplers.graph})
-            if cfg.run.data is None:  # from_options sets it; what Path(None) raised before
-                raise TypeError("the embedded pipeline has no config.run.data (the dataset directory)")
             address = PipelineAddress(redis_url=pipeline.redis_url, features=pipeline.endpoints.shards,
-                                      data=Path(cfg.run.data).resolve(), pool=cfg.pool, trainer=trainer)
+                                      data=pipeline.data_dir.resolve(), pool=cfg.pool, trainer=trainer)
             return cls(address, config, pipeline=pipeline)
         except BaseException:
             pipeline.close()
