@@ -19,7 +19,6 @@ import ipaddress
 import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from saintpipe.core.files import TooLarge, read_capped
+from saintpipe.core.files import TooLarge, read_capped, stage
 from saintpipe.core.errors import InvalidArgument
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
@@ -293,26 +292,13 @@ def _foreign_entries(directory: Path) -> list[str]:
     return sorted(e.name for e in directory.iterdir() if e.name not in BUNDLE_FILES and not e.name.startswith(ours))
 
 
-def _stage(directory: Path, name: str, data: bytes, mode: int) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)  # created 0600: a key is never readable
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return Path(tmp)
-
-
 def _write_files(directory: Path, contents: dict[str, tuple[bytes, int]]) -> None:
     """Write every file to a temporary name first, then rename each into place."""
     staged: dict[str, Path] = {}
     try:
         for name, (data, mode) in contents.items():
-            staged[name] = _stage(directory, name, data, mode)
+            # Created 0600 (mkstemp), then given its mode: a key is never readable by others.
+            staged[name] = stage(directory / name, data, mode, prefix=f".{name}.tmp-", suffix="")
         for name, tmp in staged.items():
             os.replace(tmp, directory / name)
     finally:
