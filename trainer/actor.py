@@ -29,6 +29,7 @@ from saintpipe.core.errors import (
     SaintpipeError,
     ServiceUnavailable,
 )
+from saintpipe.services.feature_shard.cache import CacheConfig
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.assemble import AssembledTrainer, TrainerSpec, assemble_trainer
 from saintpipe.trainer.config import TrainerConfig
@@ -48,11 +49,11 @@ class TrainerActor:
     Args:
         spec: the job. rank, world_size: this rank's place in the data-parallel group.
         threads: torch threads when ``[trainer] threads`` is 0 (0: torch's default).
-        cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
+        cache: the feature client's trainer-side cache, or None.
     """
 
     def __init__(self, spec: TrainerSpec, rank: int, world_size: int, *, threads: int = 0,
-                 cache: dict[str, int] | None = None) -> None:
+                 cache: CacheConfig | None = None) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self.spec, self.rank, self.world_size, self.threads, self.cache = spec, rank, world_size, threads, cache
         self.trainer: AssembledTrainer | None = None
@@ -73,15 +74,12 @@ class TrainerActor:
         Rank r serves its metrics on ``spec.metrics_port + r`` (ranks may share a host), or on
         ``metrics_port`` when given (a restarted rank keeps the endpoint the run announced).
         """
-        from saintpipe.services.feature_shard.cache import CacheConfig
-
         spec = self.spec
         port = None
         if spec.metrics_port is not None:
             port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
-        cache = CacheConfig.model_validate(self.cache) if self.cache else None
         self.trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
-                                        metrics_port=port, cache=cache)
+                                        metrics_port=port, cache=self.cache)
         return self.trainer.metrics_url
 
     def run(self) -> TrainResult:
@@ -145,7 +143,7 @@ class TrainerGroup:
         cpus_per_trainer: CPUs Ray reserves for each actor.
         use_gpus: give each actor one GPU (default: when Ray's cluster has one free per trainer).
         threads: torch threads per actor when ``[trainer] threads`` is 0 (0: torch's default).
-        cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
+        cache: the feature client's trainer-side cache, or None.
         max_concurrency: calls each actor answers at once.
 
     Raises:
@@ -160,7 +158,7 @@ class TrainerGroup:
         cpus_per_trainer: float = 1.0,
         use_gpus: bool | None = None,
         threads: int = 0,
-        cache: dict[str, int] | None = None,
+        cache: CacheConfig | None = None,
         max_concurrency: int = 1,
     ) -> None:
         if trainers < 1:

@@ -370,7 +370,7 @@ class LocalPipeline:
         # [trainer] threads says otherwise: Ray gives each one CPU. Until _start_trainers registers their stop,
         # ray.shutdown ends them.
         self._trainers = TrainerGroup(spec, cfg.run.trainers, threads=1, max_concurrency=4,
-                                      cache=cache.model_dump() if cache.enabled else None)
+                                      cache=cache if cache.enabled else None)
 
     def _start_trainers(self) -> None:
         trainers = self._launched_trainers
