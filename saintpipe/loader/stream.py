@@ -32,14 +32,15 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Never
+from typing import TYPE_CHECKING, Any, Never, cast
 
 from torch.utils.data import IterableDataset, get_worker_info
 
 from saintpipe.core.errors import SaintpipeTimeout, ServiceUnavailable
 from saintpipe.loader.address import PipelineAddress, check_reachable
 from saintpipe.loader.config import LoaderConfig, loader_options
-from saintpipe.loader.minibatch import Minibatch, build_minibatch
+from saintpipe.loader.minibatch import Minibatch
+from saintpipe.minibatch.batch import build_minibatch
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
 
@@ -196,8 +197,8 @@ class SubgraphLoader(IterableDataset[Minibatch]):
                 item = self._next(session)
                 batch = build_minibatch(item.subgraph, item.features, session.labels, session.train_mask,
                                         session.degrees, entry_id=item.entry_id, deliveries=item.deliveries,
-                                        step=step, epoch=int(labelled * workers // num_train))
-                yield batch
+                                        step=step, epoch=int(labelled * workers // num_train), kind=Minibatch)
+                yield cast(Minibatch, batch)  # kind: the loader's, with graph_batch()
                 # Back here: the caller asked for the next one, so its step with this one is done.
                 item.ack()
                 step += 1
