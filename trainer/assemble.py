@@ -140,7 +140,6 @@ def assemble_trainer(
     master: str | None = None,
     *,
     threads: int = 0,
-    metrics: TrainerMetrics | None = None,
     metrics_port: int | None = None,
     cache: CacheConfig | None = None,
 ) -> AssembledTrainer:
@@ -152,7 +151,6 @@ def assemble_trainer(
         master: ``host:port`` of the group's rendezvous (needed when ``world_size > 1``).
         threads: torch intra-op threads when ``[trainer] threads`` is 0 (0: torch's default; a run's trainer
             actor, which Ray gives one CPU, passes 1).
-        metrics: the trainer's metric children (default: new ones under its name).
         metrics_port: serve /metrics there (0: a free port; None: no endpoint).
         cache: the feature client's trainer-side cache (static highest-degree rows plus LRU), or None.
 
@@ -178,7 +176,7 @@ def assemble_trainer(
     if cfg.threads or threads:
         torch.set_num_threads(cfg.threads or threads)
     device = pick_device(cfg.device)
-    metrics = metrics or TrainerMetrics(name)
+    metrics = TrainerMetrics(name)
     http = url = None
     if metrics_port is not None:
         http = serve_metrics(metrics_port, spec.metrics_host)
