@@ -169,7 +169,8 @@ def assemble_trainer(
     from saintpipe.trainer.evaluate import EvalGraph
     from saintpipe.trainer.loop import TrainLoop
     from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
-    from saintpipe.trainer.run_dir.outputs import outputs_for
+    from saintpipe.trainer.run_dir.model_file import DatasetInfo
+    from saintpipe.trainer.run_dir.outputs import RunOutputs
 
     cfg = spec.config
     name = trainer_name(spec.job, rank)
@@ -205,7 +206,8 @@ def assemble_trainer(
                          is_leader=rank == 0,
                          checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
                          feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
-                         outputs=outputs_for(spec.output_dir, dataset))
+                         outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
+                         if spec.output_dir is not None else None)
         if group is not None:
             group.check_same_start(state.steps)
         inputs.start_feed(meter.gather)
