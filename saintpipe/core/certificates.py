@@ -57,7 +57,6 @@ class Bundle:
 
     Attributes:
         directory: the bundle's directory.
-        files: every file of the bundle, as it now stands.
         written: the files written by this call (empty when the bundle was kept).
         removed: files of an older bundle that the new one no longer has (``--force`` without ``--client``).
         kept: whether an existing, valid bundle was kept unchanged.
@@ -65,7 +64,6 @@ class Bundle:
     """
 
     directory: Path
-    files: tuple[Path, ...]
     written: tuple[Path, ...]
     removed: tuple[Path, ...]
     kept: bool
@@ -353,13 +351,11 @@ def write_bundle(out_dir: Path | str, hosts: list[str], days: int = 365, client:
     _check_days(days)
     out = Path(out_dir)
     dns, ips = split_hosts(list(hosts))
-    names = [CA_CERT, CA_KEY, SERVER_CERT, SERVER_KEY] + ([CLIENT_CERT, CLIENT_KEY] if client else [])
-    names += [TOKEN] if token else []
     if _check_target(out, keep_existing, force) and keep_existing:
         problem = bundle_problem(out, dns, ips, client, token)
         if problem is None:
             expires = load_certificate(out / SERVER_CERT).not_valid_after_utc
-            return Bundle(out, tuple(out / n for n in names), (), (), True, expires)
+            return Bundle(out, (), (), True, expires)
         if not force:
             raise InvalidArgument(f"--out {out}: the existing bundle cannot be kept: {problem}; pass --force "
                                   "to replace it")
@@ -381,8 +377,7 @@ def write_bundle(out_dir: Path | str, hosts: list[str], days: int = 365, client:
     removed = tuple(out / n for n in BUNDLE_FILES if n not in contents and (out / n).is_file())
     for path in removed:
         path.unlink()
-    return Bundle(out, tuple(out / n for n in names), tuple(out / n for n in names), removed, False,
-                  server_cert.not_valid_after_utc)
+    return Bundle(out, tuple(out / n for n in contents), removed, False, server_cert.not_valid_after_utc)
 
 
 @dataclass(frozen=True)
