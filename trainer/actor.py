@@ -1,8 +1,7 @@
 """Trainers as Ray actors: one per trainer, a GPU each when Ray offers one, data-parallel when several.
 
-Callers use :func:`train` (or :class:`TrainerGroup` to hold the actors);
-:class:`TrainerActor` is the one actor class, which a run's trainers
-(:mod:`saintpipe.pipeline.trainers`) use too.
+Callers use :func:`train` (or :class:`TrainerGroup` to hold, follow and restart the actors, as
+``saintpipe run`` does); :class:`TrainerActor` is the one actor class.
 
 Example::
 
@@ -16,10 +15,21 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from dataclasses import replace
 from typing import Any
 
-from saintpipe.core.errors import InvalidArgument
+import ray
+
+from saintpipe.core.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    DatasetError,
+    InvalidArgument,
+    SaintpipeError,
+    ServiceUnavailable,
+)
+from saintpipe.services.feature_shard.cache import CacheConfig
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.assemble import AssembledTrainer, TrainerSpec, assemble_trainer
 from saintpipe.trainer.config import TrainerConfig
@@ -39,11 +49,11 @@ class TrainerActor:
     Args:
         spec: the job. rank, world_size: this rank's place in the data-parallel group.
         threads: torch threads when ``[trainer] threads`` is 0 (0: torch's default).
-        cache: the feature client's cache sizes (``CacheConfig`` fields), or None.
+        cache: the feature client's trainer-side cache, or None.
     """
 
     def __init__(self, spec: TrainerSpec, rank: int, world_size: int, *, threads: int = 0,
-                 cache: dict[str, int] | None = None) -> None:
+                 cache: CacheConfig | None = None) -> None:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         self.spec, self.rank, self.world_size, self.threads, self.cache = spec, rank, world_size, threads, cache
         self.trainer: AssembledTrainer | None = None
@@ -51,8 +61,6 @@ class TrainerActor:
 
     def rendezvous(self) -> str:
         """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
-        import ray
-
         from saintpipe.trainer.distributed import free_port
 
         # One node: loopback. Several: the address Ray itself uses to reach this node.
@@ -66,15 +74,12 @@ class TrainerActor:
         Rank r serves its metrics on ``spec.metrics_port + r`` (ranks may share a host), or on
         ``metrics_port`` when given (a restarted rank keeps the endpoint the run announced).
         """
-        from saintpipe.services.feature_shard.cache import CacheConfig
-
         spec = self.spec
         port = None
         if spec.metrics_port is not None:
             port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
-        cache = CacheConfig.model_validate(self.cache) if self.cache else None
         self.trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
-                                        metrics_port=port, cache=cache)
+                                        metrics_port=port, cache=self.cache)
         return self.trainer.metrics_url
 
     def run(self) -> TrainResult:
@@ -124,13 +129,22 @@ class TrainerActor:
 
 
 class TrainerGroup:
-    """``trainers`` Ray actors training one job data-parallel.
+    """``trainers`` Ray actors training one job data-parallel: started, followed, steered and restarted.
+
+    :func:`train` (``saintpipe serve trainer``) runs them to the end with :meth:`run`. A console run
+    (``saintpipe run``) also watches training while it happens (:meth:`progress`, the per-epoch bars), ends it
+    early (:meth:`finish`, ``[run] max_seconds``), restarts ranks that died (:meth:`failure`, :meth:`restart`)
+    and shows where each trainer's metrics are (``metrics_urls``): it makes threaded actors
+    (``max_concurrency`` above 1), so that ``progress()`` answers while ``run()`` trains.
 
     Args:
         spec: the job (see :class:`~saintpipe.trainer.assemble.TrainerSpec`).
         trainers: how many trainers (data-parallel ranks).
         cpus_per_trainer: CPUs Ray reserves for each actor.
         use_gpus: give each actor one GPU (default: when Ray's cluster has one free per trainer).
+        threads: torch threads per actor when ``[trainer] threads`` is 0 (0: torch's default).
+        cache: the feature client's trainer-side cache, or None.
+        max_concurrency: calls each actor answers at once.
 
     Raises:
         InvalidArgument: ``trainers < 1``.
@@ -143,34 +157,224 @@ class TrainerGroup:
         *,
         cpus_per_trainer: float = 1.0,
         use_gpus: bool | None = None,
+        threads: int = 0,
+        cache: CacheConfig | None = None,
+        max_concurrency: int = 1,
     ) -> None:
-        import ray
-
         if trainers < 1:
             raise InvalidArgument(f"trainers must be >= 1, got {trainers}")
-        if use_gpus is None:
-            use_gpus = ray.available_resources().get("GPU", 0) >= trainers
-        remote = ray.remote(num_cpus=cpus_per_trainer, num_gpus=1 if use_gpus else 0)(TrainerActor)
-        self.spec, self.trainers, self.use_gpus = spec, trainers, use_gpus
+        self.spec, self.trainers, self.threads, self.cache = spec, trainers, threads, cache
+        self._options = {"num_cpus": cpus_per_trainer, "max_concurrency": max_concurrency, "max_restarts": 0}
+        self._gpus = use_gpus
         # Any: ray's annotations give an actor's methods no `.remote`.
-        self.actors: list[Any] = [remote.remote(spec, rank, trainers) for rank in range(trainers)]
-        log.info(
-            "started %d trainer actor(s) for job %s (%s)", trainers, spec.job, "GPU" if use_gpus else "CPU"
-        )
+        self.actors: list[Any] = []
+        self._runs: list[ray.ObjectRef] = []
+        self._results: list[TrainResult] | None = None
+        self._last = TrainerProgress()
+        self._finish_target: int | None = None  # finish()'s step target, given again to restarted actors
+        self._eval_deadline: float | None = None  # cut_evaluation_at()'s, given again to restarted actors
+        self._estimate = math.nan  # evaluation_seconds(): the last answer, the question in flight and since when
+        self.final_evaluation_needed = True  # with it: whether the end of training needs a full-graph pass
+        self._estimate_ref: tuple[ray.ObjectRef | None, float] = (None, -math.inf)
+        self._metrics_ports: dict[int, int] = {}  # rank -> port, kept by a restarted rank
+        self.metrics_urls: dict[str, str] = {}
+        self._launch()
+
+    def _launch(self) -> None:
+        """Create the actors (they import torch in the background meanwhile)."""
+        gpus = self._gpus
+        self.use_gpus = ray.available_resources().get("GPU", 0) >= self.trainers if gpus is None else gpus
+        remote = ray.remote(TrainerActor).options(num_gpus=1 if self.use_gpus else 0, **self._options)
+        self.actors = [remote.remote(self.spec, rank, self.trainers, threads=self.threads, cache=self.cache)
+                       for rank in range(self.trainers)]
+        log.info("started %d trainer actor(s) for job %s (%s)", self.trainers, self.spec.job,
+                 "GPU" if self.use_gpus else "CPU")
+
+    def _prepare(self, timeout: float | None) -> list[str | None]:
+        """Every rank assembled (and in the data-parallel group); their metrics URLs."""
+        master = ray.get(self.actors[0].rendezvous.remote(), timeout=timeout) if self.trainers > 1 else None
+        return ray.get([a.prepare.remote(master, self._metrics_ports.get(rank)) for rank, a in enumerate(self.actors)],
+                       timeout=timeout)
 
     def run(self) -> list[TrainResult]:
         """Train to the end; returns every trainer's result (rank 0's carries the scores)."""
-        import ray
-
-        master = ray.get(self.actors[0].rendezvous.remote()) if self.trainers > 1 else None
-        ray.get([actor.prepare.remote(master) for actor in self.actors])
+        self._prepare(None)
         return ray.get([actor.run.remote() for actor in self.actors])
 
-    def shutdown(self) -> None:
-        import ray
+    def start(self, timeout: float = 120.0, estimate_evaluation: bool = False) -> None:
+        """Wait until every actor is connected (and in the data-parallel group), then start training.
 
+        ``estimate_evaluation``: rank 0 first estimates one full-graph evaluation (a run with a deadline
+        needs it), before its training steps compete with the estimate for its core.
+
+        Raises:
+            ServiceUnavailable: an actor failed to start or did not start in time.
+        """
+        try:
+            urls = self._prepare(timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise ServiceUnavailable(f"the trainers did not start within {timeout:g} s") from None
+        except ray.exceptions.RayError as exc:
+            raise ServiceUnavailable(f"a trainer failed to start: {_last_line(exc)}") from None
+        for rank, url in enumerate(urls):
+            if url:
+                self.metrics_urls[f"trainer {rank}"] = url
+                self._metrics_ports[rank] = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        if self._finish_target is not None:
+            ray.get([a.finish_at.remote(self._finish_target) for a in self.actors], timeout=10.0)
+        if self._eval_deadline is not None:
+            self.cut_evaluation_at(self._eval_deadline)
+        if estimate_evaluation:
+            try:
+                self._estimate, self.final_evaluation_needed = ray.get(self.actors[0].evaluation_estimate.remote(),
+                                                                       timeout=timeout)
+            except (ray.exceptions.RayError, TimeoutError) as exc:  # asked again while training runs
+                log.warning("the evaluation estimate failed before training: %s", exc)
+            self._estimate_ref = (None, time.monotonic())
+        self._runs = [a.run.remote() for a in self.actors]
+
+    def restart(self, timeout: float = 120.0) -> None:
+        """Replace every rank by a fresh actor that resumes from the latest checkpoint.
+
+        All ranks go: data-parallel ranks average gradients every step, so the survivors of a dead rank
+        would wait for it forever; they restart together from the same checkpoint instead. Their
+        unacknowledged subgraphs come back to them through the pool (``SubgraphPool.recover``).
+        """
+        self.shutdown()
+        self._runs, self._results = [], None
+        self._launch()
+        self.start(timeout=timeout)
+
+    def progress(self) -> TrainerProgress:
+        """Rank 0's progress (the last known one if it cannot answer right now), ``done`` once all ended.
+
+        A rank that failed is not done: it is restarted, or the run fails (the supervisor decides).
+        """
+        if not self.actors:
+            return self._last
+        try:
+            p = ray.get(self.actors[0].progress.remote(), timeout=5.0)
+        except (ray.exceptions.RayError, TimeoutError):
+            return self._last
+        done = bool(self._runs) and len(self._ended()) == len(self._runs) and self.failure() is None
+        self._last = replace(p, done=done)
+        return self._last
+
+    def _ended(self) -> list[ray.ObjectRef]:
+        """The ranks' runs that have ended (finished or failed), without waiting."""
+        if not self._runs:
+            return []
+        return ray.wait(self._runs, num_returns=len(self._runs), timeout=0)[0]
+
+    def failure(self) -> tuple[str, bool] | None:
+        """Why a trainer failed and whether starting it again can help, or None (a finished run is not a
+        failure)."""
+        ended = self._ended()
+        for rank, ref in enumerate(self._runs):
+            if ref in ended:
+                try:
+                    ray.get(ref, timeout=0)
+                except ray.exceptions.RayError as exc:
+                    return f"trainer {rank} failed: {_last_line(exc)}", _restartable(exc)
+        return None
+
+    def finish(self) -> None:
+        """End training a step or two from now on every rank (they still score the best weights); a validation
+        running now is cut, so that the final scoring starts at once."""
+        steps = [ray.get(a.progress.remote(), timeout=10.0).steps for a in self.actors]
+        target = max(steps) + (2 if self.trainers > 1 else 1)  # ranks differ by at most one step (lockstep)
+        self._finish_target = target
+        ray.get([a.finish_at.remote(target) for a in self.actors], timeout=10.0)
+        ray.get([a.cancel_validation.remote() for a in self.actors], timeout=10.0)
+
+    def evaluation_seconds(self, every_s: float = 5.0) -> float:
+        """Rank 0's latest figure for one full-graph evaluation, in seconds (NaN until the first arrives).
+
+        Never waits: the question goes to the actor in the background and is asked again ``every_s`` after
+        each answer (the first answer times a few blocks of each layer; later ones are the last evaluation's
+        measured time). ``final_evaluation_needed`` comes with each answer."""
+        ref, at = self._estimate_ref
+        if ref is not None and ray.wait([ref], timeout=0)[0]:
+            try:
+                self._estimate, self.final_evaluation_needed = ray.get(ref, timeout=0)
+            except ray.exceptions.RayError as exc:  # a restarted rank: ask the new one
+                log.debug("evaluation estimate unavailable: %s", exc)
+            ref, at = None, time.monotonic()
+            self._estimate_ref = (ref, at)
+        if ref is None and self.actors and time.monotonic() - at >= every_s:
+            self._estimate_ref = self.actors[0].evaluation_estimate.remote(), time.monotonic()
+        return self._estimate
+
+    def cut_evaluation_at(self, deadline: float | None) -> None:
+        """Every rank cuts any evaluation still running at ``deadline`` (``time.time()``), restarted ones too."""
+        self._eval_deadline = deadline
+        ray.get([a.cut_evaluation_at.remote(deadline) for a in self.actors], timeout=10.0)
+
+    def snapshot(self) -> TrainResult | None:
+        """The merged TrainResult so far, asked of the running ranks (None if they cannot answer): what an
+        interrupted run reports, its evaluation "not run"."""
+        if not self.actors:
+            return None
+        try:
+            parts = ray.get([a.snapshot.remote() for a in self.actors], timeout=10.0)
+        except (ray.exceptions.RayError, TimeoutError) as exc:
+            log.debug("trainer snapshot unavailable: %s", exc)
+            return None
+        return merge_results(parts, check=False) if parts and all(parts) else None
+
+    def wait(self) -> list[TrainResult]:
+        """Every rank's TrainResult, once all have ended.
+
+        Raises:
+            ServiceUnavailable: a trainer failed (the message is its error's last line).
+        """
+        if self._results is None:
+            try:
+                self._results = ray.get(self._runs)
+            except ray.exceptions.RayError as exc:
+                raise ServiceUnavailable(f"a trainer failed: {_last_line(exc)}") from None
+        return self._results
+
+    def result(self) -> TrainResult | None:
+        """The merged TrainResult (rank 0's scores, times summed over ranks) once training ended, else None.
+
+        Raises:
+            SaintpipeError: the ranks ended with different weights (the gradient averaging broke).
+        """
+        if self._results is None and self._runs and len(self._ended()) == len(self._runs):
+            try:
+                self._results = ray.get(self._runs, timeout=0)
+            except ray.exceptions.RayError:
+                return None
+        if not self._results:
+            return None
+        try:
+            return merge_results(self._results)
+        except RuntimeError as exc:
+            raise SaintpipeError(str(exc)) from None
+
+    def shutdown(self) -> None:
+        """Kill every actor."""
         for actor in self.actors:
-            ray.kill(actor)
+            try:
+                ray.kill(actor, no_restart=True)
+            except ray.exceptions.RayError:
+                pass
+        self.actors = []
+
+
+def _last_line(exc: BaseException) -> str:
+    """The informative line of a Ray error (its last), not the whole remote traceback."""
+    if isinstance(exc, ray.exceptions.ActorDiedError):
+        return "its actor process died"
+    text = str(exc).strip()
+    return text.splitlines()[-1] if text else type(exc).__name__
+
+
+def _restartable(exc: BaseException) -> bool:
+    """Whether starting the trainer again can cure ``exc``: not bad input (config, dataset, arguments, password)."""
+    cause = getattr(exc, "cause", None)
+    return not isinstance(cause, (ConfigError, DatasetError, InvalidArgument, AuthenticationFailed))
 
 
 def merge_results(results: list[TrainResult], check: bool = True) -> TrainResult:
@@ -235,8 +439,6 @@ def train(
     Returns:
         The merged :class:`~saintpipe.trainer.loop.TrainResult`: test score, epochs, subgraphs and the time breakdown.
     """
-    import ray
-
     from saintpipe.core.ray_cluster import connect_ray
 
     spec = TrainerSpec(

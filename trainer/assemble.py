@@ -8,7 +8,7 @@ checkpoint and builds the :class:`~saintpipe.trainer.loop.TrainLoop`. Every
 way a trainer runs uses it: a run's trainer actors and ``serve trainer``'s
 (:mod:`saintpipe.trainer.actor`), one rank in a process of its own
 (:func:`run_trainer`); the accuracy experiment, which trains on an in-memory
-graph, builds its loop with :func:`build_loop`.
+graph, builds its loop with none of the services' parts.
 """
 
 from __future__ import annotations
@@ -103,18 +103,6 @@ def new_state(config: TrainerConfig, graph: EvalGraph, device: torch.device | st
                       seed=config.seed)
 
 
-def build_loop(state: TrainState, graph: EvalGraph, config: TrainerConfig, **parts: Any) -> TrainLoop:
-    """The training loop over ``state`` and ``graph``: the one place a :class:`TrainLoop` is made.
-
-    ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader,
-    checkpointer, feature_meter, sampled_degrees, outputs); what is not given is left out (an in-memory
-    experiment needs none of the services' parts).
-    """
-    from saintpipe.trainer.loop import TrainLoop
-
-    return TrainLoop(state, graph, config, **parts)
-
-
 class AssembledTrainer:
     """One trainer, wired: its loop, the inputs feeding it, its data-parallel group and metrics endpoint.
 
@@ -152,7 +140,6 @@ def assemble_trainer(
     master: str | None = None,
     *,
     threads: int = 0,
-    metrics: TrainerMetrics | None = None,
     metrics_port: int | None = None,
     cache: CacheConfig | None = None,
 ) -> AssembledTrainer:
@@ -164,7 +151,6 @@ def assemble_trainer(
         master: ``host:port`` of the group's rendezvous (needed when ``world_size > 1``).
         threads: torch intra-op threads when ``[trainer] threads`` is 0 (0: torch's default; a run's trainer
             actor, which Ray gives one CPU, passes 1).
-        metrics: the trainer's metric children (default: new ones under its name).
         metrics_port: serve /metrics there (0: a free port; None: no endpoint).
         cache: the feature client's trainer-side cache (static highest-degree rows plus LRU), or None.
 
@@ -181,15 +167,17 @@ def assemble_trainer(
     from saintpipe.trainer.run_dir.checkpoint import Checkpointer
     from saintpipe.trainer.distributed import DataParallel
     from saintpipe.trainer.evaluate import EvalGraph
+    from saintpipe.trainer.loop import TrainLoop
     from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
-    from saintpipe.trainer.run_dir.outputs import outputs_for
+    from saintpipe.trainer.run_dir.model_file import DatasetInfo
+    from saintpipe.trainer.run_dir.outputs import RunOutputs
 
     cfg = spec.config
     name = trainer_name(spec.job, rank)
     if cfg.threads or threads:
         torch.set_num_threads(cfg.threads or threads)
     device = pick_device(cfg.device)
-    metrics = metrics or TrainerMetrics(name)
+    metrics = TrainerMetrics(name)
     http = url = None
     if metrics_port is not None:
         http = serve_metrics(metrics_port, spec.metrics_host)
@@ -213,12 +201,13 @@ def assemble_trainer(
             if master is None:
                 raise ValueError("a data-parallel trainer needs the rendezvous address (master)")
             group = DataParallel(rank, world_size, master, device, timeout_s=max(300.0, 4 * cfg.pool_timeout_s))
-        loop = build_loop(state, graph, cfg, name=name, metrics=metrics,
-                          sync=group.sync if group else None, decide=group.decide if group else None,
-                          is_leader=rank == 0,
-                          checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
-                          feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
-                          outputs=outputs_for(spec.output_dir, dataset))
+        loop = TrainLoop(state, graph, cfg, name=name, metrics=metrics,
+                         sync=group.sync if group else None, decide=group.decide if group else None,
+                         is_leader=rank == 0,
+                         checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
+                         feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
+                         outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
+                         if spec.output_dir is not None else None)
         if group is not None:
             group.check_same_start(state.steps)
         inputs.start_feed(meter.gather)

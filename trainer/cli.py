@@ -108,8 +108,6 @@ def _serve(args: argparse.Namespace) -> int:
     config.feature_security().load()  # a bad TLS file or token fails here, before Ray or torch start
     if not (args.data / "manifest.json").is_file():
         raise ConfigError(f"--data {args.data}: not a dataset directory (no manifest.json)")
-    if args.trainers < 1:
-        raise ConfigError(f"--trainers must be >= 1, got {args.trainers}")
     if args.world_size is not None or args.rank is not None or args.master is not None:
         return _serve_rank(args, config, pool, url)
     from saintpipe.trainer.actor import train  # torch and Ray load only once the arguments are known to be good
@@ -136,8 +134,6 @@ def _serve_rank(args: argparse.Namespace, config: TrainerConfig, pool: PoolConfi
 
     if args.world_size is None or args.rank is None:
         raise ConfigError("one data-parallel rank needs both --world-size and --rank")
-    if args.world_size < 1:
-        raise ConfigError(f"--world-size must be >= 1, got {args.world_size}")
     if not 0 <= args.rank < args.world_size:
         raise ConfigError(f"--rank must be in 0..{args.world_size - 1}, got {args.rank}")
     if args.world_size > 1 and not args.master:

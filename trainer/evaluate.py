@@ -12,7 +12,6 @@ shows another thread how far it is and cuts it at a deadline.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,8 +22,6 @@ from saintpipe.trainer.batch import GraphBatch, full_graph_batch
 from saintpipe.trainer.eval_watch import EvalWatch
 from saintpipe.trainer.layers import MixHopLayer
 from saintpipe.trainer.models import GNN
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -164,9 +161,12 @@ def predict(
         EvaluationCancelled: ``watch`` cut it (its deadline, or a cancel).
     """
     if not one_pass(graph, model, max_full_bytes):
+        from saintpipe.trainer.inference import LayerwiseInference
+
         # Two layer outputs are held at a time: past half the bound, each goes to a memory-mapped file.
-        return _predict_layerwise(model, graph, layerwise_limits(batch_nodes, max_full_bytes), device, progress,
-                                  watch)
+        limits = layerwise_limits(batch_nodes, max_full_bytes)
+        return torch.from_numpy(LayerwiseInference(model, graph, limits, device=device, progress=progress,
+                                                   watch=watch).logits())
     was_training = model.training
     model.eval()
     completed = False
@@ -193,14 +193,6 @@ def layerwise_limits(batch_nodes: int, max_full_bytes: int):
     from saintpipe.trainer.inference import InferenceLimits
 
     return InferenceLimits(block_rows=batch_nodes, spill_bytes=max_full_bytes // 2)
-
-
-def _predict_layerwise(model: GNN, graph: EvalGraph, limits, device, progress: bool,
-                       watch: EvalWatch | None) -> torch.Tensor:
-    from saintpipe.trainer.inference import LayerwiseInference
-
-    return torch.from_numpy(LayerwiseInference(model, graph, limits, device=device, progress=progress,
-                                               watch=watch).logits())
 
 
 def evaluate(

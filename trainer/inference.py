@@ -190,7 +190,7 @@ class LayerwiseInference:
                 if gathered:
                     # every block gathers its sources' rows: the real features for the first layer
                     stand_in = rng.standard_normal((min(n, self.limits.block_rows), width), dtype=np.float32)
-                    rows: Rows = (self._features if i == 0
+                    rows: Rows = (self.graph.gather if i == 0
                                   else (lambda ids, h=stand_in: h[ids % h.shape[0]]))  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
                     source = (lambda start, stop, rows=rows: self._gather(start, stop, rows))
                 else:
@@ -271,7 +271,7 @@ class LayerwiseInference:
             if isinstance(layer, MixHopLayer):
                 self._mixhop(layer, self._materialized(tmp) if previous is None else previous, out, tmp)
             elif isinstance(layer, GATLayer) or not self.sliced:
-                rows: Rows = self._features if previous is None else (lambda ids, h=previous: h[ids])  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
+                rows: Rows = self.graph.gather if previous is None else (lambda ids, h=previous: h[ids])  # type: ignore[misc]  # mypy cannot type a lambda with default arguments
                 self._gathered(layer.name, rows, width, out, compute, heads=getattr(layer, "heads", 0))
             else:
                 self._sliced(layer.name, self._materialized(tmp) if previous is None else previous, out, compute)
@@ -316,9 +316,6 @@ class LayerwiseInference:
             _release(hop)
 
     # --- pieces -----------------------------------------------------------------------------------------
-    def _features(self, ids: np.ndarray) -> np.ndarray:
-        return self.graph.gather(ids)
-
     def _materialized(self, tmp: Path) -> np.ndarray:
         """The input features as one [N, F] float32 array (a memory map when large), copied in row ranges."""
         if self._features_array is None:
@@ -395,8 +392,7 @@ class LayerwiseInference:
 
     @contextmanager
     def _workdir(self) -> Iterator[Path]:
-        tmpdir = self.limits.tmpdir
-        with tempfile.TemporaryDirectory(prefix="saintpipe-inference-", dir=tmpdir) as tmp:
+        with tempfile.TemporaryDirectory(prefix="saintpipe-inference-", dir=self.limits.tmpdir) as tmp:
             yield Path(tmp)
 
     @contextmanager

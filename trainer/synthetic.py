@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from saintpipe.core.subgraph import Subgraph
+from saintpipe.trainer.batch import mean_aggregation_weights
 from saintpipe.trainer.sparse import transpose_permutation
 
 
@@ -31,9 +32,7 @@ def random_subgraph(n: int, mean_degree: float, seed: int = 0, mean_weights: boo
     np.cumsum(np.bincount(pairs[:, 0], minlength=n), out=indptr[1:])
     indices = pairs[:, 1].astype(np.int32)
     if mean_weights:
-        deg = np.diff(indptr).astype(np.float64)
-        inv = np.divide(1.0, deg, out=np.zeros_like(deg), where=deg > 0)
-        w = inv[pairs[:, 0]].astype(np.float32)
+        w = mean_aggregation_weights(indptr, indices)[0]
     else:
         w = rng.uniform(0.05, 1.0, len(pairs)).astype(np.float32)
     w_t = w[transpose_permutation(indptr, indices)]

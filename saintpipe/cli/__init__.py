@@ -21,9 +21,6 @@ from typing import Any, NoReturn
 from saintpipe import __version__
 from saintpipe.core.errors import ConfigError, SaintpipeError
 
-log = logging.getLogger("saintpipe")
-
-
 VERBOSE_HELP = ("more log output (-vv for debug), before or after the command; without it, SAINTPIPE_LOG_LEVEL "
                 "(a level name, e.g. INFO in containers) or WARNING")
 _VERBOSE_DEST = "verbose:"

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-
-from saintpipe.cli.registry import register_all
+import importlib
 
 # One module per benchmark, all in saintpipe.bench, each named for what it measures; each defines
 # register(subparsers). The subcommand is the module's name (sampler_service: sampler-service;
@@ -29,4 +28,5 @@ def register(groups: argparse._SubParsersAction) -> None:
                                description="Benchmarks, each named for what it measures. Each prints a table, "
                                "or one JSON object with --json (loader: lines of figures).")
     sub = parser.add_subparsers(dest="benchmark", metavar="BENCHMARK", required=True)
-    register_all(sub, BENCHMARKS)
+    for name in BENCHMARKS:
+        importlib.import_module(name).register(sub)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
+from collections import UserDict
 from pathlib import Path
 
 from saintpipe.core.argtypes import integer, seed
@@ -73,20 +73,11 @@ def register(groups: argparse._SubParsersAction) -> None:
 IMPORT_FORMATS = ("graphsaint", "ogb", "npz", "edgelist", "arrays")
 
 
-class _FormatsOrPath(Mapping):
+class _FormatsOrPath(UserDict):
     """A view of the format parsers by name in which any token passes argparse's choice check (a PATH)."""
 
     def __init__(self, parsers: dict) -> None:
-        self._parsers = parsers
-
-    def __getitem__(self, name: str) -> argparse.ArgumentParser:
-        return self._parsers[name]
-
-    def __iter__(self):
-        return iter(self._parsers)
-
-    def __len__(self) -> int:
-        return len(self._parsers)
+        self.data = parsers  # the action's own map, not a copy: the formats are added to it later
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str)

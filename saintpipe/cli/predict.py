@@ -8,14 +8,11 @@ blocks, layer outputs too large for memory in temporary memory-mapped files.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 
 from saintpipe.core.argtypes import integer
-
-log = logging.getLogger(__name__)
 
 MEMORY_HELP = ("about the most memory inference uses, in MiB (default 2048): two layer outputs, each in memory up "
                "to 3/8 of it (larger ones in temporary files under --tmpdir), and one block of rows")
@@ -73,6 +70,7 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from saintpipe.core.files import write_atomic
     from saintpipe.pipeline.predict import original_ids, predict_labels, read_nodes, read_original_nodes
 
     session = _open(args)
@@ -91,7 +89,7 @@ def _predict(args: argparse.Namespace) -> int:
     if out == "-" or out.lower().endswith(".csv"):
         _write_csv(out, ids, labels)
     else:
-        _write_npy(Path(out), labels)
+        write_atomic(out, lambda fh: np.save(fh, labels))
     if out != "-":
         kind = "0/1 label rows" if labels.ndim == 2 else "class ids"
         print(f"wrote {labels.shape[0]:,} predictions ({kind}, {session.which} model) to {out} "
@@ -154,14 +152,6 @@ def _check_out(out: Path) -> None:
 def _beside(run_dir: Path) -> Path:
     """Where default outputs go: the run directory (the model file's directory when given one)."""
     return run_dir.parent if run_dir.is_file() else run_dir
-
-
-def _write_npy(path: Path, array) -> None:
-    import numpy as np
-
-    from saintpipe.core.files import write_atomic
-
-    write_atomic(path, lambda fh: np.save(fh, array))
 
 
 def _write_csv(out: str, ids, labels) -> None:

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 
 from saintpipe.core.model_flags import add_model_flags
 from saintpipe.pipeline.config import RunConfig
-
-log = logging.getLogger(__name__)
 
 
 def register(groups: argparse._SubParsersAction) -> None:

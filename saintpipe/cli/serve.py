@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-
-from saintpipe.cli.registry import register_all
+import importlib
 
 # One module per service; each defines register(subparsers).
 SERVICES: tuple[str, ...] = (
@@ -18,4 +17,5 @@ def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser("serve", help="run one service (feature shard, samplers, trainer)",
                                description="Run one service of the pipeline on its own.")
     sub = parser.add_subparsers(dest="service", metavar="SERVICE", required=True)
-    register_all(sub, SERVICES)
+    for name in SERVICES:
+        importlib.import_module(name).register(sub)

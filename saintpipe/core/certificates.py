@@ -19,7 +19,6 @@ import ipaddress
 import os
 import re
 import secrets
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from saintpipe.core.files import TooLarge, read_capped
+from saintpipe.core.files import TooLarge, read_capped, stage
 from saintpipe.core.errors import InvalidArgument
 
 CA_CERT, CA_KEY = "ca.crt", "ca.key"
@@ -58,7 +57,6 @@ class Bundle:
 
     Attributes:
         directory: the bundle's directory.
-        files: every file of the bundle, as it now stands.
         written: the files written by this call (empty when the bundle was kept).
         removed: files of an older bundle that the new one no longer has (``--force`` without ``--client``).
         kept: whether an existing, valid bundle was kept unchanged.
@@ -66,7 +64,6 @@ class Bundle:
     """
 
     directory: Path
-    files: tuple[Path, ...]
     written: tuple[Path, ...]
     removed: tuple[Path, ...]
     kept: bool
@@ -293,26 +290,13 @@ def _foreign_entries(directory: Path) -> list[str]:
     return sorted(e.name for e in directory.iterdir() if e.name not in BUNDLE_FILES and not e.name.startswith(ours))
 
 
-def _stage(directory: Path, name: str, data: bytes, mode: int) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=directory)  # created 0600: a key is never readable
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return Path(tmp)
-
-
 def _write_files(directory: Path, contents: dict[str, tuple[bytes, int]]) -> None:
     """Write every file to a temporary name first, then rename each into place."""
     staged: dict[str, Path] = {}
     try:
         for name, (data, mode) in contents.items():
-            staged[name] = _stage(directory, name, data, mode)
+            # Created 0600 (mkstemp), then given its mode: a key is never readable by others.
+            staged[name] = stage(directory / name, data, mode, prefix=f".{name}.tmp-", suffix="")
         for name, tmp in staged.items():
             os.replace(tmp, directory / name)
     finally:
@@ -367,13 +351,11 @@ def write_bundle(out_dir: Path | str, hosts: list[str], days: int = 365, client:
     _check_days(days)
     out = Path(out_dir)
     dns, ips = split_hosts(list(hosts))
-    names = [CA_CERT, CA_KEY, SERVER_CERT, SERVER_KEY] + ([CLIENT_CERT, CLIENT_KEY] if client else [])
-    names += [TOKEN] if token else []
     if _check_target(out, keep_existing, force) and keep_existing:
         problem = bundle_problem(out, dns, ips, client, token)
         if problem is None:
             expires = load_certificate(out / SERVER_CERT).not_valid_after_utc
-            return Bundle(out, tuple(out / n for n in names), (), (), True, expires)
+            return Bundle(out, (), (), True, expires)
         if not force:
             raise InvalidArgument(f"--out {out}: the existing bundle cannot be kept: {problem}; pass --force "
                                   "to replace it")
@@ -395,8 +377,7 @@ def write_bundle(out_dir: Path | str, hosts: list[str], days: int = 365, client:
     removed = tuple(out / n for n in BUNDLE_FILES if n not in contents and (out / n).is_file())
     for path in removed:
         path.unlink()
-    return Bundle(out, tuple(out / n for n in names), tuple(out / n for n in names), removed, False,
-                  server_cert.not_valid_after_utc)
+    return Bundle(out, tuple(out / n for n in contents), removed, False, server_cert.not_valid_after_utc)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,21 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
         mode: the new file's permissions.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = stage(path, write, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def stage(path: Path, write: Callable[[BinaryIO], object] | bytes, mode: int = 0o644, *, prefix: str | None = None,
+          suffix: str = ".tmp") -> Path:
+    """A new temporary file beside ``path`` (named ``prefix``, default ``.<name>.``, random, ``suffix``) holding
+    what ``write`` gives (as for :func:`write_atomic`), fsynced, with ``mode``: for the caller to rename into
+    place. Removed again when writing fails."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}." if prefix is None else prefix, suffix=suffix, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             if isinstance(write, bytes):
@@ -47,8 +61,7 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+    return Path(tmp)

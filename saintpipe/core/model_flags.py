@@ -105,13 +105,6 @@ def model_field(action: argparse.Action) -> tuple[type[pydantic.BaseModel], str]
     return getattr(action, "model_field", None)
 
 
-def field_help(model: type[pydantic.BaseModel], field: str) -> str:
-    """The help of the flag of ``field``: its description, then its range and default (as argparse text)."""
-    info = model.model_fields[field]
-    help_text: str = _argument(model, field, info, "--" + field.replace("_", "-"))["help"]
-    return help_text
-
-
 def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str) -> dict[str, Any]:
     where = f"{model.__name__}.{field} ({flag})"
     if not info.description:

@@ -16,10 +16,6 @@ def demo_dataset_dir() -> Path:
     return home() / "datasets" / "demo"
 
 
-def runs_dir() -> Path:
-    return home() / "runs"
-
-
 def new_run_dir(job: str, parent: Path | None = None) -> Path:
     """A fresh directory for one run of ``job``: ``runs/<local time>-<job>``, created.
 
@@ -27,7 +23,7 @@ def new_run_dir(job: str, parent: Path | None = None) -> Path:
     in the same second as another gets ``-2``, ``-3``, ... (the directory is created exclusively: no two runs
     ever share one).
     """
-    parent = runs_dir() if parent is None else parent
+    parent = home() / "runs" if parent is None else parent
     parent.mkdir(parents=True, exist_ok=True)
     stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{job}"
     for n in range(1, 10_000):

@@ -59,13 +59,6 @@ def _has_mark(pid: str, needle: bytes, proc: str) -> bool:
         return False
 
 
-def marked_pids(token: str, proc: str = "/proc") -> list[int]:
-    """The processes (other than this one) whose environment holds ``MARK=token``."""
-    needle = f"{MARK}={token}".encode()
-    return [int(name) for name in os.listdir(proc)
-            if name.isdigit() and int(name) != os.getpid() and _has_mark(name, needle, proc)]
-
-
 class Tracker:
     """The marked processes and every descendant of theirs, each known by pid and start time.
 

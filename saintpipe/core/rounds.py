@@ -8,8 +8,7 @@ alone. :func:`run_rounds` runs the configurations in rounds instead:
 * ``warmup`` rounds first, every configuration once each, whose
   measurements are discarded (compilation, page faults, caches, clocks);
 * then ``rounds`` rounds, every configuration once each, in an order that
-  rotates from round to round (or is shuffled with a seed), so that no
-  configuration always goes first nor always follows the same neighbour.
+  rotates from round to round, so that no configuration always goes first.
 
 The result keeps every measurement. :meth:`RoundsResult.summary` gives a
 configuration's median, min, max and interquartile range (``iqr_pct``: the IQR
@@ -31,7 +30,6 @@ above 1 means "slower" for times and "faster" for rates.
 from __future__ import annotations
 
 import math
-import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -82,14 +80,10 @@ def summarize(values: Sequence[float]) -> Summary:
 
 @dataclass(frozen=True)
 class RoundsResult:
-    """Every measured round of every configuration (warm-up rounds left out).
-
-    ``measurements[name][r]`` was taken in measured round ``r``, whose order
-    of configurations was ``orders[r]``.
-    """
+    """Every measured round of every configuration (warm-up rounds left out): ``measurements[name][r]`` was
+    taken in measured round ``r``."""
 
     measurements: Mapping[str, list[float]]
-    orders: list[list[str]]
 
     def summary(self, name: str) -> Summary:
         """Median, min, max and quartiles of ``name``'s measurements."""
@@ -116,32 +110,25 @@ class RoundsResult:
             ) from None
 
 
-def round_order(names: Sequence[str], index: int, *, seed: int = 0, shuffle: bool = False) -> list[str]:
+def round_order(names: Sequence[str], index: int, *, seed: int = 0) -> list[str]:
     """The order in which round ``index`` (warm-up rounds count from 0) runs ``names``.
 
     Rotated by ``index + seed`` places, so over ``len(names)`` consecutive
-    rounds each configuration goes first once; with ``shuffle``, a permutation
-    drawn from ``(seed, index)`` instead, so that neighbours change as well.
+    rounds each configuration goes first once.
     """
     names = list(names)
-    if shuffle:
-        random.Random(f"{seed}:{index}").shuffle(names)
-        return names
     k = (index + seed) % len(names) if names else 0
     return names[k:] + names[:k]
 
 
-def run_rounds(
-    configs: Mapping[str, Measure], rounds: int, warmup: int = 1, seed: int = 0, *, shuffle: bool = False
-) -> RoundsResult:
+def run_rounds(configs: Mapping[str, Measure], rounds: int, warmup: int = 1, seed: int = 0) -> RoundsResult:
     """Run every configuration once per round, ``warmup`` discarded rounds first.
 
     Args:
         configs: name -> a callable that runs the configuration once and returns its measurement.
         rounds: measured rounds (>= 1).
         warmup: rounds run first and discarded (>= 0).
-        seed: where the rotation starts, or the shuffle's seed.
-        shuffle: a seeded random order per round instead of a rotation.
+        seed: where the rotation starts.
 
     Returns:
         The measurements of the measured rounds, per configuration in round order.
@@ -155,15 +142,12 @@ def run_rounds(
         raise InvalidArgument(f"run_rounds: rounds must be >= 1 and warmup >= 0, got {rounds} and {warmup}")
     names = list(configs)
     measurements: dict[str, list[float]] = {name: [] for name in names}
-    orders: list[list[str]] = []
     for index in range(warmup + rounds):
-        order = round_order(names, index, seed=seed, shuffle=shuffle)
-        values = {name: float(configs[name]()) for name in order}
+        values = {name: float(configs[name]()) for name in round_order(names, index, seed=seed)}
         if index >= warmup:
-            orders.append(order)
             for name in names:
                 measurements[name].append(values[name])
-    return RoundsResult(measurements, orders)
+    return RoundsResult(measurements)
 
 
 def timed(fn: Callable[[], Any]) -> Measure:

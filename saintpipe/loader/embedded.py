@@ -99,10 +99,8 @@ class EmbeddedPipeline(LocalPipeline):
             raise ConfigError("the embedded pipeline starts its own local Ray, but Ray is already initialized in "
                               "this process: call ray.shutdown() first, or run the pipeline apart (saintpipe serve "
                               "...) and use SubgraphLoader.connect")
-        if self.config.run.data is None:  # from_options sets it; what Path(None) raised before
-            raise TypeError("the embedded pipeline needs config.run.data (the dataset directory)")
         self.timeline = Timeline(origin=time.time())  # the start-up counts from here, not the process's start
-        self.dataset = open_dataset(self.config.run.data)
+        self.dataset = open_dataset(self.data_dir)
         self.timeline.mark("dataset")
         self._started = True
         try:

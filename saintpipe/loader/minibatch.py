@@ -8,12 +8,10 @@ which the minibatch path, beneath the models, cannot offer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
-from saintpipe.core.subgraph import Subgraph
 from saintpipe.minibatch import batch
 
 if TYPE_CHECKING:
@@ -37,11 +35,3 @@ class Minibatch(batch.Minibatch):
                           loss_weights=self.loss_weight.to(device), degrees=self.degree.to(device),
                           node_ids=self.node_ids.cpu().numpy())
 
-
-def build_minibatch(sub: Subgraph, features: np.ndarray, labels: np.ndarray, train_mask: np.ndarray,
-                    degrees: np.ndarray, *, entry_id: str = "", deliveries: int = 1, step: int = 0,
-                    epoch: int = 0) -> Minibatch:
-    """:func:`saintpipe.minibatch.batch.build_minibatch` (same arguments), building the loader's :class:`Minibatch`."""
-    # kind=Minibatch: the built object is this module's Minibatch (batch.build_minibatch returns its base).
-    return cast(Minibatch, batch.build_minibatch(sub, features, labels, train_mask, degrees, entry_id=entry_id,
-                                                 deliveries=deliveries, step=step, epoch=epoch, kind=Minibatch))

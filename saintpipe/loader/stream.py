@@ -33,14 +33,15 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Never
+from typing import TYPE_CHECKING, Any, Never, cast
 
 from torch.utils.data import IterableDataset, get_worker_info
 
 from saintpipe.core.errors import SaintpipeTimeout, ServiceUnavailable
 from saintpipe.loader.address import PipelineAddress, check_reachable
 from saintpipe.loader.config import LoaderConfig, loader_options
-from saintpipe.loader.minibatch import Minibatch, build_minibatch
+from saintpipe.loader.minibatch import Minibatch
+from saintpipe.minibatch.batch import build_minibatch
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.config import TrainerConfig
 
@@ -172,10 +173,8 @@ class SubgraphLoader(IterableDataset[Minibatch]):
             cfg = pipeline.config
             trainer = cfg.trainer.model_copy(update={"feature_token_file": pipeline.feature_token_file,
                                                      "sample_graph": cfg.samplers.graph})
-            if cfg.run.data is None:  # from_options sets it; what Path(None) raised before
-                raise TypeError("the embedded pipeline has no config.run.data (the dataset directory)")
             address = PipelineAddress(redis_url=pipeline.redis_url, features=pipeline.endpoints.shards,
-                                      data=Path(cfg.run.data).resolve(), pool=cfg.pool, trainer=trainer)
+                                      data=pipeline.data_dir.resolve(), pool=cfg.pool, trainer=trainer)
             return cls(address, config, pipeline=pipeline)
         except BaseException:
             pipeline.close()
@@ -203,10 +202,10 @@ class SubgraphLoader(IterableDataset[Minibatch]):
                 item = self._next(session)
                 batch = build_minibatch(item.subgraph, item.features, session.labels, session.train_mask,
                                         session.degrees, entry_id=item.entry_id, deliveries=item.deliveries,
-                                        step=step, epoch=int(labelled * workers // num_train))
+                                        step=step, epoch=int(labelled * workers // num_train), kind=Minibatch)
                 if step == 0:
                     self.timeline.mark("first minibatch")
-                yield batch
+                yield cast(Minibatch, batch)  # kind: the loader's, with graph_batch()
                 # Back here: the caller asked for the next one, so its step with this one is done.
                 item.ack()
                 step += 1

@@ -78,6 +78,13 @@ class RunConfig(StrictModel):
                           "run directory still gets the models, the metrics and the summary, but cannot be resumed")
 
 
+# The [samplers] fields the runner wires itself (a config refuses them; config.json leaves them out), and where
+# a user sets each instead.
+RUNNER_OWNED = {"data": "[run] data or --data", "pool": "the [pool] section",
+                "ray_address": "nowhere: `saintpipe run` starts its own local Ray",
+                "metrics_port": "[run] metrics", "metrics_host": "[run] metrics_host"}
+
+
 class SamplersSection(SamplerServiceConfig):
     """The sampler service's own settings (``[samplers]``), minus what the runner wires."""
 
@@ -94,10 +101,7 @@ class SamplersSection(SamplerServiceConfig):
 
     @model_validator(mode="after")
     def _runner_owned(self) -> "SamplersSection":
-        owned = {"data": "[run] data or --data", "pool": "the [pool] section",
-                 "ray_address": "nowhere: `saintpipe run` starts its own local Ray",
-                 "metrics_port": "[run] metrics", "metrics_host": "[run] metrics_host"}
-        wrong = [f"samplers.{name} (set it in {where})" for name, where in owned.items()
+        wrong = [f"samplers.{name} (set it in {where})" for name, where in RUNNER_OWNED.items()
                  if name in self.model_fields_set]
         if wrong:
             raise ValueError("the local run sets these itself: " + "; ".join(wrong))
@@ -139,18 +143,13 @@ class PipelineConfig(StrictModel):
             return self.samplers.workers_per_process
         return min(self.sampler_workers(cpus), LOCAL_WORKERS_PER_PROCESS)
 
-    def norm_subgraphs(self, num_train: int) -> int:
-        """Pre-sampled subgraphs for the normalization (the sampler service's rule)."""
-        return self.samplers.presamples(num_train)
-
     def sampler_service_config(self, data: Path, redis_url: str, cpus: int, num_train: int) -> SamplerServiceConfig:
         """The sampler service's config for this run: its section plus what the runner wired."""
-        fields: dict[str, Any] = self.samplers.model_dump(exclude={"data", "workers", "workers_per_process", "pool",
-                                                                   "ray_address", "metrics_port", "metrics_host",
+        fields: dict[str, Any] = self.samplers.model_dump(exclude={*RUNNER_OWNED, "workers", "workers_per_process",
                                                                    "norm_subgraphs"})
         return SamplerServiceConfig(
             **fields, data=data, workers=self.sampler_workers(cpus),
-            workers_per_process=self.sampler_workers_per_process(cpus), norm_subgraphs=self.norm_subgraphs(num_train),
+            workers_per_process=self.sampler_workers_per_process(cpus), norm_subgraphs=self.samplers.presamples(num_train),
             pool=self.pool.model_copy(update={"url": redis_url}),
             metrics_port=0 if self.run.metrics else None, metrics_host=self.run.metrics_host,
         )

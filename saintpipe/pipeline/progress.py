@@ -45,7 +45,6 @@ class EpochBars:
         self._bar: ProgressBar | None = None
         self._eval_bar: ProgressBar | None = None
         self._epoch = -1
-        self._last = TrainerProgress()
         self._mark = (time.monotonic(), 0)  # (time, subgraphs) at the start of the rate window
         self._rate = math.nan
 
@@ -53,10 +52,12 @@ class EpochBars:
         self._close()
         self._epoch = epoch
         if self.enabled:
-            self._bar = ProgressBar(total=100, desc=f"epoch {epoch + 1}/{self.epochs}", file=self.file, leave=True,
-                                    bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
-                                    dynamic_ncols=False, ncols=100, mininterval=0.2,
-                                    line_interval=self.line_interval)
+            self._bar = self._new_bar(f"epoch {epoch + 1}/{self.epochs}")
+
+    def _new_bar(self, desc: str) -> ProgressBar:
+        return ProgressBar(total=100, desc=desc, file=self.file, leave=True, dynamic_ncols=False, ncols=100,
+                           bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}", mininterval=0.2,
+                           line_interval=self.line_interval)
 
     def _close(self) -> None:
         if self._bar is not None:
@@ -80,7 +81,6 @@ class EpochBars:
         else:
             self._set(100.0 * p.epoch_fraction, p)
         self._evaluation(p)
-        self._last = p
 
     def _evaluation(self, p: TrainerProgress) -> None:
         """The evaluation bar: opened once a full-graph evaluation has run for ``EVAL_BAR_AFTER_S`` (a short
@@ -93,10 +93,7 @@ class EpochBars:
                 self._eval_bar = None
             return
         if self._eval_bar is None:
-            self._eval_bar = ProgressBar(total=100, desc="evaluation (full graph)", file=self.file, leave=True,
-                                         bar_format="{desc} {percentage:3.0f}%|{bar:24}| {elapsed}{postfix}",
-                                         dynamic_ncols=False, ncols=100, mininterval=0.2,
-                                         line_interval=self.line_interval)
+            self._eval_bar = self._new_bar("evaluation (full graph)")
         self._eval_bar.n = round(100.0 * min(1.0, max(0.0, p.evaluation_fraction)), 1)
         self._eval_bar.set_postfix_str(p.evaluation or "starting", refresh=False)
         self._eval_bar.refresh()

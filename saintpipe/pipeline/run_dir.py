@@ -21,7 +21,7 @@ from pathlib import Path
 
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.files import write_atomic
-from saintpipe.pipeline.config import PipelineConfig
+from saintpipe.pipeline.config import RUNNER_OWNED, PipelineConfig
 from saintpipe.trainer.run_dir import BEST, FINAL, LATEST, METRICS
 
 CONFIG = "config.json"
@@ -29,14 +29,11 @@ SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
 MODELS = {"best": BEST, "final": FINAL}
 
-# Fields the runner fills in itself: the sampler service section refuses them in a config (PipelineConfig).
-_RUNNER_OWNED = {"samplers": {"data", "pool", "ray_address", "metrics_port", "metrics_host"}}
-
 
 def stored_config(config: PipelineConfig) -> str:
     """``config`` as the JSON text of config.json, which :func:`~saintpipe.pipeline.config.load_pipeline_config`
     reads back to the same configuration."""
-    return config.model_dump_json(exclude=_RUNNER_OWNED, indent=2) + "\n"
+    return config.model_dump_json(exclude={"samplers": set(RUNNER_OWNED)}, indent=2) + "\n"
 
 
 def write_config(run_dir: Path, config: PipelineConfig) -> Path:

@@ -38,15 +38,15 @@ from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.progress import EpochBars
 from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.summary import PoolAccount, RunSummary
-from saintpipe.pipeline.supervision import Supervisor
+from saintpipe.pipeline.supervision import Failure, Supervisor
 from saintpipe.pipeline.timeline import Timeline
 from saintpipe.pipeline.kernel_cache import kernels_cached
 from saintpipe.trainer.timing import TimeBreakdown
 
 if TYPE_CHECKING:
-    from saintpipe.pipeline.trainers import LocalTrainers
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler_service.service import SamplerService
+    from saintpipe.trainer.actor import TrainerGroup
 
 log = logging.getLogger(__name__)
 
@@ -99,20 +99,20 @@ class LocalPipeline:
         self._t0 = time.monotonic()
         self.timeline = Timeline()  # when each part became ready, since the command started
         self._sampler_service: SamplerService | None = None
-        self._trainers: LocalTrainers | None = None
+        self._trainers: TrainerGroup | None = None
         self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
 
     @property
-    def _data_dir(self) -> Path:
-        """``config.run.data``, the dataset directory (ValueError without one, as at construction)."""
+    def data_dir(self) -> Path:
+        """The dataset directory, ``config.run.data`` (ValueError without one, as at construction)."""
         if self.config.run.data is None:
             raise ValueError("config.run.data must name the dataset directory")
         return self.config.run.data
 
     @property
-    def _launched_trainers(self) -> LocalTrainers:
+    def _launched_trainers(self) -> TrainerGroup:
         """The trainers, once launched (AttributeError before, as their None's attributes raised)."""
         if self._trainers is None:
             raise AttributeError("the trainers have not been launched yet")
@@ -129,7 +129,7 @@ class LocalPipeline:
         """
         from saintpipe.services.dataset.store import open_dataset
 
-        dataset = open_dataset(self._data_dir)
+        dataset = open_dataset(self.data_dir)
         self.timeline.mark("dataset")
         if not kernels_cached():
             print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load them "
@@ -191,7 +191,7 @@ class LocalPipeline:
         except OSError as exc:
             raise ConfigError(f"[run] run_dir {run.run_dir}: cannot create it: {exc.strerror or exc}") from None
         run.run_dir = run.run_dir.resolve()
-        run.data = Path(self._data_dir).resolve()  # config.json must name the same dataset from any directory
+        run.data = Path(self.data_dir).resolve()  # config.json must name the same dataset from any directory
         if not run.checkpoints:
             trainer.checkpoint_dir = None
         elif trainer.checkpoint_dir is None:
@@ -288,7 +288,7 @@ class LocalPipeline:
         from saintpipe.services.feature_shard.launch import LocalShards
 
         extra = ["--metrics-port", "0"] if self.config.run.metrics else []
-        shards = LocalShards(self._data_dir, dataset.manifest.num_shards, extra_args=extra,
+        shards = LocalShards(self.data_dir, dataset.manifest.num_shards, extra_args=extra,
                              replicas=self.config.run.shard_replicas, own_process_group=True)
         self.supervisor.on_stop("feature shards", shards.stop)
         for k, replicas in enumerate(shards.processes):
@@ -328,7 +328,7 @@ class LocalPipeline:
     def _start_samplers(self, dataset) -> None:
         from saintpipe.services.sampler_service.service import SamplerService
 
-        cfg = self.config.sampler_service_config(Path(self._data_dir), self.redis_url, self.config.cores(),
+        cfg = self.config.sampler_service_config(Path(self.data_dir), self.redis_url, self.config.cores(),
                                                  num_train=int(dataset.splits["train"].size))
         service = SamplerService(cfg)
         self.supervisor.on_stop("sampler service", service.stop)
@@ -344,7 +344,7 @@ class LocalPipeline:
         self.timeline.mark("sampler workers", detail=f"{cfg.workers} worker(s); normalization {self.normalization}")
 
     def _launch_trainers(self, dataset) -> None:
-        from saintpipe.pipeline.trainers import LocalTrainers
+        from saintpipe.trainer.actor import TrainerGroup
         from saintpipe.trainer.assemble import TrainerSpec
 
         cfg = self.config
@@ -352,7 +352,7 @@ class LocalPipeline:
         # Training batches' self-loops follow the samplers' graph (the training graph's degrees for "train").
         trainer_cfg = cfg.trainer.model_copy(update={"feature_token_file": self.shards.token_file,
                                                      "sample_graph": cfg.samplers.graph})
-        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(self._data_dir).resolve()), pool_url=self.redis_url,
+        spec = TrainerSpec(job=cfg.pool.job_id, dataset_dir=str(Path(self.data_dir).resolve()), pool_url=self.redis_url,
                            feature_addresses=self.shards.addresses, config=trainer_cfg, pool=cfg.pool,
                            metrics_port=0 if cfg.run.metrics else None, metrics_host=cfg.run.metrics_host,
                            output_dir=str(cfg.run.run_dir) if cfg.run.run_dir else None)
@@ -366,17 +366,20 @@ class LocalPipeline:
                                 available_memory())
         if warning:  # said before training, not discovered an hour into the first validation
             print(f"saintpipe: warning: {warning}", file=sys.stderr, flush=True)
-        trainers = LocalTrainers(spec, cfg.run.trainers, cache.model_dump() if cache.enabled else None)
-        trainers.launch()  # until _start_trainers registers their stop, ray.shutdown ends them
-        self._trainers = trainers
+        # Threaded actors, so that progress() answers while run() trains; one torch thread each unless
+        # [trainer] threads says otherwise: Ray gives each one CPU. Until _start_trainers registers their stop,
+        # ray.shutdown ends them.
+        self._trainers = TrainerGroup(spec, cfg.run.trainers, threads=1, max_concurrency=4,
+                                      cache=cache if cache.enabled else None)
 
     def _start_trainers(self) -> None:
         trainers = self._launched_trainers
-        self.supervisor.on_stop("trainers", trainers.stop)  # registered last: stopped first
+        self.supervisor.on_stop("trainers", trainers.shutdown)  # registered last: stopped first
         trainers.start(timeout=self.config.run.startup_timeout_s,
                        estimate_evaluation=self.config.run.max_seconds is not None)
         self.timeline.mark("trainer")
-        self.supervisor.watch("trainers", trainers.failure, restart=self._restart_trainers)
+        self.supervisor.watch("trainers", lambda: Failure(*found) if (found := trainers.failure()) else None,
+                              restart=self._restart_trainers)
         self.endpoints.metrics.update(trainers.metrics_urls)
         if (resumed := trainers.progress()).steps:
             print(f"trainers resumed from step {resumed.steps} (epoch {resumed.epoch}) of the checkpoint in "
@@ -486,16 +489,12 @@ class LocalPipeline:
                                       else result.evaluation)
                 summary.evaluation_estimate_s = result.evaluation_estimate_seconds
                 summary.final_evaluation_s = result.final_evaluation_seconds
-                summary.test_score, summary.val_score = result.test_score, result.val_score
-                summary.epochs, summary.steps, summary.subgraphs_trained = result.epochs, result.steps, \
-                    result.subgraphs
-                summary.feature_gathers, summary.feature_rows = result.feature_gathers, result.feature_rows
-                summary.feature_cache_hits, summary.feature_bytes = result.feature_cache_hits, result.feature_bytes
-                summary.step_losses, summary.step_epochs = result.step_losses, result.step_epochs  # trainer 0's
+                summary.subgraphs_trained, summary.trainer_device = result.subgraphs, result.device
+                for name in ("test_score", "val_score", "epochs", "steps", "feature_gathers", "feature_rows",
+                             "feature_cache_hits", "feature_bytes", "step_losses", "step_epochs", "best_val_epoch",
+                             "resumed_from_step"):  # the step losses and epochs are trainer 0's
+                    setattr(summary, name, getattr(result, name))
                 summary.val_history = [[epoch, score] for epoch, score in result.val_history]
-                summary.best_val_epoch = result.best_val_epoch
-                summary.resumed_from_step = result.resumed_from_step
-                summary.trainer_device = result.device
                 for name in TimeBreakdown.TRAINER_FIELDS:  # the trainers' figures; the wall clock is the run's
                     if name != "wall":
                         setattr(t, name, getattr(result.times, name))

@@ -25,7 +25,7 @@ Example::
         sup.start_watching()
         while not sup.stop_requested.wait(1.0):
             ...
-        sup.raise_if_failed()
+        print(sup.failure)  # None, or the component that failed and why
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Callable
 
-from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.pipeline.restarts import RestartBudget, RestartEvent
 
 log = logging.getLogger(__name__)
@@ -305,11 +304,6 @@ class Supervisor:
     def request_stop(self) -> None:
         """The work is done: stop (not a failure)."""
         self.stop_requested.set()
-
-    def raise_if_failed(self) -> None:
-        """Raise :class:`ServiceUnavailable` naming the component that failed, if one did."""
-        if self.failure is not None:
-            raise ServiceUnavailable(f"{self.failure}; the pipeline was stopped")
 
     @property
     def exit_code(self) -> int:

@@ -15,19 +15,17 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
-from pathlib import Path
-
 import pickle
 import re
+from pathlib import Path
 
 import torch
 
 from saintpipe.core.errors import DatasetError
+from saintpipe.core.files import stage
 from saintpipe.trainer.run_dir import LATEST
 
 log = logging.getLogger(__name__)
-
 
 
 class Checkpointer:
@@ -49,18 +47,14 @@ class Checkpointer:
 
     def save(self, state: dict, step: int) -> Path:
         """Write ``state`` atomically as ``latest.pt`` (and ``step-<step>.pt``); returns the latest path."""
-        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".tmp", dir=self.directory)
+        tmp = stage(self.latest, lambda fh: torch.save(state, fh), 0o600, prefix=".ckpt-")
         try:
-            with os.fdopen(fd, "wb") as fh:
-                torch.save(state, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
             numbered = self.directory / f"step-{step:09d}.pt"
             if self.keep and not numbered.exists():
                 os.link(tmp, numbered)  # the same bytes under a second name, no copy
             os.replace(tmp, self.latest)
         except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         for old in sorted(self.directory.glob("step-*.pt"))[: -self.keep or None]:
             old.unlink(missing_ok=True)

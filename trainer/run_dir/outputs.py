@@ -105,8 +105,3 @@ class RunOutputs:
 
     def save_final(self, model: GNN, **meta: object) -> Path:
         return save_model(self.directory / FINAL, model, self.dataset, which="final", metric=self.metric, **meta)
-
-
-def outputs_for(directory: Path | str | None, dataset) -> RunOutputs | None:
-    """The run directory's outputs for an opened dataset, or None without a directory."""
-    return None if directory is None else RunOutputs(directory, DatasetInfo.from_dataset(dataset))

@@ -189,16 +189,16 @@ def test_force_replaces_only_bundle_files(bundle_dir):
 
 def test_a_failed_write_leaves_the_old_bundle_whole(bundle_dir, monkeypatch):
     before = _snapshot(bundle_dir)
-    real_stage = certificates._stage
+    real_stage = certificates.stage
     calls = []
 
-    def failing_stage(directory, name, data, mode):
-        calls.append(name)
+    def failing_stage(path, data, mode, **names):
+        calls.append(path.name)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return real_stage(directory, name, data, mode)
+        return real_stage(path, data, mode, **names)
 
-    monkeypatch.setattr(certificates, "_stage", failing_stage)
+    monkeypatch.setattr(certificates, "stage", failing_stage)
     with pytest.raises(OSError):
         write_bundle(bundle_dir, HOSTS, days=365, client=True, token=True, force=True)
     assert _snapshot(bundle_dir) == before  # every file staged before any is renamed; temporaries removed

@@ -10,9 +10,10 @@ import pydantic
 import pytest
 
 from saintpipe.cli import build_parser
-from saintpipe.core.argtypes import SEED_MAX, Bounds, Integer, Real
+from saintpipe.core.argtypes import Bounds, Integer, Real
+from saintpipe.core.seeds import SEED_MAX
 from saintpipe.core.config import StrictModel, load_config
-from saintpipe.core.model_flags import ModelFlags, add_model_flags, field_help
+from saintpipe.core.model_flags import ModelFlags, add_model_flags
 from saintpipe.services.feature_shard.config import SECTION, FeatureShardConfig
 
 
@@ -69,11 +70,17 @@ def test_a_value_out_of_the_fields_range_is_argparses_one_line_error(argv, messa
     assert exit_.value.code == 2 and message in err
 
 
+def field_help(field: str) -> str:
+    parser = argparse.ArgumentParser()
+    add_model_flags(parser, Toy, (field,))
+    return parser._actions[-1].help
+
+
 def test_help_is_the_description_with_the_models_range_and_default():
-    assert field_help(Toy, "count") == "how many (from 1 to 1024; default 8)"  # the docstring is the description
-    assert field_help(Toy, "ratio") == "a share, 100%% excluded (greater than 0 and less than 1; default 0.5)"
-    assert field_help(Toy, "limit") == "an optional limit (from 0 to 10)"
-    assert field_help(Toy, "mode") == "the mode (default a)"
+    assert field_help("count") == "how many (from 1 to 1024; default 8)"  # the docstring is the description
+    assert field_help("ratio") == "a share, 100%% excluded (greater than 0 and less than 1; default 0.5)"
+    assert field_help("limit") == "an optional limit (from 0 to 10)"
+    assert field_help("mode") == "the mode (default a)"
     parser = argparse.ArgumentParser()
     add_model_flags(parser, Toy, {"fast": "--no-fast"})
     assert parser._actions[-1].help == "fast = false (default true): go fast"

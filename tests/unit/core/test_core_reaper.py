@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from saintpipe.core.reaper import MARK, marked_pids
+from saintpipe.core.reaper import MARK, Tracker
 
 # A stand-in for a run: it starts the reaper, starts a child under the mark (which starts a grandchild
 # later, as Ray's raylet starts its agents and workers), and a child outside it; prints their pids; waits.
@@ -72,7 +72,9 @@ def test_an_orderly_stop_reaps_the_stragglers_and_unmarks_the_environment():
         straggler = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     assert MARK not in os.environ
     try:
-        assert marked_pids(reaper.token) == [straggler.pid]
+        tracker = Tracker(reaper.token)  # the marked processes (other than this one) and their descendants
+        tracker.scan()
+        assert list(tracker.known) == [straggler.pid]
         reaper.stop()
         assert reaper.watchdog.poll() is not None
         assert straggler.wait(10) == -signal.SIGKILL

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from saintpipe.core.subgraph import Subgraph
-from saintpipe.loader.minibatch import build_minibatch
+from saintpipe.loader.minibatch import Minibatch
+from saintpipe.minibatch.batch import build_minibatch
 from saintpipe.loader.pyg import to_pyg, with_self_loops
 
 # A path 0-1-2 plus 1-3, as the subgraph of global nodes [2, 5, 7, 9] (local 0..3); asymmetric weights, so
@@ -41,7 +42,8 @@ def batch(**kw):
     train[[2, 5, 9]] = True
     degrees = np.arange(n) + 1
     features = np.arange(4 * 2, dtype=np.float32).reshape(4, 2)
-    return build_minibatch(subgraph(**kw), features, labels, train, degrees, entry_id="1-0", step=4, epoch=1)
+    return build_minibatch(subgraph(**kw), features, labels, train, degrees, entry_id="1-0", step=4, epoch=1,
+                           kind=Minibatch)  # the loader's, with graph_batch()
 
 
 def dense(b) -> torch.Tensor:

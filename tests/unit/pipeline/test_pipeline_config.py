@@ -86,10 +86,13 @@ def test_the_runs_workers_share_one_process_unless_set():
 
 
 def test_normalization_presamples_follow_the_coverage_unless_set():
+    def presamples(cfg: PipelineConfig, num_train: int) -> int | None:
+        return cfg.sampler_service_config(Path("/d"), "redis://x", 2, num_train).norm_subgraphs
+
     cfg = PipelineConfig()  # 1000 roots x 3 nodes per walk = 3000 nodes at most per subgraph
-    assert cfg.norm_subgraphs(num_train=15_000) == 500  # 100 x 15,000 / 3,000
-    assert cfg.norm_subgraphs(num_train=300) == 100  # a subgraph cannot exceed the training set
-    assert PipelineConfig.model_validate({"samplers": {"norm_subgraphs": 7}}).norm_subgraphs(15_000) == 7
+    assert presamples(cfg, num_train=15_000) == 500  # 100 x 15,000 / 3,000
+    assert presamples(cfg, num_train=300) == 100  # a subgraph cannot exceed the training set
+    assert presamples(PipelineConfig.model_validate({"samplers": {"norm_subgraphs": 7}}), 15_000) == 7
 
 
 def test_subgraph_node_bounds():

@@ -9,7 +9,8 @@ import io
 import os
 import re
 
-from saintpipe.pipeline.progress import EpochBars, TrainerProgress
+from saintpipe.pipeline.progress import EpochBars
+from saintpipe.trainer.progress import TrainerProgress
 
 LINE = re.compile(r"^epoch (\d)/3 +(\d+)% \d\d:\d\d, (\S+) subgraphs/s, loss (\S+), val (\S+)$")
 

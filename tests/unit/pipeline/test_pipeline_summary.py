@@ -7,8 +7,10 @@ import json
 import math
 import re
 
-from saintpipe.pipeline.progress import EpochBars, TrainerProgress
-from saintpipe.pipeline.summary import RunSummary, TimeBreakdown, format_summary  # the trainer's type
+from saintpipe.pipeline.progress import EpochBars
+from saintpipe.trainer.progress import TrainerProgress
+from saintpipe.pipeline.summary import RunSummary, format_summary
+from saintpipe.trainer.timing import TimeBreakdown
 
 
 def summary(**kw) -> RunSummary:

@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
 from saintpipe.pipeline.supervision import Supervisor, describe_exit
 
@@ -41,8 +40,6 @@ def test_a_child_that_dies_fails_the_run_naming_it_and_everything_is_stopped():
         sup.close()
     assert sup.failure.startswith(f"shard b (pid {b.pid}, 127.0.0.1:1234) exited unexpectedly with signal SIGKILL")
     assert a.poll() is not None  # teardown stopped the healthy one too
-    with pytest.raises(ServiceUnavailable, match="shard b .* the pipeline was stopped"):
-        sup.raise_if_failed()
     assert "shard b" in out.getvalue()
 
 
