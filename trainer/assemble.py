@@ -8,7 +8,7 @@ checkpoint and builds the :class:`~saintpipe.trainer.loop.TrainLoop`. Every
 way a trainer runs uses it: a run's trainer actors and ``serve trainer``'s
 (:mod:`saintpipe.trainer.actor`), one rank in a process of its own
 (:func:`run_trainer`); the accuracy experiment, which trains on an in-memory
-graph, builds its loop with none of the services' parts.
+graph, builds its loop with :func:`build_loop`.
 """
 
 from __future__ import annotations
@@ -103,6 +103,18 @@ def new_state(config: TrainerConfig, graph: EvalGraph, device: torch.device | st
                       seed=config.seed)
 
 
+def build_loop(state: TrainState, graph: EvalGraph, config: TrainerConfig, **parts: Any) -> TrainLoop:
+    """The training loop over ``state`` and ``graph``: the one place a :class:`TrainLoop` is made.
+
+    ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader,
+    checkpointer, feature_meter, sampled_degrees, outputs); what is not given is left out (an in-memory
+    experiment needs none of the services' parts).
+    """
+    from saintpipe.trainer.loop import TrainLoop
+
+    return TrainLoop(state, graph, config, **parts)
+
+
 class AssembledTrainer:
     """One trainer, wired: its loop, the inputs feeding it, its data-parallel group and metrics endpoint.
 
@@ -167,7 +179,6 @@ def assemble_trainer(
     from saintpipe.trainer.run_dir.checkpoint import Checkpointer
     from saintpipe.trainer.distributed import DataParallel
     from saintpipe.trainer.evaluate import EvalGraph
-    from saintpipe.trainer.loop import TrainLoop
     from saintpipe.trainer.metrics import FeatureMeter, TrainerMetrics, serve_metrics
     from saintpipe.trainer.run_dir.model_file import DatasetInfo
     from saintpipe.trainer.run_dir.outputs import RunOutputs
@@ -201,13 +212,13 @@ def assemble_trainer(
             if master is None:
                 raise ValueError("a data-parallel trainer needs the rendezvous address (master)")
             group = DataParallel(rank, world_size, master, device, timeout_s=max(300.0, 4 * cfg.pool_timeout_s))
-        loop = TrainLoop(state, graph, cfg, name=name, metrics=metrics,
-                         sync=group.sync if group else None, decide=group.decide if group else None,
-                         is_leader=rank == 0,
-                         checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
-                         feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
-                         outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
-                         if spec.output_dir is not None else None)
+        loop = build_loop(state, graph, cfg, name=name, metrics=metrics,
+                          sync=group.sync if group else None, decide=group.decide if group else None,
+                          is_leader=rank == 0,
+                          checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
+                          feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
+                          outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
+                          if spec.output_dir is not None else None)
         if group is not None:
             group.check_same_start(state.steps)
         inputs.start_feed(meter.gather)

@@ -48,8 +48,7 @@ from saintpipe.bench.accuracy.full_batch import KipfRecipe, row_normalize, train
 from saintpipe.bench.accuracy.local_pool import InProcessPool
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
-from saintpipe.trainer.assemble import new_state
-from saintpipe.trainer.loop import TrainLoop
+from saintpipe.trainer.assemble import build_loop, new_state
 from saintpipe.trainer.step import EarlyStopping
 
 log = logging.getLogger(__name__)
@@ -217,7 +216,7 @@ def train_subgraphs(
                            train_nodes=sampled.train_nodes, node_map=sampled.node_map)
     seeds = (subgraph_seed(seed, 0, i) for i in range(1 << 62))
     config = TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed, sample_graph=sampled.kind)
-    loop = TrainLoop(new_state(config, graph), graph, config, sampled_degrees=sampled.degrees)
+    loop = build_loop(new_state(config, graph), graph, config, sampled_degrees=sampled.degrees)
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
     return {
