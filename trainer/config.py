@@ -59,7 +59,9 @@ class ModelConfig(StrictModel):
     bias: bool = True
     """Add a bias to every weight transformation."""
     lr: float = pydantic.Field(0.01, gt=0.0)
+    """Adam's learning rate."""
     weight_decay: float = pydantic.Field(0.0, ge=0.0)
+    """Adam's L2 penalty on every weight (0: none)."""
     order: Order = "auto"
     """Matmul order of every A·X·W product: auto (fewest multiply-accumulates, section 6.1), or forced
     to (A·X)·W (ax_first) or A·(X·W) (xw_first) in the forward pass and in both gradients."""
