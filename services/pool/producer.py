@@ -99,10 +99,7 @@ class Producer:
 
     def put_encoded(self, data: bytes, timeout: float | None) -> str:
         self._require_settled()
-        put = None
-        if self.transport == "shared_memory":
-            put = self._in_slot(lambda allocate: _copy_into(data, allocate))
-        return self._put_now(put or self._new_put([data]), timeout)
+        return self._put_now(self._bytes_put(data), timeout)
 
     def _put_now(self, put: _Put, timeout: float | None) -> str:
         """One round trip for ``put``, then wait for room as long as ``timeout`` allows."""
@@ -127,11 +124,7 @@ class Producer:
         write_into: Callable[[Callable[[int], np.ndarray]], int],
         or_else: Callable[[], Subgraph],
     ) -> PreparedPut:
-        if self.transport == "shared_memory":
-            put = self._in_slot(write_into)
-            if put is not None:
-                return put
-        return self._new_put(encode_subgraph_parts(or_else()))
+        return self._slot_or_parts(write_into, lambda: encode_subgraph_parts(or_else()))
 
     def cancel(self, put: PreparedPut) -> None:
         if put is self._pending:
@@ -178,22 +171,21 @@ class Producer:
     def _prepare(self, sg: Subgraph | SubgraphNodes) -> _Put:
         """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
         if isinstance(sg, SubgraphNodes):  # a few KB: one copy into a slot costs nothing to speak of
-            data = encode_nodes(sg)
-            put = None
-            if self.transport == "shared_memory":
-                put = self._in_slot(lambda allocate: _copy_into(data, allocate))
-            return put or self._new_put([data])
-        if self.transport == "shared_memory":
-            put = self._in_slot(lambda allocate: encode_subgraph_into(sg, allocate))
-            if put is not None:
-                return put
-        return self._new_put(encode_subgraph_parts(sg))
+            return self._bytes_put(encode_nodes(sg))
+        return self._slot_or_parts(lambda allocate: encode_subgraph_into(sg, allocate),
+                                   lambda: encode_subgraph_parts(sg))
 
-    def _in_slot(self, encode_into: Callable[[Callable[[int], np.ndarray]], int]) -> _Put | None:
-        """A put of a reference to the message ``encode_into`` wrote into a slot; None if none was writable."""
-        written = self._slots.write(encode_into)
+    def _bytes_put(self, data: bytes) -> _Put:
+        """The put of an encoded message (copied into a slot when that is the transport)."""
+        return self._slot_or_parts(lambda allocate: _copy_into(data, allocate), lambda: [data])
+
+    def _slot_or_parts(self, encode_into: Callable[[Callable[[int], np.ndarray]], int],
+                       parts: Callable[[], list]) -> _Put:
+        """With the shared-memory transport, a put of a reference to the message ``encode_into`` writes into a
+        slot; else, or when no slot is writable, a put of the pieces ``parts()`` returns."""
+        written = self._slots.write(encode_into) if self.transport == "shared_memory" else None
         if written is None:
-            return None
+            return self._new_put(parts())
         writer, slot, reference = written
         return self._new_put([reference], writer, slot)
 
