@@ -49,7 +49,7 @@ from typing import Self
 import redis
 
 from saintpipe.core.errors import InvalidArgument, ServiceUnavailable
-from saintpipe.services.pool.connection import auth_error, make_client, redact_url
+from saintpipe.services.pool.connection import auth_error, make_client, redact_url, translate_error
 from saintpipe.core.procutil import spawn
 
 log = logging.getLogger(__name__)
@@ -271,10 +271,8 @@ class RedisServer:
                     return
                 except (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError) as exc:
                     raise auth_error(self.url, exc) from None
-                except redis.ResponseError as exc:
-                    if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
-                        raise auth_error(self.url, exc) from None
-                    raise
+                except redis.ResponseError as exc:  # a refused password, else the reply itself
+                    raise translate_error(self.url, exc) from None
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
                     last = exc
                     time.sleep(0.02)
