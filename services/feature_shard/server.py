@@ -272,29 +272,18 @@ def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
     # Registered by hand rather than with the generated add_..._to_server so that requests arrive as bytes
     # (see _parsed) and the Gather methods' chunks, already encoded by saintpipe.services.feature_shard.wire,
     # pass through unserialized.
+    def handler(kind, method, request_class, response_serializer=None) -> grpc.RpcMethodHandler:
+        return kind(_parsed(method, request_class), request_deserializer=None, response_serializer=response_serializer)
+
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
-            "Gather": grpc.unary_stream_rpc_method_handler(
-                _parsed(servicer.Gather, pb.GatherRequest),
-                request_deserializer=None,
-                response_serializer=None,
-            ),
-            "GatherUnary": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.GatherUnary, pb.GatherRequest),
-                request_deserializer=None,
-                response_serializer=None,
-            ),
-            "Info": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.Info, pb.InfoRequest),
-                request_deserializer=None,
-                response_serializer=pb.ShardInfo.SerializeToString,
-            ),
-            "ProbeSharedMemory": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.ProbeSharedMemory, pb.SharedMemoryProbe),
-                request_deserializer=None,
-                response_serializer=pb.SharedMemoryProbeReply.SerializeToString,
-            ),
+            "Gather": handler(grpc.unary_stream_rpc_method_handler, servicer.Gather, pb.GatherRequest),
+            "GatherUnary": handler(grpc.unary_unary_rpc_method_handler, servicer.GatherUnary, pb.GatherRequest),
+            "Info": handler(grpc.unary_unary_rpc_method_handler, servicer.Info, pb.InfoRequest,
+                            pb.ShardInfo.SerializeToString),
+            "ProbeSharedMemory": handler(grpc.unary_unary_rpc_method_handler, servicer.ProbeSharedMemory,
+                                         pb.SharedMemoryProbe, pb.SharedMemoryProbeReply.SerializeToString),
         },
     )
 
