@@ -35,7 +35,7 @@ import logging
 import threading
 from concurrent import futures
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar, cast
 
 import grpc
 import numpy as np
@@ -147,16 +147,8 @@ class FeatureClient:
         # page-faulted in again on each gather (about half of the receive path's CPU).
         tune_malloc()
         self._stats_lock = threading.Lock()
-        self._counters = {
-            "requests": 0,
-            "rows_requested": 0,
-            "rows_fetched": 0,
-            "bytes_received": 0,
-            "shm_bytes": 0,
-            "shard_calls": 0,
-            "retries": 0,
-            "failovers": 0,
-        }
+        self._counters = dict.fromkeys(("requests", "rows_requested", "rows_fetched", "bytes_received", "shm_bytes",
+                                        "shard_calls", "retries", "failovers"), 0)
         self._shards = [
             Shard(k, [connect_replica(a, channel_security) for a in replicas]) for k, replicas in enumerate(addresses)
         ]
@@ -178,8 +170,8 @@ class FeatureClient:
             self.close()
             raise
         # Without a cache every row is a miss, in the metrics as in stats(): the dashboard's hit-rate panel then
-        # reads 0 instead of no data.
-        self._uncached_misses = metrics.CACHE_MISSES.labels(name) if self._cache is None else None
+        # reads 0 instead of no data. (With one, the cache counts under the same label.)
+        self._uncached_misses = metrics.CACHE_MISSES.labels(name)
         if self._cache is None:
             metrics.CACHE_HITS.labels(name)  # the series exists, at 0
 
@@ -189,10 +181,11 @@ class FeatureClient:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
         budget = self._budget()
 
-        def ask(shard: Shard) -> pb.ShardInfo:
-            return self._with_failover(shard, self._ask_info, budget, "Info")
+        def on_every_shard(call: Callable[[Shard, Replica, float], T], what: str) -> list[T]:
+            return list(self._pool.map(
+                lambda shard: self._with_failover(shard, lambda r, t: call(shard, r, t), budget, what), self._shards))
 
-        infos = list(self._pool.map(ask, self._shards))
+        infos = on_every_shard(lambda shard, replica, timeout: self._ask_info(replica, timeout), "Info")
         for shard, info in zip(self._shards, infos):
             shard.info = info
             where = f"feature shard {shard.index} at {shard.replicas[0].address}"
@@ -230,14 +223,7 @@ class FeatureClient:
             np.float16 if self._wire_dtype or self.stored_dtype == "float16" else np.float32
         )
         if self._regions is not None:  # probe the replica that answered Info; the others on first use
-            list(
-                self._pool.map(
-                    lambda shard: self._with_failover(
-                        shard, lambda r, t: self._replica_shm(shard, r, t), budget, "ProbeSharedMemory"
-                    ),
-                    self._shards,
-                )
-            )
+            on_every_shard(self._replica_shm, "ProbeSharedMemory")
 
     @staticmethod
     def _ask_info(replica: Replica, timeout: float) -> pb.ShardInfo:
@@ -336,25 +322,21 @@ class FeatureClient:
             hit = self._cache.lookup(ids, out)
             miss_pos = np.flatnonzero(~hit)
         else:
-            if self._uncached_misses is not None:  # set exactly when there is no cache
-                self._uncached_misses.inc(ids.size)
+            self._uncached_misses.inc(ids.size)
             miss_pos = None
         miss_ids = ids if miss_pos is None else ids[miss_pos]
         if miss_ids.size == 0:
             return out
         unique, first, inverse = ranges.first_occurrences(miss_ids)
         first_pos = first if miss_pos is None else miss_pos[first]
-        if self._shm_usable() and self._gather_shared(miss_ids, unique, inverse, miss_pos, out):
-            if self._cache is not None:
-                self._cache.insert(unique, out[first_pos])
-            return out
-        self._fetch(unique, out, first_pos)
-        # Duplicates were fetched once, into their first position; copy them to the others.
-        all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
-        source = first_pos[inverse]
-        dup = all_pos != source
-        if dup.any():
-            out[all_pos[dup]] = out[source[dup]]
+        if not (self._shm_usable() and self._gather_shared(miss_ids, unique, inverse, miss_pos, out)):
+            self._fetch(unique, out, first_pos)
+            # Duplicates were fetched once, into their first position; copy them to the others.
+            all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
+            source = first_pos[inverse]
+            dup = all_pos != source
+            if dup.any():
+                out[all_pos[dup]] = out[source[dup]]
         if self._cache is not None:
             self._cache.insert(unique, out[first_pos])
         return out
@@ -423,9 +405,7 @@ class FeatureClient:
         """Fetch ``unique`` into a shared-memory region, then ``out[positions] = region[inverse]`` in one
         pass (``positions`` None: all of ``out``). False (nothing fetched) if no region can be had."""
         nbytes = unique.size * self.feature_dim * self._region_dtype.itemsize
-        regions = self._regions
-        if regions is None:  # callers check _shm_usable first (what `None.acquire` raised before)
-            raise AttributeError("this FeatureClient has no shared-memory regions")
+        regions = cast(shm.RegionPool, self._regions)  # not None: callers check _shm_usable first
         try:
             region = regions.acquire(nbytes)
         except OSError as exc:
