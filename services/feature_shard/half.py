@@ -118,12 +118,6 @@ _widen = _widen_by_instruction if HARDWARE else _half_bits_to_float_bits
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
-def _to_half_bits(src: np.ndarray, out: np.ndarray) -> None:
-    for i in range(src.size):
-        out[i] = _narrow(src[i])
-
-
-@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     dim = src.shape[1]
     for i in range(rows.shape[0]):
@@ -149,14 +143,6 @@ def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_
         o = out_rows[i]
         for j in range(dim):
             out[o, j] = _widen(src[s, j])
-
-
-def float32_to_float16(values: np.ndarray) -> np.ndarray:
-    """``values.astype(np.float16)`` for a C-contiguous float32 array, fast."""
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    out = np.empty(values.shape, dtype=np.float16)
-    _to_half_bits(values.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint16))
-    return out
 
 
 def gather_float16_rows(values: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:

@@ -76,22 +76,6 @@ def wire_dtype(name: str) -> np.dtype:
         raise DecodeError(f"unknown dtype {name!r} (expected one of {sorted(WIRE_DTYPES)})") from None
 
 
-def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
-    """A serialized ``GatherChunk`` holding ``rows`` (2-D, a dtype of :data:`WIRE_DTYPES`).
-
-    The payload is copied once, straight into the message bytes.
-    """
-    rows = np.ascontiguousarray(rows)
-    dtype_name = rows.dtype.name
-    if dtype_name not in WIRE_DTYPES or rows.ndim != 2:
-        raise ValueError(f"cannot encode rows of dtype {rows.dtype} and shape {rows.shape}")
-    if rows.dtype.byteorder == ">":
-        rows = rows.astype(WIRE_DTYPES[dtype_name])
-    head = pb.GatherChunk(offset=offset, dtype=dtype_name, shape=rows.shape).SerializeToString()
-    payload = rows.data.cast("B") if rows.size else b""
-    return b"".join((head, _ROWS_TAG, pw.varint(len(payload)), payload))
-
-
 def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[bytes, np.ndarray]:
     """A serialized ``GatherChunk`` of ``rows`` x ``dim`` rows whose row bytes are still to be written.
 
