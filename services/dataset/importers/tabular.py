@@ -106,7 +106,8 @@ def _fields(line: str, delimiter: str | None) -> list[str]:
     return [f.strip() for f in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
 
 
-def _accepts(field: str, kind: str) -> bool:
+def accepts(field: str, kind: str) -> bool:
+    """Whether ``field`` parses as ``kind`` ("integer", "number", "string") by numpy's parser."""
     if kind == "string":
         return True
     if kind == "integer":
@@ -135,12 +136,13 @@ def locate(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: s
             for col in cols:
                 if col >= len(fields):
                     return lineno, len(fields), None
-                if not _accepts(fields[col], kind):
+                if not accepts(fields[col], kind):
                     return lineno, col + 1, fields[col]
     return None
 
 
-def _shown(field: str) -> str:
+def shown(field: str) -> str:
+    """A field for an error message: its repr, cut after 40 characters."""
     return repr(field if len(field) <= 40 else field[:40] + "...")
 
 
@@ -156,7 +158,7 @@ def parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, ki
         needed = (usecols if isinstance(usecols, int) else max(usecols)) + 1
         return DatasetError(f"{path}, line {line}: {col} column(s), expected at least {needed}")
     article = "an integer" if kind == "integer" else "a number"
-    return DatasetError(f"{path}, line {line}, column {col}: {what} {_shown(field)} is not {article}{hint}")
+    return DatasetError(f"{path}, line {line}, column {col}: {what} {shown(field)} is not {article}{hint}")
 
 
 def _parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,
