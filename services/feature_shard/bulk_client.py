@@ -18,6 +18,7 @@ failover turns into a ConfigError.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import threading
@@ -219,7 +220,5 @@ def _recv_into(conn: socket.socket, view: memoryview, deadline: float | None) ->
 
 
 def _close(conn: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         conn.close()
-    except OSError:
-        pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -310,20 +311,16 @@ class Producer:
 
         Its expiry covers a failure here; a record of an added entry left behind costs ~100 bytes.
         """
-        try:
+        with contextlib.suppress(redis.RedisError):
             self._link.client.eval(SCRIPTS["DISCARD"].text, 2, self._keys.at, upload)
-        except redis.RedisError:
-            pass
 
     def forget_now(self) -> None:
         """Best effort, on close: drop the records of the puts whose answers this object has read."""
         with self._forgets_lock:
             forgets, self._forgets = self._forgets, []
         if forgets:
-            try:
+            with contextlib.suppress(redis.RedisError):
                 self._link.client.hdel(self._keys.at, *forgets)
-            except redis.RedisError:
-                pass
 
 
 def _copy_into(data: bytes, allocate: Callable[[int], np.ndarray]) -> int:
