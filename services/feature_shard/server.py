@@ -136,17 +136,16 @@ class FeatureShardServicer:
         """The rows of ``request.ids`` as one encoded ``GatherChunk``, if it fits in one message."""
         began = time.perf_counter()
         ids, send_dtype = self._decode(request)
+        size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
         if request.HasField("shared_memory"):
             message = self._gather_shared(request.shared_memory, ids, send_dtype)
-            self._done(began)
-            return message
-        size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
-        if size > self.max_message_bytes:
+        elif size > self.max_message_bytes:
             raise InvalidArgument(
                 f"GatherUnary: {ids.size} rows of {self.dim} x {send_dtype.name} need {size} bytes, over "
                 f"shard {self.shard}'s message limit of {self.max_message_bytes}: ask Gather (streaming)"
             )
-        message = self._chunk(ids, 0, ids.size, send_dtype)
+        else:
+            message = self._chunk(ids, 0, ids.size, send_dtype)
         self._done(began)
         return message
 

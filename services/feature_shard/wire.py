@@ -68,14 +68,6 @@ def decode_ids(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<i8")
 
 
-def wire_dtype(name: str) -> np.dtype:
-    """The numpy dtype for a wire dtype name; DecodeError naming it if unknown."""
-    try:
-        return WIRE_DTYPES[name]
-    except KeyError:
-        raise DecodeError(f"unknown dtype {name!r} (expected one of {sorted(WIRE_DTYPES)})") from None
-
-
 def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[bytes, np.ndarray]:
     """A serialized ``GatherChunk`` of ``rows`` x ``dim`` rows whose row bytes are still to be written.
 
@@ -135,7 +127,9 @@ def decode_chunk(data: bytes) -> tuple[int, np.ndarray]:
         DecodeError: naming the field that is malformed (dtype, shape, rows).
     """
     offset, rows, dtype_name, shape = _decode_fields(data)
-    dtype = wire_dtype(dtype_name)
+    dtype = WIRE_DTYPES.get(dtype_name)
+    if dtype is None:
+        raise DecodeError(f"unknown dtype {dtype_name!r} (expected one of {sorted(WIRE_DTYPES)})")
     if len(shape) != 2 or min(shape) < 0:
         raise DecodeError(f"GatherChunk.shape: expected [rows, dim], got {shape}")
     expected = shape[0] * shape[1] * dtype.itemsize
