@@ -54,7 +54,7 @@ from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, WIRES, Po
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
 from saintpipe.services.pool.deadletter import DeadLetters
-from saintpipe.services.pool.keys import GROUP, KEY_PREFIX, JobKeys, log
+from saintpipe.services.pool.keys import JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
 from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
@@ -64,8 +64,6 @@ from saintpipe.core.errors import InvalidArgument, SaintpipeError
 from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 __all__ = [
-    "GROUP",
-    "KEY_PREFIX",
     "DeadLetter",
     "PoolEntry",
     "PoolStats",

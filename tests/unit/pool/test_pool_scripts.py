@@ -84,6 +84,5 @@ def test_the_facade_exports_what_callers_import():
 
     assert pool.PoolEntry is records.PoolEntry and pool.PoolStats is records.PoolStats
     assert pool.DeadLetter is records.DeadLetter
-    assert (pool.GROUP, pool.KEY_PREFIX) == ("trainers", "saintpipe:pool:")
     for name in ("SubgraphPool", "PreparedPut", "resolve_transport"):
         assert hasattr(pool, name)
