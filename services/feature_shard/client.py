@@ -179,7 +179,7 @@ class FeatureClient:
 
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
-        budget = self._budget()
+        budget = Budget.start(self.deadline, self.retry_deadline_s)
 
         def on_every_shard(call: Callable[[Shard, Replica, float], T], what: str) -> list[T]:
             return list(self._pool.map(
@@ -447,7 +447,7 @@ class FeatureClient:
 
         With ``region``, ``out`` is that region's rows: replicas that see it write there themselves.
         """
-        budget = self._budget()
+        budget = Budget.start(self.deadline, self.retry_deadline_s)
         calls = [
             (self._shards[k], a, b)
             for k, lo, hi in ranges.split_sorted(unique, self._starts)
@@ -487,9 +487,6 @@ class FeatureClient:
                     return
 
         self._with_failover(shard, attempt, budget, "Gather")
-
-    def _budget(self) -> Budget:
-        return Budget.start(self.deadline, self.retry_deadline_s)
 
     def _with_failover(
         self, shard: Shard, call: Callable[[Replica, float], T], budget: Budget, what: str

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from concurrent import futures
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
@@ -104,9 +104,7 @@ class ShardProcess:
             self.wait_ready()
 
     def _read_stdout(self) -> None:
-        if self.process.stdout is None:  # started with stdout=PIPE (what iterating None raised before)
-            raise TypeError("the shard process has no stdout pipe")
-        for line in self.process.stdout:
+        for line in cast(IO[str], self.process.stdout):  # started with stdout=PIPE: not None
             self.output.append(line.rstrip("\n"))
             self._lines.put(line)
         self._lines.put(None)
