@@ -33,10 +33,8 @@ def _digest(value: str | bytes) -> bytes:
 
 def bearer_matches(metadata, expected_digest: bytes) -> bool:
     """Whether the first ``authorization`` entry of ``metadata`` hashes to ``expected_digest``."""
-    for key, value in metadata or ():
-        if key == "authorization":
-            return hmac.compare_digest(_digest(value), expected_digest)
-    return False
+    value = next((v for k, v in metadata or () if k == "authorization"), None)
+    return value is not None and hmac.compare_digest(_digest(value), expected_digest)
 
 
 class TokenInterceptor(grpc.ServerInterceptor):

@@ -374,10 +374,6 @@ class SlotWriter:
                 self._free.append(index)
 
     @property
-    def has_free(self) -> bool:
-        return bool(self._free)
-
-    @property
     def slots(self) -> int:
         return len(self._slots)
 

@@ -18,6 +18,7 @@ the file that runs only after numpy's parser failed.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import warnings
 from dataclasses import dataclass
@@ -57,14 +58,10 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 def sniff(path: Path, delimiter: str | None = None, header: bool | None = None) -> TableFormat:
     """Work out a table's delimiter, header and column count from its first lines."""
     require_file(path, "a text table (CSV/TSV)")
-    rows: list[tuple[int, str]] = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh):
-                if line.strip() and not line.lstrip().startswith("#"):
-                    rows.append((lineno, line.rstrip("\r\n")))
-                    if len(rows) == 2:
-                        break
+        with open(path, encoding="utf-8") as fh:  # the first two rows that are neither blank nor comments
+            rows = list(itertools.islice(((lineno, line.rstrip("\r\n")) for lineno, line in enumerate(fh)
+                                          if line.strip() and not line.lstrip().startswith("#")), 2))
     except UnicodeDecodeError:
         raise DatasetError(f"{path}: not a UTF-8 text table (is it a binary file?)") from None
     if not rows:
