@@ -196,20 +196,11 @@ class SubgraphPool:
         url = url or config.url
         if url is None:
             raise InvalidArgument("pool config has no url: start a RedisServer and pass its url")
-        return cls(
-            url,
-            config.job_id,
-            capacity=config.capacity,
-            visibility_timeout=config.visibility_timeout,
-            reconnect=ReconnectPolicy(
-                config.reconnect_initial_backoff, config.reconnect_max_backoff, config.reconnect_timeout
-            ),
-            socket_timeout=config.socket_timeout,
-            transport=config.transport,
-            wire=config.wire,
-            max_deliveries=config.max_deliveries,
-            dead_letter_limit=config.dead_letter_limit,
-        )
+        reconnect = ReconnectPolicy(config.reconnect_initial_backoff, config.reconnect_max_backoff,
+                                    config.reconnect_timeout)
+        settings = config.model_dump(include={"capacity", "visibility_timeout", "socket_timeout", "transport", "wire",
+                                              "max_deliveries", "dead_letter_limit"})
+        return cls(url, config.job_id, reconnect=reconnect, **settings)
 
     # -- producing ---------------------------------------------------------------------------------------
 
