@@ -156,8 +156,8 @@ def encode_subgraph_into(
     if fused.AVAILABLE:  # frame, allocate, then one compiled pass: hash, check and copy each array
         head, arena, cuts = _kernel_head(job, meta)
         views = [_read_only(a) for a in arrays.values()]
-        # Reads no array contents. (mypy: a starred list takes every later parameter.)
-        size = int(fused.layout(*head, *views, arena, cuts))  # type: ignore[call-arg]
+        sizes = np.array([v.size for v in views], dtype=np.int64)  # no array contents read yet
+        size = int(fused.layout_sizes(*head, sizes, arena, cuts))  # type: ignore[call-arg]  # mypy: starred tuple
         dest = _destination(allocate(size), size)
         status = fused.fill(*head, *views, bool(validate), arena, cuts, dest, fused.COPY_ALL)  # type: ignore[call-arg]
         if status == fused.INVALID:
