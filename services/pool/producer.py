@@ -33,8 +33,9 @@ _UNANSWERED = object()
 
 
 @dataclass(eq=False)
-class _Put:
-    """One put in progress: its upload key, its commands, and what Redis has answered so far."""
+class PreparedPut:
+    """One put in progress (what SubgraphPool.prepare returns, for put_nowait): its upload key, its commands, and
+    what Redis has answered so far."""
 
     upload: str
     keys: list
@@ -47,9 +48,6 @@ class _Put:
     slot: int | None = None
     exchange: PendingExchange | None = None
     result: object = _UNANSWERED  # an entry id (bytes), the number held (full), -1 (upload gone), None (ask)
-
-
-PreparedPut = _Put  # what SubgraphPool.prepare returns, for put_nowait
 
 
 class Producer:
@@ -84,7 +82,7 @@ class Producer:
         self._entry_keys = keys.entry
         self._acks = acks
         self._slots = slots
-        self._pending: _Put | None = None  # a put_nowait() to settle()
+        self._pending: PreparedPut | None = None  # a put_nowait() to settle()
         self._put_args = [GROUP, capacity, _UPLOAD_TTL_MS]
         self._put_again = [*self._put_args, 0]  # PUT asked again for the same upload: nothing to forget
         # Uploads whose put's answer this object has read: it will never send them again, so Redis may
@@ -102,7 +100,7 @@ class Producer:
         self._require_settled()
         return self._put_now(self._bytes_put(data), timeout)
 
-    def _put_now(self, put: _Put, timeout: float | None) -> str:
+    def _put_now(self, put: PreparedPut, timeout: float | None) -> str:
         """One round trip for ``put``, then wait for room as long as ``timeout`` allows."""
         try:
             self._answer(put)
@@ -113,7 +111,7 @@ class Producer:
 
     def put_nowait(self, sg: Subgraph | SubgraphNodes | PreparedPut) -> None:
         self._require_settled()
-        put = sg if isinstance(sg, _Put) else self._prepare(sg)
+        put = sg if isinstance(sg, PreparedPut) else self._prepare(sg)
         try:
             put.exchange = self._conns.start(put.commands)
         except (redis.ConnectionError, redis.TimeoutError):
@@ -169,19 +167,19 @@ class Producer:
         if self._pending is not None:
             raise InvalidArgument(f"pool job {self.job_id}: settle() the previous put_nowait() first")
 
-    def _prepare(self, sg: Subgraph | SubgraphNodes) -> _Put:
+    def _prepare(self, sg: Subgraph | SubgraphNodes) -> PreparedPut:
         """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
         if isinstance(sg, SubgraphNodes):  # a few KB: one copy into a slot costs nothing to speak of
             return self._bytes_put(encode_nodes(sg))
         return self._slot_or_parts(lambda allocate: encode_subgraph_into(sg, allocate),
                                    lambda: encode_subgraph_parts(sg))
 
-    def _bytes_put(self, data: bytes) -> _Put:
+    def _bytes_put(self, data: bytes) -> PreparedPut:
         """The put of an encoded message (copied into a slot when that is the transport)."""
         return self._slot_or_parts(lambda allocate: _copy_into(data, allocate), lambda: [data])
 
     def _slot_or_parts(self, encode_into: Callable[[Callable[[int], np.ndarray]], int],
-                       parts: Callable[[], list]) -> _Put:
+                       parts: Callable[[], list]) -> PreparedPut:
         """With the shared-memory transport, a put of a reference to the message ``encode_into`` writes into a
         slot; else, or when no slot is writable, a put of the pieces ``parts()`` returns."""
         written = self._slots.write(encode_into) if self.transport == "shared_memory" else None
@@ -192,7 +190,7 @@ class Producer:
 
     def _new_put(
         self, parts: list, writer: shared_memory.SlotWriter | None = None, slot: int | None = None
-    ) -> _Put:
+    ) -> PreparedPut:
         """Frame one round trip: SET the bytes (expiring, in case this producer dies while waiting), then
         PUT, which first acknowledges what ack(wait=False) queued. A shared-memory producer's reference
         goes in one PUT_REFERENCE, which also says whether its oldest entries have left the stream (their
@@ -213,9 +211,9 @@ class Producer:
                 pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS, "NX"),
                 self._put.command(keys, [*self._put_args, len(forgets), *forgets, *acks]),
             ]
-        return _Put(upload, keys, commands, acks, forgets, parts, checked, writer, slot)
+        return PreparedPut(upload, keys, commands, acks, forgets, parts, checked, writer, slot)
 
-    def _give_back(self, put: _Put) -> None:
+    def _give_back(self, put: PreparedPut) -> None:
         """The acknowledgements and forgets ``put`` carried go with the next call (whether they ran is
         unknown, and doing them twice is harmless)."""
         self._acks.requeue(put.acks)
@@ -225,7 +223,7 @@ class Producer:
                 self._forgets[:0] = put.forgets
             put.forgets = []
 
-    def _answer(self, put: _Put) -> None:
+    def _answer(self, put: PreparedPut) -> None:
         """Get the first round trip's replies (read those already sent, else send): sets ``put.result``."""
         replies = None
         exchange, put.exchange = put.exchange, None
@@ -252,7 +250,7 @@ class Producer:
             if put.checked:
                 put.writer.gone([eid for eid, held in zip(put.checked, present) if not held])
 
-    def _room(self, put: _Put, timeout: float | None, *, keep: bool) -> str:
+    def _room(self, put: PreparedPut, timeout: float | None, *, keep: bool) -> str:
         """Wait while the pool is full until ``put`` is added; its entry id.
 
         On a timeout, ``keep`` leaves the put as it is (to be tried again); else it is given up.
@@ -292,7 +290,7 @@ class Producer:
             self._conclude(put, None)
             raise
 
-    def _conclude(self, put: _Put, entry_id: str | None) -> None:
+    def _conclude(self, put: PreparedPut, entry_id: str | None) -> None:
         """A put is over: its slot holds an entry (``entry_id``), or it was not added and is given up."""
         if put.writer is not None and put.slot is not None:
             if entry_id is None:
