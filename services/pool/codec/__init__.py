@@ -48,6 +48,7 @@ __all__ = [
     "seal_subgraph",
 ]
 
+
 def encode_subgraph(sg: Subgraph, *, validate: bool = True) -> bytes:
     """Serialize a subgraph into the bytes of a ``saintpipe.protos.Subgraph`` message.
 

@@ -87,14 +87,6 @@ def _hash_array(state, scratch, index, count, data):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
-def _frame(out, pos, msg_pos, cuts, index, count, nbytes):  # pragma: no cover - compiled
-    """Write array field ``index``'s header; returns the next positions in ``out`` and in the message."""
-    end = _header(out, pos, msg_pos, index, count, nbytes)
-    cuts[index + 1] = end
-    return end, msg_pos + (end - pos) + nbytes
-
-
-@njit(cache=True, nogil=True)
 def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - compiled
     """Write array field ``index``'s bytes up to its data, which must start 8-aligned in the message.
 
@@ -188,9 +180,11 @@ def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no
             pos = _put_varint(arena, pos + 1, value)
     msg_pos = pos
     cuts[0] = 0
-    for index in range(6):
-        count = sizes[index]
-        pos, msg_pos = _frame(arena, pos, msg_pos, cuts, index, count, count * _ITEMSIZES[index])
+    for index in range(6):  # each array's header, cut from the next piece before its data
+        nbytes = sizes[index] * _ITEMSIZES[index]
+        cuts[index + 1] = _header(arena, pos, msg_pos, index, sizes[index], nbytes)
+        msg_pos += cuts[index + 1] - pos + nbytes
+        pos = cuts[index + 1]
     return msg_pos + 9
 
 
