@@ -186,6 +186,7 @@ class FeatureClient:
                 lambda shard: self._with_failover(shard, lambda r, t: call(shard, r, t), budget, what), self._shards))
 
         infos = on_every_shard(lambda shard, replica, timeout: self._ask_info(replica, timeout), "Info")
+        first = infos[0]
         for shard, info in zip(self._shards, infos):
             shard.info = info
             where = f"feature shard {shard.index} at {shard.replicas[0].address}"
@@ -194,21 +195,17 @@ class FeatureClient:
                     f"{where} says it is shard {info.shard} of {info.num_shards}, but it is listed as shard "
                     f"{shard.index} of {len(self._shards)}: check the order of the addresses"
                 )
-            if (info.feature_dim, info.dtype, info.num_nodes) != (
-                infos[0].feature_dim,
-                infos[0].dtype,
-                infos[0].num_nodes,
-            ):
+            if (info.feature_dim, info.dtype, info.num_nodes) != (first.feature_dim, first.dtype, first.num_nodes):
                 raise InvalidArgument(
                     f"{where} serves {info.num_nodes} nodes x {info.feature_dim} {info.dtype}, "
-                    f"shard 0 {infos[0].num_nodes} x {infos[0].feature_dim} {infos[0].dtype}"
+                    f"shard 0 {first.num_nodes} x {first.feature_dim} {first.dtype}"
                 )
         self._starts = ranges.shard_starts([(i.start, i.stop) for i in infos])
-        self.num_nodes = int(infos[0].num_nodes)
+        self.num_nodes = int(first.num_nodes)
         if self._starts[-1] != self.num_nodes:
             raise InvalidArgument(f"the shards cover nodes [0, {self._starts[-1]}) of {self.num_nodes}")
-        self.feature_dim = int(infos[0].feature_dim)
-        self.stored_dtype = infos[0].dtype
+        self.feature_dim = int(first.feature_dim)
+        self.stored_dtype = first.dtype
         # float16 on the wire only when it saves bytes; a float16 store is sent as stored.
         self._wire_dtype = "float16" if transfer_dtype == "float16" and self.stored_dtype == "float32" else ""
         # Ids per request message, so that a request never exceeds the smallest server limit;
