@@ -287,13 +287,12 @@ class LocalShards:
 
     def stop(self) -> None:
         """SIGTERM every shard at once (they drain in parallel), then wait for each."""
-        for replicas in self.processes:
-            for p in replicas:
-                if p.process.poll() is None:
-                    p.process.send_signal(signal.SIGTERM)
-        for replicas in self.processes:
-            for p in replicas:
-                p.stop()
+        everyone = [p for replicas in self.processes for p in replicas]
+        for p in everyone:
+            if p.process.poll() is None:
+                p.process.send_signal(signal.SIGTERM)
+        for p in everyone:
+            p.stop()
         if self._secrets_dir is not None:
             shutil.rmtree(self._secrets_dir, ignore_errors=True)
 
