@@ -123,13 +123,11 @@ class FeatureShardServicer:
         ids, send_dtype = self._decode(request)
         if request.HasField("shared_memory"):  # one metadata chunk; no message limit applies
             yield self._gather_shared(request.shared_memory, ids, send_dtype)
-            self._done(began)
-            return
-        rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
-        if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
-            yield self._chunk(ids, 0, 0, send_dtype)
-        for lo in range(0, ids.size, rows_per_chunk):
-            yield self._chunk(ids, lo, min(lo + rows_per_chunk, ids.size), send_dtype)
+        else:
+            rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
+            # No ids: one chunk of zero rows all the same (the client still learns dtype and width).
+            for lo in range(0, max(ids.size, 1), rows_per_chunk):
+                yield self._chunk(ids, lo, min(lo + rows_per_chunk, ids.size), send_dtype)
         self._done(began)
 
     def GatherUnary(self, request: pb.GatherRequest, context: grpc.ServicerContext) -> bytes:
