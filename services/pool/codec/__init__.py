@@ -158,7 +158,7 @@ def encode_subgraph_into(
         head, arena, cuts = _kernel_head(job, meta)
         views = [_read_only(a) for a in arrays.values()]
         sizes = np.array([v.size for v in views], dtype=np.int64)  # no array contents read yet
-        size = int(fused.layout_sizes(*head, sizes, arena, cuts))  # type: ignore[call-arg]  # mypy: starred tuple
+        size = int(fused.layout(*head, sizes, arena, cuts))  # type: ignore[call-arg]  # mypy: starred tuple
         dest = _destination(allocate(size), size)
         status = fused.fill(*head, *views, bool(validate), arena, cuts, dest, fused.COPY_ALL)  # type: ignore[call-arg]
         if status == fused.INVALID:

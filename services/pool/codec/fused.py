@@ -137,7 +137,7 @@ def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - comp
 
 @njit(cache=True, nogil=True)
 def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts, offsets):  # pragma: no cover
-    """:func:`layout_sizes` for a subgraph of ``num_nodes`` nodes and ``num_edges`` entries.
+    """:func:`layout` for a subgraph of ``num_nodes`` nodes and ``num_edges`` entries.
 
     Also sets ``offsets[i]``, where array ``i``'s bytes start in the message
     (the message is piece 0, array 0, piece 1, ..., array 5, checksum).
@@ -145,7 +145,7 @@ def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts,
     sizes = np.empty(6, dtype=np.int64)
     sizes[0], sizes[1], sizes[2] = num_nodes, num_nodes + 1, num_edges
     sizes[3], sizes[4], sizes[5] = num_edges, num_edges, num_nodes
-    size = layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
+    size = layout(job, worker, sequence, seed, sizes, arena, cuts)
     at = 0
     for index in range(6):
         at += cuts[index + 1] - cuts[index]
@@ -155,7 +155,7 @@ def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts,
 
 
 @njit(cache=True, nogil=True)
-def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
+def layout(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
     """Frame a subgraph's message without reading its arrays' contents: scalars and array headers.
 
     Writes the message's small pieces but the checksum into ``arena`` (``sizes``: the six arrays' lengths): the
@@ -228,12 +228,12 @@ def _emit(dest, at, arena, cuts, index, data, copy):  # pragma: no cover - compi
 def fill(
     job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, dest, copy
 ):  # pragma: no cover - compiled
-    """Hash and (with ``validate``) check each array of a message framed by ``layout_sizes``; finish the message.
+    """Hash and (with ``validate``) check each array of a message framed by ``layout``; finish the message.
 
     Each array is hashed, checked and, with ``copy``, written with the piece
     before it into ``dest`` while it is in cache. Then the checksum field goes
     into ``arena`` (``cuts[7]`` set) and, with ``copy``, at the end of ``dest``,
-    which must hold ``layout_sizes``'s length. The arrays should be read-only views
+    which must hold ``layout``'s length. The arrays should be read-only views
     (one compiled specialization for all callers). Returns OK, INVALID (a check
     failed; ``dest`` then holds garbage) or FALLBACK (no hash state could be
     allocated).
@@ -243,7 +243,7 @@ def fill(
     if validate and (a1.size != n + 1 or a3.size != e or a4.size != e or a5.size != n):
         return INVALID
     data = a0.nbytes + a1.nbytes + a2.nbytes + a3.nbytes + a4.nbytes + a5.nbytes
-    if copy != NO_COPY and dest.size < cuts[6] + 9 + data:  # not framed by ``layout_sizes`` for these arrays
+    if copy != NO_COPY and dest.size < cuts[6] + 9 + data:  # not framed by ``layout`` for these arrays
         return FALLBACK
     state = xxh3.create_state()
     if state == 0:
@@ -281,16 +281,16 @@ def fill(
 
 @njit(cache=True, nogil=True)
 def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts):  # pragma: no cover
-    """Frame, hash and (with ``validate``) check a subgraph's wire arrays: ``layout_sizes`` then ``fill``.
+    """Frame, hash and (with ``validate``) check a subgraph's wire arrays: ``layout`` then ``fill``.
 
     Leaves the message's small pieces in ``arena``, cut by ``cuts`` (see
-    ``layout_sizes``: the message is ``arena[cuts[0]:cuts[1]]``, array 0, ...,
+    ``layout``: the message is ``arena[cuts[0]:cuts[1]]``, array 0, ...,
     array 5, ``arena[cuts[6]:cuts[7]]``) for the caller to send with the arrays
     in place. Returns ``fill``'s status.
     """
     sizes = np.empty(6, dtype=np.int64)
     sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5] = a0.size, a1.size, a2.size, a3.size, a4.size, a5.size
-    layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
+    layout(job, worker, sequence, seed, sizes, arena, cuts)
     return fill(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, arena[:0], NO_COPY)
 
 
