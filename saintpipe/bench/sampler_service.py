@@ -207,7 +207,7 @@ class Drain:
         import redis
 
         from saintpipe.services.pool.connection import make_client
-        from saintpipe.services.pool.pool import GROUP
+        from saintpipe.services.pool.keys import GROUP
 
         client = make_client(self._pool.url)
         try:

@@ -15,13 +15,15 @@ from numba import njit
 from saintpipe.core.errors import DatasetError
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """The distinct values, ascending: ``np.unique(values)`` computed by one sort.
+def sorted_unique(values: np.ndarray, *, in_place: bool = False) -> np.ndarray:
+    """The distinct values, ascending: ``np.unique(values)`` computed by one sort (``in_place``: of ``values``
+    itself, one copy fewer than np.unique's two).
 
     numpy 2.4's ``np.unique`` goes through a hash table first; on 4 M random int64 edge keys it
     took 5 to 8 s here against 0.05 s for a sort and a neighbour comparison.
     """
-    out = np.sort(values)
+    out = values if in_place else values.copy()
+    out.sort()
     if out.size < 2:
         return out
     keep = np.empty(out.size, dtype=bool)

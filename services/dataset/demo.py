@@ -19,6 +19,7 @@ import numpy as np
 
 from saintpipe.core.memory import require_memory
 from saintpipe.services.dataset.csr import edges_to_csr
+from saintpipe.services.dataset.kronecker import random_splits
 from saintpipe.services.dataset.params import DEMO, DEMO_FLAGS, DemoParams, check
 
 
@@ -75,13 +76,7 @@ def generate_demo(
     centroids = rng.normal(0.0, 1.0, size=(num_classes, feature_dim)).astype(np.float32)
     features = centroids[labels] + rng.normal(0.0, noise, size=(num_nodes, feature_dim)).astype(np.float32)
 
-    perm = rng.permutation(num_nodes)
-    n_train, n_val = int(0.5 * num_nodes), int(0.2 * num_nodes)
-    splits = {
-        "train": np.sort(perm[:n_train]),
-        "val": np.sort(perm[n_train : n_train + n_val]),
-        "test": np.sort(perm[n_train + n_val :]),
-    }
+    splits = random_splits(num_nodes, rng, fractions=(0.5, 0.2))
     return {
         "name": "demo",
         "indptr": indptr,

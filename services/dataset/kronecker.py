@@ -30,6 +30,7 @@ from saintpipe.core.argtypes import Bounds
 from saintpipe.core.bars import ProgressBar
 from saintpipe.core.errors import InvalidArgument
 from saintpipe.core.memory import require_memory
+from saintpipe.services.dataset.csr import sorted_unique
 from saintpipe.services.dataset.params import KRONECKER_FLAGS, KroneckerParams, check, require
 
 log = logging.getLogger(__name__)
@@ -96,18 +97,7 @@ def _draw_pair_keys(num_pairs: int, scale: int, perm: np.ndarray, rng: np.random
         keys[filled : filled + lo.size] = lo * n + hi
         filled += lo.size
         bar.update(count)
-    return _sorted_unique(keys[:filled])
-
-
-def _sorted_unique(keys: np.ndarray) -> np.ndarray:
-    """Sort ``keys`` in place and return its distinct values (one copy, unlike np.unique's two)."""
-    keys.sort()
-    if keys.size == 0:
-        return keys
-    first = np.empty(keys.size, dtype=bool)
-    first[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    return keys[first]
+    return sorted_unique(keys[:filled], in_place=True)
 
 
 def kronecker_topology(scale: int, degree: float, rng: np.random.Generator,
@@ -127,7 +117,7 @@ def kronecker_topology(scale: int, degree: float, rng: np.random.Generator,
             bar.total += draw
             extra = _draw_pair_keys(draw, scale, perm, rng, bar)
             before = keys.size
-            keys = _sorted_unique(np.concatenate([keys, extra]))
+            keys = sorted_unique(np.concatenate([keys, extra]), in_place=True)
             del extra
             if (keys.size - before) < _MIN_YIELD * draw:
                 log.warning("kronecker: graph saturated at %d of %d pairs; mean degree %.2f instead of %.2f",
@@ -135,11 +125,7 @@ def kronecker_topology(scale: int, degree: float, rng: np.random.Generator,
                 break
     if keys.size > target:
         # Drop a uniform random surplus so the mean degree is exactly the target.
-        drop = rng.choice(keys.size, size=keys.size - target, replace=False)
-        keep = np.ones(keys.size, dtype=bool)
-        keep[drop] = False
-        keys = keys[keep]
-        del keep, drop
+        keys = np.delete(keys, rng.choice(keys.size, size=keys.size - target, replace=False))
     # Both directions go into one buffer; dropping `keys` first keeps the peak at 3 * 8 bytes per pair.
     directed = np.empty(2 * keys.size, dtype=np.int64)
     directed[: keys.size] = keys

@@ -61,11 +61,6 @@ def _not_a_dataset(path: Path) -> str | None:
     return None
 
 
-def _refusal(out: Path, why: str) -> DatasetError:
-    return DatasetError(f"{out}: exists and is not a saintpipe dataset ({why}); --force only replaces a dataset: "
-                        "choose another --out or remove it yourself")
-
-
 def replaceable(path: Path) -> None:
     """Raise unless ``path`` is a dataset directory (or an empty directory) that ``--force`` may replace."""
     try:
@@ -73,7 +68,8 @@ def replaceable(path: Path) -> None:
     except OSError as exc:
         raise DatasetError(f"{path}: cannot inspect it: {exc.strerror or exc}") from exc
     if why is not None:
-        raise _refusal(path, why)
+        raise DatasetError(f"{path}: exists and is not a saintpipe dataset ({why}); --force only replaces a "
+                           "dataset: choose another --out or remove it yourself")
 
 
 def check_apart(out: Path, inputs: Iterable[Path | None]) -> None:

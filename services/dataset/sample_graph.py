@@ -19,13 +19,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from saintpipe.core.errors import ConfigError
 
-GraphChoice = Literal["auto", "full", "train"]
 GRAPHS = ("full", "train")
 
 

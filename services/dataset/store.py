@@ -179,11 +179,9 @@ def write_dataset(
     ranges = shard_ranges(num_nodes, num_shards)
 
     with writing(out), replacing_dir(out, check=replaceable) as tmp:
-        _save(tmp, "indptr.npy", indptr)
-        _save(tmp, "indices.npy", indices)
-        _save(tmp, "labels.npy", labels)
-        for split_name in SPLITS:
-            _save(tmp, f"split/{split_name}.npy", np.asarray(splits[split_name], dtype=np.int64))
+        for rel, array in {"indptr.npy": indptr, "indices.npy": indices, "labels.npy": labels,
+                           **{f"split/{s}.npy": np.asarray(splits[s], dtype=np.int64) for s in SPLITS}}.items():
+            _save(tmp, rel, array)
         for k, (start, stop) in enumerate(ranges):
             with np.errstate(over="ignore"):  # overflow is reported below, naming the node
                 shard = np.asarray(features[start:stop], dtype=feature_dtype)

@@ -174,12 +174,14 @@ def _listed_in_manifest(manifest: Manifest) -> bool:
     return all(rel in manifest.files for rel in TRAIN_GRAPH_FILES.values())
 
 
-def _expected_checksums(path: Path, manifest: Manifest) -> dict[str, str] | None:
-    """The recorded sha256 of each train_graph file (manifest or meta.json), or None when none is stored.
+def stored_checksums(path: Path | str, manifest: Manifest) -> dict[str, str] | None:
+    """The recorded sha256 of each stored training graph file (manifest or meta.json), by path relative to the
+    dataset; None when none is stored.
 
     Raises:
         DatasetError: a meta.json that is unreadable, or was made from other dataset files (stale).
     """
+    path = Path(path)
     if _listed_in_manifest(manifest):
         return {rel: manifest.files[rel] for rel in TRAIN_GRAPH_FILES.values()}
     meta_path = path / META_NAME
@@ -199,12 +201,6 @@ def _expected_checksums(path: Path, manifest: Manifest) -> dict[str, str] | None
     return files
 
 
-def stored_checksums(path: Path | str, manifest: Manifest) -> dict[str, str] | None:
-    """The recorded sha256 of each stored training graph file, by path relative to the dataset (None: none
-    is stored). Raises DatasetError as :func:`load_train_graph`."""
-    return _expected_checksums(Path(path), manifest)
-
-
 def load_train_graph(path: Path | str, manifest: Manifest | None = None, *,
                      checksums: bool = True) -> TrainGraph | None:
     """The training graph stored in dataset directory ``path`` (memory-mapped), or None when none is stored.
@@ -220,7 +216,7 @@ def load_train_graph(path: Path | str, manifest: Manifest | None = None, *,
     """
     path = Path(path)
     manifest = manifest if manifest is not None else read_manifest(path)
-    expected = _expected_checksums(path, manifest)
+    expected = stored_checksums(path, manifest)
     if expected is None:
         return None
     if checksums:

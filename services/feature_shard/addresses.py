@@ -83,10 +83,8 @@ def resolve_shards(shards: Sequence[Sequence[str]] | str | Path) -> list[list[st
     file is read as a manifest; any other string is parsed by
     :func:`parse_shard_addresses`.
     """
-    if isinstance(shards, Path):
-        return read_address_manifest(shards)
-    if isinstance(shards, str):
-        if shards.endswith(".json") or Path(shards).is_file():
-            return read_address_manifest(shards)
+    if isinstance(shards, str) and not (shards.endswith(".json") or Path(shards).is_file()):
         return parse_shard_addresses(shards)
+    if isinstance(shards, (str, Path)):
+        return read_address_manifest(shards)
     return normalize_shards(shards)

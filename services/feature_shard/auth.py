@@ -21,6 +21,7 @@ from saintpipe.core.errors import AuthenticationFailed
 
 HEALTH_METHODS = "/grpc.health.v1.Health/"
 DENIED = "missing or wrong token"
+_KINDS = ("unary_unary", "unary_stream", "stream_unary")  # a handler's behaviours; else stream_stream
 
 # (method, context, the error, its status code): counts and logs a refused call.
 OnDenied = Callable[[str, grpc.ServicerContext, Exception, grpc.StatusCode], None]
@@ -32,10 +33,8 @@ def _digest(value: str | bytes) -> bytes:
 
 def bearer_matches(metadata, expected_digest: bytes) -> bool:
     """Whether the first ``authorization`` entry of ``metadata`` hashes to ``expected_digest``."""
-    for key, value in metadata or ():
-        if key == "authorization":
-            return hmac.compare_digest(_digest(value), expected_digest)
-    return False
+    value = next((v for k, v in metadata or () if k == "authorization"), None)
+    return value is not None and hmac.compare_digest(_digest(value), expected_digest)
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
@@ -65,10 +64,5 @@ class TokenInterceptor(grpc.ServerInterceptor):
 
         # The same kind of handler (so gRPC frames the answer as the client expects), with no deserializer:
         # a refused request is never parsed.
-        if handler.unary_unary is not None:
-            return handler._replace(unary_unary=deny, request_deserializer=None)
-        if handler.unary_stream is not None:
-            return handler._replace(unary_stream=deny, request_deserializer=None)
-        if handler.stream_unary is not None:
-            return handler._replace(stream_unary=deny, request_deserializer=None)
-        return handler._replace(stream_stream=deny, request_deserializer=None)
+        kind = next((k for k in _KINDS if getattr(handler, k) is not None), "stream_stream")
+        return handler._replace(**{kind: deny}, request_deserializer=None)

@@ -18,6 +18,7 @@ failover turns into a ConfigError.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import threading
@@ -33,12 +34,7 @@ from saintpipe.services.feature_shard import bulk_wire as bw
 from saintpipe.services.feature_shard.bulk_server import CHUNK_BYTES
 from saintpipe.services.feature_shard.security import PLAINTEXT, ChannelSecurity
 
-_STATUS_CODES = {
-    bw.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
-    bw.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
-    bw.INTERNAL: grpc.StatusCode.INTERNAL,
-    bw.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
-}
+_STATUS_CODES = {status: getattr(grpc.StatusCode, name) for status, name in bw.STATUS_NAMES.items()}
 _MAX_IDLE = 8  # connections kept open per replica
 _SOCKET_BUFFER = 4 << 20
 
@@ -219,7 +215,5 @@ def _recv_into(conn: socket.socket, view: memoryview, deadline: float | None) ->
 
 
 def _close(conn: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         conn.close()
-    except OSError:
-        pass

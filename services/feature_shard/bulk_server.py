@@ -16,6 +16,7 @@ before any id is read.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -104,16 +105,12 @@ class BulkServer:
                 return
             self._closed = True
             connections = list(self._connections)
-        try:
+        with contextlib.suppress(OSError):
             self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._listener.close()
         for conn in connections:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         self._thread.join(timeout=5.0)
 
     # -- connections -----------------------------------------------------------------------------------------
@@ -148,10 +145,8 @@ class BulkServer:
         finally:
             with self._lock:
                 self._connections.discard(conn)
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
 
     def _handle(self, stream: socket.socket, peer: str, buffer: list[np.ndarray]) -> bool:
         """Answer one request; False when the connection should close."""
@@ -210,10 +205,8 @@ class BulkServer:
         if held_back is not None:
             log.warning("feature shard %d: bulk request from %s refused (%s): %s%s", servicer.shard, peer,
                         metrics_code, message, f" ({held_back} more since the last line)" if held_back else "")
-        try:
+        with contextlib.suppress(OSError):
             stream.sendall(bw.encode_reply_head(status, servicer.dtype, 0, servicer.dim, message))
-        except OSError:
-            pass
 
 
 def _read_exact(stream: socket.socket, n: int) -> bytes | None:

@@ -59,16 +59,8 @@ def _serve(args: argparse.Namespace) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     httpd = None
     server, port = create_server(
-        cfg.data,
-        cfg.shard,
-        host=cfg.host,
-        port=cfg.port,
-        max_workers=cfg.max_workers,
-        max_message_bytes=cfg.max_message_bytes,
-        chunk_bytes=cfg.chunk_bytes,
-        shared_memory=cfg.shared_memory,
-        security=cfg.security(),
-        bulk_port=cfg.bulk_port if cfg.bulk else None,
+        cfg.data, cfg.shard, security=cfg.security(), bulk_port=cfg.bulk_port if cfg.bulk else None,
+        **cfg.model_dump(include={"host", "port", "max_workers", "max_message_bytes", "chunk_bytes", "shared_memory"}),
     )
     try:
         if cfg.metrics_port is not None:

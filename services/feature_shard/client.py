@@ -35,7 +35,7 @@ import logging
 import threading
 from concurrent import futures
 from pathlib import Path
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence, TypeVar, cast
 
 import grpc
 import numpy as np
@@ -147,16 +147,8 @@ class FeatureClient:
         # page-faulted in again on each gather (about half of the receive path's CPU).
         tune_malloc()
         self._stats_lock = threading.Lock()
-        self._counters = {
-            "requests": 0,
-            "rows_requested": 0,
-            "rows_fetched": 0,
-            "bytes_received": 0,
-            "shm_bytes": 0,
-            "shard_calls": 0,
-            "retries": 0,
-            "failovers": 0,
-        }
+        self._counters = dict.fromkeys(("requests", "rows_requested", "rows_fetched", "bytes_received", "shm_bytes",
+                                        "shard_calls", "retries", "failovers"), 0)
         self._shards = [
             Shard(k, [connect_replica(a, channel_security) for a in replicas]) for k, replicas in enumerate(addresses)
         ]
@@ -178,8 +170,8 @@ class FeatureClient:
             self.close()
             raise
         # Without a cache every row is a miss, in the metrics as in stats(): the dashboard's hit-rate panel then
-        # reads 0 instead of no data.
-        self._uncached_misses = metrics.CACHE_MISSES.labels(name) if self._cache is None else None
+        # reads 0 instead of no data. (With one, the cache counts under the same label.)
+        self._uncached_misses = metrics.CACHE_MISSES.labels(name)
         if self._cache is None:
             metrics.CACHE_HITS.labels(name)  # the series exists, at 0
 
@@ -187,12 +179,14 @@ class FeatureClient:
 
     def _connect(self, transfer_dtype: str) -> None:
         """Ask every shard its Info (concurrently) and check that the shards fit together."""
-        budget = self._budget()
+        budget = Budget.start(self.deadline, self.retry_deadline_s)
 
-        def ask(shard: Shard) -> pb.ShardInfo:
-            return self._with_failover(shard, self._ask_info, budget, "Info")
+        def on_every_shard(call: Callable[[Shard, Replica, float], T], what: str) -> list[T]:
+            return list(self._pool.map(
+                lambda shard: self._with_failover(shard, lambda r, t: call(shard, r, t), budget, what), self._shards))
 
-        infos = list(self._pool.map(ask, self._shards))
+        infos = on_every_shard(lambda shard, replica, timeout: self._ask_info(replica, timeout), "Info")
+        first = infos[0]
         for shard, info in zip(self._shards, infos):
             shard.info = info
             where = f"feature shard {shard.index} at {shard.replicas[0].address}"
@@ -201,21 +195,17 @@ class FeatureClient:
                     f"{where} says it is shard {info.shard} of {info.num_shards}, but it is listed as shard "
                     f"{shard.index} of {len(self._shards)}: check the order of the addresses"
                 )
-            if (info.feature_dim, info.dtype, info.num_nodes) != (
-                infos[0].feature_dim,
-                infos[0].dtype,
-                infos[0].num_nodes,
-            ):
+            if (info.feature_dim, info.dtype, info.num_nodes) != (first.feature_dim, first.dtype, first.num_nodes):
                 raise InvalidArgument(
                     f"{where} serves {info.num_nodes} nodes x {info.feature_dim} {info.dtype}, "
-                    f"shard 0 {infos[0].num_nodes} x {infos[0].feature_dim} {infos[0].dtype}"
+                    f"shard 0 {first.num_nodes} x {first.feature_dim} {first.dtype}"
                 )
         self._starts = ranges.shard_starts([(i.start, i.stop) for i in infos])
-        self.num_nodes = int(infos[0].num_nodes)
+        self.num_nodes = int(first.num_nodes)
         if self._starts[-1] != self.num_nodes:
             raise InvalidArgument(f"the shards cover nodes [0, {self._starts[-1]}) of {self.num_nodes}")
-        self.feature_dim = int(infos[0].feature_dim)
-        self.stored_dtype = infos[0].dtype
+        self.feature_dim = int(first.feature_dim)
+        self.stored_dtype = first.dtype
         # float16 on the wire only when it saves bytes; a float16 store is sent as stored.
         self._wire_dtype = "float16" if transfer_dtype == "float16" and self.stored_dtype == "float32" else ""
         # Ids per request message, so that a request never exceeds the smallest server limit;
@@ -230,14 +220,7 @@ class FeatureClient:
             np.float16 if self._wire_dtype or self.stored_dtype == "float16" else np.float32
         )
         if self._regions is not None:  # probe the replica that answered Info; the others on first use
-            list(
-                self._pool.map(
-                    lambda shard: self._with_failover(
-                        shard, lambda r, t: self._replica_shm(shard, r, t), budget, "ProbeSharedMemory"
-                    ),
-                    self._shards,
-                )
-            )
+            on_every_shard(self._replica_shm, "ProbeSharedMemory")
 
     @staticmethod
     def _ask_info(replica: Replica, timeout: float) -> pb.ShardInfo:
@@ -336,25 +319,21 @@ class FeatureClient:
             hit = self._cache.lookup(ids, out)
             miss_pos = np.flatnonzero(~hit)
         else:
-            if self._uncached_misses is not None:  # set exactly when there is no cache
-                self._uncached_misses.inc(ids.size)
+            self._uncached_misses.inc(ids.size)
             miss_pos = None
         miss_ids = ids if miss_pos is None else ids[miss_pos]
         if miss_ids.size == 0:
             return out
         unique, first, inverse = ranges.first_occurrences(miss_ids)
         first_pos = first if miss_pos is None else miss_pos[first]
-        if self._shm_usable() and self._gather_shared(miss_ids, unique, inverse, miss_pos, out):
-            if self._cache is not None:
-                self._cache.insert(unique, out[first_pos])
-            return out
-        self._fetch(unique, out, first_pos)
-        # Duplicates were fetched once, into their first position; copy them to the others.
-        all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
-        source = first_pos[inverse]
-        dup = all_pos != source
-        if dup.any():
-            out[all_pos[dup]] = out[source[dup]]
+        if not (self._shm_usable() and self._gather_shared(miss_ids, unique, inverse, miss_pos, out)):
+            self._fetch(unique, out, first_pos)
+            # Duplicates were fetched once, into their first position; copy them to the others.
+            all_pos = np.arange(miss_ids.size) if miss_pos is None else miss_pos
+            source = first_pos[inverse]
+            dup = all_pos != source
+            if dup.any():
+                out[all_pos[dup]] = out[source[dup]]
         if self._cache is not None:
             self._cache.insert(unique, out[first_pos])
         return out
@@ -423,9 +402,7 @@ class FeatureClient:
         """Fetch ``unique`` into a shared-memory region, then ``out[positions] = region[inverse]`` in one
         pass (``positions`` None: all of ``out``). False (nothing fetched) if no region can be had."""
         nbytes = unique.size * self.feature_dim * self._region_dtype.itemsize
-        regions = self._regions
-        if regions is None:  # callers check _shm_usable first (what `None.acquire` raised before)
-            raise AttributeError("this FeatureClient has no shared-memory regions")
+        regions = cast(shm.RegionPool, self._regions)  # not None: callers check _shm_usable first
         try:
             region = regions.acquire(nbytes)
         except OSError as exc:
@@ -467,7 +444,7 @@ class FeatureClient:
 
         With ``region``, ``out`` is that region's rows: replicas that see it write there themselves.
         """
-        budget = self._budget()
+        budget = Budget.start(self.deadline, self.retry_deadline_s)
         calls = [
             (self._shards[k], a, b)
             for k, lo, hi in ranges.split_sorted(unique, self._starts)
@@ -507,9 +484,6 @@ class FeatureClient:
                     return
 
         self._with_failover(shard, attempt, budget, "Gather")
-
-    def _budget(self) -> Budget:
-        return Budget.start(self.deadline, self.retry_deadline_s)
 
     def _with_failover(
         self, shard: Shard, call: Callable[[Replica, float], T], budget: Budget, what: str

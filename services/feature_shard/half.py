@@ -118,12 +118,6 @@ _widen = _widen_by_instruction if HARDWARE else _half_bits_to_float_bits
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
-def _to_half_bits(src: np.ndarray, out: np.ndarray) -> None:
-    for i in range(src.size):
-        out[i] = _narrow(src[i])
-
-
-@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
 def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     dim = src.shape[1]
     for i in range(rows.shape[0]):
@@ -133,30 +127,14 @@ def _gather_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> Non
 
 
 @njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
-def _scatter_half_rows(src: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray | None, out: np.ndarray, out_rows: np.ndarray) -> None:
+    """``out[out_rows[i]] = src[src_rows[i]]``, widened; ``src_rows`` None (compiled apart): row ``i`` of src."""
     dim = src.shape[1]
-    for i in range(src.shape[0]):
-        r = rows[i]
-        for j in range(dim):
-            out[r, j] = _widen(src[i, j])
-
-
-@njit(cache=True, nogil=True)  # releases the GIL: the client converts every shard's rows at once
-def _copy_half_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_rows: np.ndarray) -> None:
-    dim = src.shape[1]
-    for i in range(src_rows.shape[0]):
-        s = src_rows[i]
+    for i in range(src.shape[0] if src_rows is None else src_rows.shape[0]):
+        s = i if src_rows is None else src_rows[i]
         o = out_rows[i]
         for j in range(dim):
             out[o, j] = _widen(src[s, j])
-
-
-def float32_to_float16(values: np.ndarray) -> np.ndarray:
-    """``values.astype(np.float16)`` for a C-contiguous float32 array, fast."""
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    out = np.empty(values.shape, dtype=np.float16)
-    _to_half_bits(values.reshape(-1).view(np.uint32), out.reshape(-1).view(np.uint16))
-    return out
 
 
 def gather_float16_rows(values: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
@@ -183,7 +161,7 @@ def scatter_float16_rows(rows: np.ndarray, positions: np.ndarray, out: np.ndarra
     if rows.shape[0] == 0:
         return
     bits = np.ascontiguousarray(rows).view(np.uint16)
-    _scatter_half_rows(bits, np.ascontiguousarray(positions, dtype=np.int64), out.view(np.uint32))
+    _copy_half_rows(bits, None, out.view(np.uint32), np.ascontiguousarray(positions, dtype=np.int64))
 
 
 def copy_float16_rows(src: np.ndarray, src_rows: np.ndarray, out: np.ndarray, out_rows: np.ndarray) -> None:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from concurrent import futures
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from saintpipe.core.errors import ServiceUnavailable
 from saintpipe.core import procutil
@@ -104,9 +104,7 @@ class ShardProcess:
             self.wait_ready()
 
     def _read_stdout(self) -> None:
-        if self.process.stdout is None:  # started with stdout=PIPE (what iterating None raised before)
-            raise TypeError("the shard process has no stdout pipe")
-        for line in self.process.stdout:
+        for line in cast(IO[str], self.process.stdout):  # started with stdout=PIPE: not None
             self.output.append(line.rstrip("\n"))
             self._lines.put(line)
         self._lines.put(None)
@@ -289,13 +287,12 @@ class LocalShards:
 
     def stop(self) -> None:
         """SIGTERM every shard at once (they drain in parallel), then wait for each."""
-        for replicas in self.processes:
-            for p in replicas:
-                if p.process.poll() is None:
-                    p.process.send_signal(signal.SIGTERM)
-        for replicas in self.processes:
-            for p in replicas:
-                p.stop()
+        everyone = [p for replicas in self.processes for p in replicas]
+        for p in everyone:
+            if p.process.poll() is None:
+                p.process.send_signal(signal.SIGTERM)
+        for p in everyone:
+            p.stop()
         if self._secrets_dir is not None:
             shutil.rmtree(self._secrets_dir, ignore_errors=True)
 

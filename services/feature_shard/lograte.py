@@ -91,7 +91,7 @@ class FailureLog:
         what: names the server in every line, e.g. ``"feature shard 1"``.
         interval_s: at most one line per peer host and kind (rejected request / internal error) per interval.
         logger: where lines go.
-        max_peers, clock: see :class:`RateLimiter`.
+        clock: see :class:`RateLimiter`.
     """
 
     def __init__(
@@ -99,11 +99,10 @@ class FailureLog:
         what: str,
         interval_s: float = 10.0,
         logger: logging.Logger = log,
-        max_peers: int = 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.what = what
-        self._limiter = RateLimiter(interval_s, max_keys=max_peers, clock=clock)
+        self._limiter = RateLimiter(interval_s, clock=clock)
         self._log = logger
 
     def __call__(

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
@@ -140,34 +140,20 @@ def connect_replica(address: str, security: ChannelSecurity = PLAINTEXT) -> Repl
     """A channel to ``address`` (TLS and a token per ``security``) and its stubs (gRPC connects lazily, on the
     first call)."""
     channel = security.channel(address, _CHANNEL_OPTIONS)
-    gather = channel.unary_stream(
-        f"/{SERVICE_NAME}/Gather",
-        request_serializer=pb.GatherRequest.SerializeToString,
-        response_deserializer=decode_chunk,
-    )
-    gather_unary = channel.unary_unary(
-        f"/{SERVICE_NAME}/GatherUnary",
-        request_serializer=pb.GatherRequest.SerializeToString,
-        response_deserializer=decode_chunk,
-    )
-    info = channel.unary_unary(
-        f"/{SERVICE_NAME}/Info",
-        request_serializer=pb.InfoRequest.SerializeToString,
-        response_deserializer=pb.ShardInfo.FromString,
-    )
-    gather_shm = channel.unary_unary(
-        f"/{SERVICE_NAME}/GatherUnary",
-        request_serializer=pb.GatherRequest.SerializeToString,
-        response_deserializer=pb.GatherChunk.FromString,
-    )
-    probe = channel.unary_unary(
-        f"/{SERVICE_NAME}/ProbeSharedMemory",
-        request_serializer=pb.SharedMemoryProbe.SerializeToString,
-        response_deserializer=pb.SharedMemoryProbeReply.FromString,
-    )
-    stubs = [gather, gather_unary, info, gather_shm, probe]
+
+    def stub(kind: str, method: str, request: Any, answer: Callable) -> Any:  # grpc has no annotations
+        return getattr(channel, kind)(f"/{SERVICE_NAME}/{method}", request_serializer=request.SerializeToString,
+                                      response_deserializer=answer)
+
+    stubs = [  # Replica's gather, gather_unary, info, gather_shm and probe
+        stub("unary_stream", "Gather", pb.GatherRequest, decode_chunk),
+        stub("unary_unary", "GatherUnary", pb.GatherRequest, decode_chunk),
+        stub("unary_unary", "Info", pb.InfoRequest, pb.ShardInfo.FromString),
+        stub("unary_unary", "GatherUnary", pb.GatherRequest, pb.GatherChunk.FromString),
+        stub("unary_unary", "ProbeSharedMemory", pb.SharedMemoryProbe, pb.SharedMemoryProbeReply.FromString),
+    ]
     if security.metadata:  # a plaintext channel: gRPC sends no call credentials there, so every call adds it
-        stubs = [functools.partial(stub, metadata=security.metadata) for stub in stubs]
+        stubs = [functools.partial(call, metadata=security.metadata) for call in stubs]
     return Replica(address, channel, *stubs, has_token=security.has_token)  # type: ignore[misc]  # 5 stubs
 
 

@@ -78,8 +78,6 @@ def _read(path: Path, label: str) -> bytes:
         raise ConfigError(f"{label} {path}: cannot read it (larger than 1 MiB: not a token or PEM file)") from None
 
 
-
-
 def read_pem(path: Path, label: str, kind: str = "certificate") -> bytes:
     """The PEM bytes of ``path`` (``kind``: "certificate" or "private key"); ConfigError naming setting and file."""
     data = _read(path, label)
@@ -239,16 +237,16 @@ class ClientSecurity(_Settings):
             given, missing = ("tls_cert", "tls_key") if self.tls_cert is not None else ("tls_key", "tls_cert")
             raise ConfigError(f"{self._label(given)} is set but {self._label(missing)} is not: a client certificate "
                               "needs both")
+        ca = read_pem(self.tls_ca, self._label("tls_ca"))
         credentials = grpc.ssl_channel_credentials(
-            root_certificates=read_pem(self.tls_ca, self._label("tls_ca")),
+            root_certificates=ca,
             private_key=read_pem(self.tls_key, self._label("tls_key"), "private key") if self.tls_key else None,
             certificate_chain=read_pem(self.tls_cert, self._label("tls_cert")) if self.tls_cert else None,
         )
         if token:  # gRPC sends call credentials only over TLS; here they are: one header per call, set in C
             credentials = grpc.composite_channel_credentials(credentials, grpc.access_token_call_credentials(token))
         options = (("grpc.ssl_target_name_override", self.tls_server_name),) if self.tls_server_name else ()
-        context = ssl.create_default_context(cadata=read_pem(self.tls_ca, self._label("tls_ca")).decode("ascii",
-                                                                                                        "replace"))
+        context = ssl.create_default_context(cadata=ca.decode("ascii", "replace"))
         if self.tls_cert is not None:
             context.load_cert_chain(self.tls_cert, self.tls_key)
         return ChannelSecurity(credentials, options, None, token is not None, context, self.tls_server_name, token)

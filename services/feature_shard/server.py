@@ -123,30 +123,27 @@ class FeatureShardServicer:
         ids, send_dtype = self._decode(request)
         if request.HasField("shared_memory"):  # one metadata chunk; no message limit applies
             yield self._gather_shared(request.shared_memory, ids, send_dtype)
-            self._done(began)
-            return
-        rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
-        if ids.size == 0:  # answer explicitly with zero rows (the client still learns dtype and width)
-            yield self._chunk(ids, 0, 0, send_dtype)
-        for lo in range(0, ids.size, rows_per_chunk):
-            yield self._chunk(ids, lo, min(lo + rows_per_chunk, ids.size), send_dtype)
+        else:
+            rows_per_chunk = max(1, self._chunk_bytes // (self.dim * send_dtype.itemsize))
+            # No ids: one chunk of zero rows all the same (the client still learns dtype and width).
+            for lo in range(0, max(ids.size, 1), rows_per_chunk):
+                yield self._chunk(ids, lo, min(lo + rows_per_chunk, ids.size), send_dtype)
         self._done(began)
 
     def GatherUnary(self, request: pb.GatherRequest, context: grpc.ServicerContext) -> bytes:
         """The rows of ``request.ids`` as one encoded ``GatherChunk``, if it fits in one message."""
         began = time.perf_counter()
         ids, send_dtype = self._decode(request)
+        size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
         if request.HasField("shared_memory"):
             message = self._gather_shared(request.shared_memory, ids, send_dtype)
-            self._done(began)
-            return message
-        size = ids.size * self.dim * send_dtype.itemsize + CHUNK_OVERHEAD
-        if size > self.max_message_bytes:
+        elif size > self.max_message_bytes:
             raise InvalidArgument(
                 f"GatherUnary: {ids.size} rows of {self.dim} x {send_dtype.name} need {size} bytes, over "
                 f"shard {self.shard}'s message limit of {self.max_message_bytes}: ask Gather (streaming)"
             )
-        message = self._chunk(ids, 0, ids.size, send_dtype)
+        else:
+            message = self._chunk(ids, 0, ids.size, send_dtype)
         self._done(began)
         return message
 
@@ -272,29 +269,18 @@ def _handlers(servicer: FeatureShardServicer) -> grpc.GenericRpcHandler:
     # Registered by hand rather than with the generated add_..._to_server so that requests arrive as bytes
     # (see _parsed) and the Gather methods' chunks, already encoded by saintpipe.services.feature_shard.wire,
     # pass through unserialized.
+    def handler(kind, method, request_class, response_serializer=None) -> grpc.RpcMethodHandler:
+        return kind(_parsed(method, request_class), request_deserializer=None, response_serializer=response_serializer)
+
     return grpc.method_handlers_generic_handler(
         SERVICE_NAME,
         {
-            "Gather": grpc.unary_stream_rpc_method_handler(
-                _parsed(servicer.Gather, pb.GatherRequest),
-                request_deserializer=None,
-                response_serializer=None,
-            ),
-            "GatherUnary": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.GatherUnary, pb.GatherRequest),
-                request_deserializer=None,
-                response_serializer=None,
-            ),
-            "Info": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.Info, pb.InfoRequest),
-                request_deserializer=None,
-                response_serializer=pb.ShardInfo.SerializeToString,
-            ),
-            "ProbeSharedMemory": grpc.unary_unary_rpc_method_handler(
-                _parsed(servicer.ProbeSharedMemory, pb.SharedMemoryProbe),
-                request_deserializer=None,
-                response_serializer=pb.SharedMemoryProbeReply.SerializeToString,
-            ),
+            "Gather": handler(grpc.unary_stream_rpc_method_handler, servicer.Gather, pb.GatherRequest),
+            "GatherUnary": handler(grpc.unary_unary_rpc_method_handler, servicer.GatherUnary, pb.GatherRequest),
+            "Info": handler(grpc.unary_unary_rpc_method_handler, servicer.Info, pb.InfoRequest,
+                            pb.ShardInfo.SerializeToString),
+            "ProbeSharedMemory": handler(grpc.unary_unary_rpc_method_handler, servicer.ProbeSharedMemory,
+                                         pb.SharedMemoryProbe, pb.SharedMemoryProbeReply.SerializeToString),
         },
     )
 

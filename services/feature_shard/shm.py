@@ -45,7 +45,7 @@ import time
 import weakref
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -190,18 +190,14 @@ class Region:
         """A writable ``[n, dim]`` array of ``dtype`` right after the header (call :meth:`ensure` first)."""
         return np.ndarray((n, dim), dtype=dtype, buffer=self.buf, offset=HEADER_BYTES)
 
+    # The mapping exists from __init__ (ensure) to close; closed, indexing None raises TypeError.
+
     def write(self, offset: int, data: bytes) -> None:
         """Write ``data`` at byte ``offset`` of the file (the header included)."""
-        self._mapped()[offset : offset + len(data)] = data
+        cast(mmap.mmap, self.buf)[offset : offset + len(data)] = data
 
     def read(self, offset: int, length: int) -> bytes:
-        return bytes(self._mapped()[offset : offset + length])
-
-    def _mapped(self) -> mmap.mmap:
-        """The mapping; TypeError before :meth:`ensure` or after :meth:`close` (as indexing None raised)."""
-        if self.buf is None:
-            raise TypeError(f"shared-memory region {self.name} is not mapped")
-        return self.buf
+        return bytes(cast(mmap.mmap, self.buf)[offset : offset + length])
 
     @property
     def closed(self) -> bool:

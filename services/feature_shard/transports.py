@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import grpc
 import numpy as np
@@ -93,11 +93,6 @@ class Piece:
         return rows.shape[0]
 
 
-class Transport(Protocol):
-    def fetch(self, piece: Piece, replica: Replica, timeout: float) -> bool:
-        """Fetch ``piece`` from ``replica`` into its output; False when this transport does not apply."""
-
-
 class SharedMemory:
     """The server writes the rows into the client's region; the answer is metadata only.
 
@@ -117,7 +112,7 @@ class SharedMemory:
         if region is None or not self.takes_shm(piece.shard, replica, timeout):
             return False
         try:
-            self._write_through(piece, replica, timeout)
+            self._write_through(piece, region, replica, timeout)
             return True
         except grpc.RpcError as exc:
             region.tainted = True  # the server may still write into the region later: never reuse it
@@ -128,16 +123,14 @@ class SharedMemory:
                 raise
             return False
 
-    def _write_through(self, piece: Piece, replica: Replica, timeout: float) -> None:
+    def _write_through(self, piece: Piece, region: shm.Region, replica: Replica, timeout: float) -> None:
         ids, out, dim = piece.ids, piece.out, piece.out.shape[1]
-        if piece.region is None:  # callers check (what `None.name` raised before)
-            raise AttributeError("a shared-memory write-through needs the piece's region")
         row_bytes = dim * out.dtype.itemsize
         target = pb.SharedMemoryTarget(
-            region=piece.region.name,
+            region=region.name,
             offset=shm.HEADER_BYTES + piece.base * row_bytes,  # ``out`` is the rows after the region's header
             capacity=ids.size * row_bytes,
-            secret=piece.region.secret,
+            secret=region.secret,
         )
         reply = replica.gather_shm(pb.GatherRequest(ids=piece.request.ids, transfer_dtype=piece.request.transfer_dtype,
                                                     shared_memory=target), timeout=timeout)

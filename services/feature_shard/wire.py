@@ -68,30 +68,6 @@ def decode_ids(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<i8")
 
 
-def wire_dtype(name: str) -> np.dtype:
-    """The numpy dtype for a wire dtype name; DecodeError naming it if unknown."""
-    try:
-        return WIRE_DTYPES[name]
-    except KeyError:
-        raise DecodeError(f"unknown dtype {name!r} (expected one of {sorted(WIRE_DTYPES)})") from None
-
-
-def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
-    """A serialized ``GatherChunk`` holding ``rows`` (2-D, a dtype of :data:`WIRE_DTYPES`).
-
-    The payload is copied once, straight into the message bytes.
-    """
-    rows = np.ascontiguousarray(rows)
-    dtype_name = rows.dtype.name
-    if dtype_name not in WIRE_DTYPES or rows.ndim != 2:
-        raise ValueError(f"cannot encode rows of dtype {rows.dtype} and shape {rows.shape}")
-    if rows.dtype.byteorder == ">":
-        rows = rows.astype(WIRE_DTYPES[dtype_name])
-    head = pb.GatherChunk(offset=offset, dtype=dtype_name, shape=rows.shape).SerializeToString()
-    payload = rows.data.cast("B") if rows.size else b""
-    return b"".join((head, _ROWS_TAG, pw.varint(len(payload)), payload))
-
-
 def allocate_chunk(offset: int, rows: int, dim: int, dtype: np.dtype) -> tuple[bytes, np.ndarray]:
     """A serialized ``GatherChunk`` of ``rows`` x ``dim`` rows whose row bytes are still to be written.
 
@@ -151,7 +127,9 @@ def decode_chunk(data: bytes) -> tuple[int, np.ndarray]:
         DecodeError: naming the field that is malformed (dtype, shape, rows).
     """
     offset, rows, dtype_name, shape = _decode_fields(data)
-    dtype = wire_dtype(dtype_name)
+    dtype = WIRE_DTYPES.get(dtype_name)
+    if dtype is None:
+        raise DecodeError(f"unknown dtype {dtype_name!r} (expected one of {sorted(WIRE_DTYPES)})")
     if len(shape) != 2 or min(shape) < 0:
         raise DecodeError(f"GatherChunk.shape: expected [rows, dim], got {shape}")
     expected = shape[0] * shape[1] * dtype.itemsize

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
@@ -47,13 +49,8 @@ class Accounting:
 
         def delete() -> int:
             removed = client.delete(*self._keys.entry_and_dead)
-            batch: list[bytes] = []
-            for key in client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000):
-                batch.append(key)
-                if len(batch) >= 1000:
-                    removed += client.unlink(*batch)
-                    batch = []
-            if batch:
+            uploads = client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000)
+            while batch := list(itertools.islice(uploads, 1000)):
                 removed += client.unlink(*batch)
             return removed
 

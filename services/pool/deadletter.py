@@ -67,18 +67,9 @@ class DeadLetters:
             if str(exc).startswith("WRONGTYPE"):
                 raise self._link.wrong_type(self._keys.dead, "stream") from None
             raise
-        letters = []
         # The client does not decode replies: ids, field names and values are bytes (redis-py's annotations
         # allow str and None too).
-        for _, fields in reversed(cast(list[tuple[bytes, dict[bytes, bytes]]], rows)):
-            text = {k.decode(): v.decode(errors="replace") for k, v in fields.items()}
-            letters.append(
-                DeadLetter(
-                    entry_id=text.get("id", ""),
-                    reason=text.get("reason", ""),
-                    consumer=text.get("consumer", ""),
-                    deliveries=int(text.get("deliveries", 0)),
-                    time=float(text.get("time", 0.0)),
-                )
-            )
-        return letters
+        records = [{k.decode(): v.decode(errors="replace") for k, v in fields.items()}
+                   for _, fields in reversed(cast(list[tuple[bytes, dict[bytes, bytes]]], rows))]
+        return [DeadLetter(entry_id=r.get("id", ""), reason=r.get("reason", ""), consumer=r.get("consumer", ""),
+                           deliveries=int(r.get("deliveries", 0)), time=float(r.get("time", 0.0))) for r in records]

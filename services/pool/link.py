@@ -89,14 +89,11 @@ class RedisLink:
         if acks:
             sent = [self._ack.command(self._entry_keys, [GROUP, "acknowledged", "", *acks]), *sent]
         try:
-            replies = self.conns.exchange(sent, raise_errors=False)
+            replies = scripts_known(self.conns.exchange(sent, raise_errors=False))
         except BaseException:
-            self._acks.requeue(acks)  # whether Redis ran them is unknown: acknowledging again is harmless
-            raise
-        try:
-            scripts_known(replies)
-        except redis.exceptions.NoScriptError:
-            self._acks.requeue(acks)  # nothing ran (a restarted Redis forgot the scripts): sent again
+            # Whether Redis ran them is unknown, or nothing ran (a restarted Redis forgot the scripts): they are
+            # sent again (acknowledging twice is harmless).
+            self._acks.requeue(acks)
             raise
         if acks:
             done = replies[0]

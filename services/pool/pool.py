@@ -54,7 +54,7 @@ from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, WIRES, Po
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
 from saintpipe.services.pool.deadletter import DeadLetters
-from saintpipe.services.pool.keys import GROUP, KEY_PREFIX, JobKeys, log
+from saintpipe.services.pool.keys import JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
 from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
@@ -64,8 +64,6 @@ from saintpipe.core.errors import InvalidArgument, SaintpipeError
 from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 __all__ = [
-    "GROUP",
-    "KEY_PREFIX",
     "DeadLetter",
     "PoolEntry",
     "PoolStats",
@@ -198,20 +196,11 @@ class SubgraphPool:
         url = url or config.url
         if url is None:
             raise InvalidArgument("pool config has no url: start a RedisServer and pass its url")
-        return cls(
-            url,
-            config.job_id,
-            capacity=config.capacity,
-            visibility_timeout=config.visibility_timeout,
-            reconnect=ReconnectPolicy(
-                config.reconnect_initial_backoff, config.reconnect_max_backoff, config.reconnect_timeout
-            ),
-            socket_timeout=config.socket_timeout,
-            transport=config.transport,
-            wire=config.wire,
-            max_deliveries=config.max_deliveries,
-            dead_letter_limit=config.dead_letter_limit,
-        )
+        reconnect = ReconnectPolicy(config.reconnect_initial_backoff, config.reconnect_max_backoff,
+                                    config.reconnect_timeout)
+        settings = config.model_dump(include={"capacity", "visibility_timeout", "socket_timeout", "transport", "wire",
+                                              "max_deliveries", "dead_letter_limit"})
+        return cls(url, config.job_id, reconnect=reconnect, **settings)
 
     # -- producing ---------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -32,8 +33,9 @@ _UNANSWERED = object()
 
 
 @dataclass(eq=False)
-class _Put:
-    """One put in progress: its upload key, its commands, and what Redis has answered so far."""
+class PreparedPut:
+    """One put in progress (what SubgraphPool.prepare returns, for put_nowait): its upload key, its commands, and
+    what Redis has answered so far."""
 
     upload: str
     keys: list
@@ -46,9 +48,6 @@ class _Put:
     slot: int | None = None
     exchange: PendingExchange | None = None
     result: object = _UNANSWERED  # an entry id (bytes), the number held (full), -1 (upload gone), None (ask)
-
-
-PreparedPut = _Put  # what SubgraphPool.prepare returns, for put_nowait
 
 
 class Producer:
@@ -83,7 +82,7 @@ class Producer:
         self._entry_keys = keys.entry
         self._acks = acks
         self._slots = slots
-        self._pending: _Put | None = None  # a put_nowait() to settle()
+        self._pending: PreparedPut | None = None  # a put_nowait() to settle()
         self._put_args = [GROUP, capacity, _UPLOAD_TTL_MS]
         self._put_again = [*self._put_args, 0]  # PUT asked again for the same upload: nothing to forget
         # Uploads whose put's answer this object has read: it will never send them again, so Redis may
@@ -99,12 +98,9 @@ class Producer:
 
     def put_encoded(self, data: bytes, timeout: float | None) -> str:
         self._require_settled()
-        put = None
-        if self.transport == "shared_memory":
-            put = self._in_slot(lambda allocate: _copy_into(data, allocate))
-        return self._put_now(put or self._new_put([data]), timeout)
+        return self._put_now(self._bytes_put(data), timeout)
 
-    def _put_now(self, put: _Put, timeout: float | None) -> str:
+    def _put_now(self, put: PreparedPut, timeout: float | None) -> str:
         """One round trip for ``put``, then wait for room as long as ``timeout`` allows."""
         try:
             self._answer(put)
@@ -115,7 +111,7 @@ class Producer:
 
     def put_nowait(self, sg: Subgraph | SubgraphNodes | PreparedPut) -> None:
         self._require_settled()
-        put = sg if isinstance(sg, _Put) else self._prepare(sg)
+        put = sg if isinstance(sg, PreparedPut) else self._prepare(sg)
         try:
             put.exchange = self._conns.start(put.commands)
         except (redis.ConnectionError, redis.TimeoutError):
@@ -127,11 +123,7 @@ class Producer:
         write_into: Callable[[Callable[[int], np.ndarray]], int],
         or_else: Callable[[], Subgraph],
     ) -> PreparedPut:
-        if self.transport == "shared_memory":
-            put = self._in_slot(write_into)
-            if put is not None:
-                return put
-        return self._new_put(encode_subgraph_parts(or_else()))
+        return self._slot_or_parts(write_into, lambda: encode_subgraph_parts(or_else()))
 
     def cancel(self, put: PreparedPut) -> None:
         if put is self._pending:
@@ -175,31 +167,30 @@ class Producer:
         if self._pending is not None:
             raise InvalidArgument(f"pool job {self.job_id}: settle() the previous put_nowait() first")
 
-    def _prepare(self, sg: Subgraph | SubgraphNodes) -> _Put:
+    def _prepare(self, sg: Subgraph | SubgraphNodes) -> PreparedPut:
         """Encode ``sg`` (into a shared-memory slot when that is the transport) and frame its put."""
         if isinstance(sg, SubgraphNodes):  # a few KB: one copy into a slot costs nothing to speak of
-            data = encode_nodes(sg)
-            put = None
-            if self.transport == "shared_memory":
-                put = self._in_slot(lambda allocate: _copy_into(data, allocate))
-            return put or self._new_put([data])
-        if self.transport == "shared_memory":
-            put = self._in_slot(lambda allocate: encode_subgraph_into(sg, allocate))
-            if put is not None:
-                return put
-        return self._new_put(encode_subgraph_parts(sg))
+            return self._bytes_put(encode_nodes(sg))
+        return self._slot_or_parts(lambda allocate: encode_subgraph_into(sg, allocate),
+                                   lambda: encode_subgraph_parts(sg))
 
-    def _in_slot(self, encode_into: Callable[[Callable[[int], np.ndarray]], int]) -> _Put | None:
-        """A put of a reference to the message ``encode_into`` wrote into a slot; None if none was writable."""
-        written = self._slots.write(encode_into)
+    def _bytes_put(self, data: bytes) -> PreparedPut:
+        """The put of an encoded message (copied into a slot when that is the transport)."""
+        return self._slot_or_parts(lambda allocate: _copy_into(data, allocate), lambda: [data])
+
+    def _slot_or_parts(self, encode_into: Callable[[Callable[[int], np.ndarray]], int],
+                       parts: Callable[[], list]) -> PreparedPut:
+        """With the shared-memory transport, a put of a reference to the message ``encode_into`` writes into a
+        slot; else, or when no slot is writable, a put of the pieces ``parts()`` returns."""
+        written = self._slots.write(encode_into) if self.transport == "shared_memory" else None
         if written is None:
-            return None
+            return self._new_put(parts())
         writer, slot, reference = written
         return self._new_put([reference], writer, slot)
 
     def _new_put(
         self, parts: list, writer: shared_memory.SlotWriter | None = None, slot: int | None = None
-    ) -> _Put:
+    ) -> PreparedPut:
         """Frame one round trip: SET the bytes (expiring, in case this producer dies while waiting), then
         PUT, which first acknowledges what ack(wait=False) queued. A shared-memory producer's reference
         goes in one PUT_REFERENCE, which also says whether its oldest entries have left the stream (their
@@ -220,9 +211,9 @@ class Producer:
                 pack("SET", upload, parts, "PX", _UPLOAD_TTL_MS, "NX"),
                 self._put.command(keys, [*self._put_args, len(forgets), *forgets, *acks]),
             ]
-        return _Put(upload, keys, commands, acks, forgets, parts, checked, writer, slot)
+        return PreparedPut(upload, keys, commands, acks, forgets, parts, checked, writer, slot)
 
-    def _give_back(self, put: _Put) -> None:
+    def _give_back(self, put: PreparedPut) -> None:
         """The acknowledgements and forgets ``put`` carried go with the next call (whether they ran is
         unknown, and doing them twice is harmless)."""
         self._acks.requeue(put.acks)
@@ -232,7 +223,7 @@ class Producer:
                 self._forgets[:0] = put.forgets
             put.forgets = []
 
-    def _answer(self, put: _Put) -> None:
+    def _answer(self, put: PreparedPut) -> None:
         """Get the first round trip's replies (read those already sent, else send): sets ``put.result``."""
         replies = None
         exchange, put.exchange = put.exchange, None
@@ -259,7 +250,7 @@ class Producer:
             if put.checked:
                 put.writer.gone([eid for eid, held in zip(put.checked, present) if not held])
 
-    def _room(self, put: _Put, timeout: float | None, *, keep: bool) -> str:
+    def _room(self, put: PreparedPut, timeout: float | None, *, keep: bool) -> str:
         """Wait while the pool is full until ``put`` is added; its entry id.
 
         On a timeout, ``keep`` leaves the put as it is (to be tried again); else it is given up.
@@ -299,7 +290,7 @@ class Producer:
             self._conclude(put, None)
             raise
 
-    def _conclude(self, put: _Put, entry_id: str | None) -> None:
+    def _conclude(self, put: PreparedPut, entry_id: str | None) -> None:
         """A put is over: its slot holds an entry (``entry_id``), or it was not added and is given up."""
         if put.writer is not None and put.slot is not None:
             if entry_id is None:
@@ -318,20 +309,16 @@ class Producer:
 
         Its expiry covers a failure here; a record of an added entry left behind costs ~100 bytes.
         """
-        try:
+        with contextlib.suppress(redis.RedisError):
             self._link.client.eval(SCRIPTS["DISCARD"].text, 2, self._keys.at, upload)
-        except redis.RedisError:
-            pass
 
     def forget_now(self) -> None:
         """Best effort, on close: drop the records of the puts whose answers this object has read."""
         with self._forgets_lock:
             forgets, self._forgets = self._forgets, []
         if forgets:
-            try:
+            with contextlib.suppress(redis.RedisError):
                 self._link.client.hdel(self._keys.at, *forgets)
-            except redis.RedisError:
-                pass
 
 
 def _copy_into(data: bytes, allocate: Callable[[int], np.ndarray]) -> int:

@@ -49,7 +49,7 @@ from typing import Self
 import redis
 
 from saintpipe.core.errors import InvalidArgument, ServiceUnavailable
-from saintpipe.services.pool.connection import auth_error, make_client, redact_url
+from saintpipe.services.pool.connection import auth_error, make_client, redact_url, translate_error
 from saintpipe.core.procutil import spawn
 
 log = logging.getLogger(__name__)
@@ -232,7 +232,7 @@ class RedisServer:
             self._wait_ready(log_path)
         except ServiceUnavailable:
             text = log_path.read_text(errors="replace") if log_path.exists() else ""
-            self._kill()
+            self.kill()
             if "Address already in use" in text:
                 raise _PortTaken() from None
             raise
@@ -272,10 +272,8 @@ class RedisServer:
                     return
                 except (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError) as exc:
                     raise auth_error(self.url, exc) from None
-                except redis.ResponseError as exc:
-                    if "NOAUTH" in str(exc) or "WRONGPASS" in str(exc):
-                        raise auth_error(self.url, exc) from None
-                    raise
+                except redis.ResponseError as exc:  # a refused password, else the reply itself
+                    raise translate_error(self.url, exc) from None
                 except (redis.ConnectionError, redis.TimeoutError) as exc:
                     last = exc
                     time.sleep(0.02)
@@ -291,14 +289,15 @@ class RedisServer:
 
         A ``data_dir`` that was given stays, with the AOF: a later server started on it finds the data.
         """
-        self._kill()
+        self.kill()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)  # the temporary data directory lies inside
             self._dir = None
         self.data_dir = None
         atexit.unregister(self.stop)
 
-    def _kill(self) -> None:
+    def kill(self) -> None:
+        """Stop the private server without restarting it (tests of an unreachable Redis)."""
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
@@ -324,7 +323,7 @@ class RedisServer:
             raise InvalidArgument("cannot restart an external Redis (it was given by URL)")
         if self._dir is None:
             raise InvalidArgument("RedisServer has not been started")
-        self._kill()
+        self.kill()
         assert self.port is not None
         deadline = time.monotonic() + self.startup_timeout
         while True:  # the old socket may linger for a moment
@@ -337,10 +336,6 @@ class RedisServer:
                         f"redis-server could not bind {self.host}:{self.port} again"
                     ) from None
                 time.sleep(0.1)
-
-    def kill(self) -> None:
-        """Stop the private server without restarting it (tests of an unreachable Redis)."""
-        self._kill()
 
     def client(self, **kwargs) -> redis.Redis:
         """A plain redis-py client for this server."""

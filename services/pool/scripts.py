@@ -60,22 +60,6 @@ def _code(name: str) -> str:
     return "\n" + "".join(lines[start:])
 
 
-_JOB_KEYS = _code("job_keys")
-_ACK_ONE = _code("ack_one")
-_PUT_ENTRY = _code("put_entry")
-
-PUT = _JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put")
-PUT_REFERENCE = _JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put_reference")
-GET = _JOB_KEYS + _ACK_ONE + _code("get")
-ACK = _JOB_KEYS + _ACK_ONE + _code("ack")
-DEAD = _JOB_KEYS + _ACK_ONE + _code("dead")
-RECOVER = _JOB_KEYS + _code("recover")
-# DISCARD's keys are the at hash and an upload the producer named, none taken from an entry.
-DISCARD = _code("discard")
-TOUCH = _JOB_KEYS + _code("touch")
-STATS = _JOB_KEYS + _code("stats")
-
-
 class Script:
     """A Lua script called by its SHA (a restarted Redis that forgot it is sent ``text`` again)."""
 
@@ -87,15 +71,20 @@ class Script:
         return pack("EVALSHA", self.sha, len(keys), *keys, *args)
 
 
-# One of each per process: every pool object calls the same scripts.
+_JOB_KEYS = _code("job_keys")
+_ACK_ONE = _code("ack_one")
+_PUT_ENTRY = _code("put_entry")
+
+# One of each per process: every pool object calls the same scripts. DISCARD's keys are the at hash and an
+# upload the producer named, none taken from an entry.
 SCRIPTS: dict[str, Script] = {
-    "PUT": Script(PUT),
-    "PUT_REFERENCE": Script(PUT_REFERENCE),
-    "GET": Script(GET),
-    "ACK": Script(ACK),
-    "DEAD": Script(DEAD),
-    "RECOVER": Script(RECOVER),
-    "DISCARD": Script(DISCARD),
-    "TOUCH": Script(TOUCH),
-    "STATS": Script(STATS),
+    "PUT": Script(_JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put")),
+    "PUT_REFERENCE": Script(_JOB_KEYS + _ACK_ONE + _PUT_ENTRY + _code("put_reference")),
+    "GET": Script(_JOB_KEYS + _ACK_ONE + _code("get")),
+    "ACK": Script(_JOB_KEYS + _ACK_ONE + _code("ack")),
+    "DEAD": Script(_JOB_KEYS + _ACK_ONE + _code("dead")),
+    "RECOVER": Script(_JOB_KEYS + _code("recover")),
+    "DISCARD": Script(_code("discard")),
+    "TOUCH": Script(_JOB_KEYS + _code("touch")),
+    "STATS": Script(_JOB_KEYS + _code("stats")),
 }

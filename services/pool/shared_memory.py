@@ -216,10 +216,6 @@ def job_slots(url: str, job_id: str) -> str:
     return f"{PREFIX}{server_tag(url)}-{job_id}"
 
 
-# The producer process a slot name states (None for a name that is not a slot's), and whether it is dead.
-owner_of = _SLOTS.owner_of
-owner_is_dead = _SLOTS.owner_is_dead
-
 # What remove_leftovers looks for (``saintpipe doctor`` takes them from shm_owners.KINDS). A dead producer's
 # slots stay while a producer of the same job on the same server lives: the job runs, and Redis entries may
 # still name them (a sampler worker that died and was restarted); the job's sweep removes them when it ends.
@@ -376,10 +372,6 @@ class SlotWriter:
         with self._lock:
             if index not in self._free:
                 self._free.append(index)
-
-    @property
-    def has_free(self) -> bool:
-        return bool(self._free)
 
     @property
     def slots(self) -> int:

@@ -80,13 +80,10 @@ def find_array_files(directory: Path, overrides: Mapping[str, Path | None] | Non
     """Role -> file: ``DIR/<role>.npy`` for each role present (``*_mask.npy`` accepted for splits), then overrides."""
     files: dict[str, Path] = {}
     for role in ROLES:
-        for candidate in (f"{role}.npy", f"{role}_mask.npy"):
-            if (directory / candidate).is_file():
-                files[role] = directory / candidate
-                break
-    for role, path in (overrides or {}).items():
-        if path is not None:
-            files[role] = Path(path)
+        found = [directory / name for name in (f"{role}.npy", f"{role}_mask.npy") if (directory / name).is_file()]
+        if found:
+            files[role] = found[0]
+    files.update({role: Path(path) for role, path in (overrides or {}).items() if path is not None})
     return files
 
 

@@ -29,26 +29,26 @@ def native(array: np.ndarray, where: str) -> np.ndarray:
     return converted
 
 
-def _integer(array: np.ndarray, where: str, what: str) -> None:
+def _integers(array: np.ndarray, where: str, what: str, *, one_d: bool = True) -> np.ndarray:
+    """``array`` in the native byte order; DatasetError unless it holds integers (or bools), in one dimension
+    unless ``one_d`` is false."""
+    array = native(array, where)
     if not (np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_):
         raise DatasetError(f"{where}: {what} must be integers, got dtype {array.dtype}")
+    if one_d and array.ndim != 1:
+        raise DatasetError(f"{where}: {what} must be 1-D, got shape {array.shape}")
+    return array
 
 
 def as_indptr(array: np.ndarray, where: str) -> np.ndarray:
     """A 1-D integer array as int64."""
-    array = native(array, where)
-    _integer(array, where, "indptr")
-    if array.ndim != 1:
-        raise DatasetError(f"{where}: indptr must be 1-D, got shape {array.shape}")
+    array = _integers(array, where, "indptr")
     return array if array.dtype == np.int64 else array.astype(np.int64)
 
 
 def as_indices(array: np.ndarray, where: str) -> np.ndarray:
     """A 1-D integer array as int32 (values must fit)."""
-    array = native(array, where)
-    _integer(array, where, "indices")
-    if array.ndim != 1:
-        raise DatasetError(f"{where}: indices must be 1-D, got shape {array.shape}")
+    array = _integers(array, where, "indices")
     if array.dtype == np.int32:
         return array
     if array.size and (int(array.max()) >= 2**31 or int(array.min()) < 0):
@@ -74,8 +74,7 @@ def as_features(array: np.ndarray, where: str) -> np.ndarray:
 
 def as_labels(array: np.ndarray, where: str) -> np.ndarray:
     """Class ids as int64 [N] (-1 = unlabelled), or a 0/1 matrix as uint8 [N, C]."""
-    array = native(array, where)
-    _integer(array, where, "labels")
+    array = _integers(array, where, "labels", one_d=False)
     if array.ndim == 2:
         if array.size and (array.min() < 0 or array.max() > 1):
             raise DatasetError(f"{where}: a 2-D (multi-label) label matrix must hold only 0 and 1")

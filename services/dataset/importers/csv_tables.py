@@ -29,6 +29,7 @@ from numba import njit
 
 from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset.importers.input_files import require_file
+from saintpipe.services.dataset.importers.tabular import accepts, shown
 
 # Decompressed bytes parsed at once: big enough that per-block overhead vanishes, small beside the output.
 CHUNK_BYTES = 16 << 20
@@ -188,8 +189,7 @@ def _line_text(block: bytes, index: int) -> bytes:
 
 
 def _shown(field: bytes) -> str:
-    text = field.decode("utf-8", "replace").strip()
-    return repr(text if len(text) <= 40 else text[:40] + "...")
+    return shown(field.decode("utf-8", "replace").strip())
 
 
 def _int_error(path: Path, block: bytes, first_line: int, status: int, index: int, col: int, ncols: int) -> DatasetError:
@@ -201,10 +201,10 @@ def _int_error(path: Path, block: bytes, first_line: int, status: int, index: in
         return DatasetError(f"{at}: empty line (expected {ncols} comma-separated integer(s))")
     if status in (TOO_FEW, TOO_MANY):
         return DatasetError(f"{at}: {len(fields)} field(s), expected {ncols}")
-    shown = _shown(fields[col]) if col < len(fields) else "''"
+    value = _shown(fields[col]) if col < len(fields) else "''"
     if status == EMPTY_FIELD:
-        return DatasetError(f"{at}, column {col + 1}: no value ({shown}) where an integer is required")
-    return DatasetError(f"{at}, column {col + 1}: {shown} {_PROBLEM[status]}")
+        return DatasetError(f"{at}, column {col + 1}: no value ({value}) where an integer is required")
+    return DatasetError(f"{at}, column {col + 1}: {value} {_PROBLEM[status]}")
 
 
 def read_int_table(path: Path, ncols: int, *, allow_missing: bool = False,
@@ -232,6 +232,11 @@ def read_int_table(path: Path, ncols: int, *, allow_missing: bool = False,
                                    f"[0, {2**31 - 1}]")
             values = values.astype(np.int32)
         parts.append(values)
+    return _joined(parts, ncols, dtype)
+
+
+def _joined(parts: list[np.ndarray], ncols: int, dtype: type) -> np.ndarray:
+    """The blocks' rows as one array (the only block itself: no copy)."""
     if not parts:
         return np.empty((0, ncols), dtype=dtype)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
@@ -249,12 +254,7 @@ def _float_error(path: Path, block: bytes, first_line: int, ncols: int) -> Datas
         if len(fields) != ncols:
             return DatasetError(f"{path}, line {first_line + index}: {len(fields)} field(s), expected {ncols}")
         for col, field in enumerate(fields):
-            try:
-                float(field)
-            except ValueError:
-                return DatasetError(f"{path}, line {first_line + index}, column {col + 1}: {_shown(field)} "
-                                    "is not a number")
-            if b"_" in field:  # Python's float() accepts 1_000, numpy's parser does not
+            if not accepts(field.decode("utf-8", "replace"), "number"):
                 return DatasetError(f"{path}, line {first_line + index}, column {col + 1}: {_shown(field)} "
                                     "is not a number")
     return None
@@ -282,6 +282,4 @@ def read_float_table(path: Path, ncols: int, dtype: type = np.float32) -> np.nda
             raise _float_error(path, block, first_line, ncols) or DatasetError(
                 f"{path}: {values.shape[1]} fields per line near line {first_line}, expected {ncols}")
         parts.append(values)
-    if not parts:
-        return np.empty((0, ncols), dtype=dtype)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return _joined(parts, ncols, dtype)

@@ -20,7 +20,6 @@ from saintpipe.core.errors import DatasetError
 from saintpipe.services.dataset.importers.graphsaint import is_graphsaint_dir
 from saintpipe.services.dataset.importers.ogb import is_ogb_dir
 
-FORMATS = ("graphsaint", "ogb", "npz", "edgelist", "arrays")
 _SNIFF_BYTES = 4096
 _ZIP_MAGIC = b"PK"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -39,7 +38,7 @@ def _text_prefix(head: bytes) -> bool:
 
 
 def detect_format(path: Path | str) -> str:
-    """The format name (one of :data:`FORMATS`) for ``path``.
+    """The format name (``graphsaint``, ``ogb``, ``npz``, ``edgelist`` or ``arrays``) for ``path``.
 
     Raises:
         DatasetError: the path does not exist, or matches none of the rules (the message lists them).

@@ -135,8 +135,7 @@ def _node_ids(keys: list[str], path: Path, n: int) -> np.ndarray:
         raise DatasetError(f"{path}: key {bad[:40]!r} is not a node id (an integer)") from None
     if ids.size and (outside := np.flatnonzero((ids < 0) | (ids >= n))).size:
         raise DatasetError(f"{path}: node id {int(ids[outside[0]])} is out of range: adj_full.npz has {n} nodes")
-    seen = np.zeros(n, dtype=np.int64)
-    np.add.at(seen, ids, 1)
+    seen = np.bincount(ids, minlength=n)
     if (dup := np.flatnonzero(seen > 1)).size:
         raise DatasetError(f"{path}: node {int(dup[0])} appears more than once (keys {', '.join(repr(k) for k in keys if int(k) == dup[0])})")
     if (absent := np.flatnonzero(seen == 0)).size:

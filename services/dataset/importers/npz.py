@@ -58,12 +58,10 @@ def import_npz(path: Path | str, *, name: str | None = None, symmetrize: bool = 
     members = load_npz(path)
     arrays, where = {}, {}
     for role in ROLES:
-        for key in (f"{role}_mask", role):
-            if key in members:
-                arrays[role], where[role] = members[key], f"{path}[{key}]"
-                break
-        else:
-            where[role] = f"{path}[{role}]"
+        key = next((k for k in (f"{role}_mask", role) if k in members), role)
+        where[role] = f"{path}[{key}]"
+        if key in members:
+            arrays[role] = members[key]
     for role in ("indptr", "indices", "features", "labels"):
         if role not in arrays:
             raise DatasetError(f"{path}: missing array {role!r} (the archive holds {', '.join(sorted(members)) or 'nothing'})")

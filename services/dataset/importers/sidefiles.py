@@ -53,11 +53,6 @@ def _npy_keyed(path: Path, string_ids: bool) -> Keyed:
     return Keyed(keys=np.arange(values.shape[0], dtype=np.int64), values=values, where=str(path))
 
 
-def _table_keys(path: Path, fmt: tabular.TableFormat, string_ids: bool) -> np.ndarray:
-    """Column 0 as node ids: int64, or strings with ``string_ids`` (errors name the file and line)."""
-    return tabular.read_ids(path, fmt, 0, string_ids)
-
-
 def _check_unique(keyed: Keyed) -> Keyed:
     order = np.argsort(keyed.keys, kind="stable")
     sorted_keys = keyed.keys[order]
@@ -77,7 +72,7 @@ def read_features(path: Path, string_ids: bool) -> Keyed:
     if fmt.num_columns < 2:
         raise DatasetError(f"{path}: a feature table needs a node id column and at least one value column")
     values = tabular.read_columns(path, fmt, tuple(range(1, fmt.num_columns)), np.float32)
-    return _check_unique(Keyed(keys=_table_keys(path, fmt, string_ids), values=values, where=str(path)))
+    return _check_unique(Keyed(keys=tabular.read_ids(path, fmt, 0, string_ids), values=values, where=str(path)))
 
 
 def read_labels(path: Path, string_ids: bool) -> Keyed:
@@ -88,7 +83,7 @@ def read_labels(path: Path, string_ids: bool) -> Keyed:
     fmt = tabular.sniff(path)
     if fmt.num_columns < 2:
         raise DatasetError(f"{path}: a label table needs a node id column and a label column")
-    keys = _table_keys(path, fmt, string_ids)
+    keys = tabular.read_ids(path, fmt, 0, string_ids)
     if fmt.num_columns > 2:
         values = tabular.read_columns(path, fmt, tuple(range(1, fmt.num_columns)), np.int64)
         return _check_unique(Keyed(keys=keys, values=values, where=str(path)))
@@ -110,7 +105,7 @@ def read_split_codes(path: Path, string_ids: bool) -> Keyed:
     fmt = tabular.sniff(path)
     if fmt.num_columns < 2:
         raise DatasetError(f"{path}: a split table needs a node id column and a split column (train/val/test)")
-    keys = _table_keys(path, fmt, string_ids)
+    keys = tabular.read_ids(path, fmt, 0, string_ids)
     raw = np.char.lower(tabular.read_columns(path, fmt, 1, str))
     codes = np.full(raw.size, -2, dtype=np.int64)
     for word, code in SPLIT_NAMES.items():
@@ -136,4 +131,4 @@ def read_id_list(path: Path, string_ids: bool) -> tuple[np.ndarray, str]:
             raise DatasetError(f"{path}: a split must be 1-D integer node ids or a boolean mask, got {ids.dtype} {ids.shape}")
         return ids.astype(np.int64), str(path)
     fmt = tabular.sniff(path)
-    return _table_keys(path, fmt, string_ids), str(path)
+    return tabular.read_ids(path, fmt, 0, string_ids), str(path)

@@ -18,6 +18,7 @@ the file that runs only after numpy's parser failed.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 import warnings
 from dataclasses import dataclass
@@ -57,14 +58,10 @@ def _split(line: str, delimiter: str | None) -> list[str]:
 def sniff(path: Path, delimiter: str | None = None, header: bool | None = None) -> TableFormat:
     """Work out a table's delimiter, header and column count from its first lines."""
     require_file(path, "a text table (CSV/TSV)")
-    rows: list[tuple[int, str]] = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh):
-                if line.strip() and not line.lstrip().startswith("#"):
-                    rows.append((lineno, line.rstrip("\r\n")))
-                    if len(rows) == 2:
-                        break
+        with open(path, encoding="utf-8") as fh:  # the first two rows that are neither blank nor comments
+            rows = list(itertools.islice(((lineno, line.rstrip("\r\n")) for lineno, line in enumerate(fh)
+                                          if line.strip() and not line.lstrip().startswith("#")), 2))
     except UnicodeDecodeError:
         raise DatasetError(f"{path}: not a UTF-8 text table (is it a binary file?)") from None
     if not rows:
@@ -106,7 +103,8 @@ def _fields(line: str, delimiter: str | None) -> list[str]:
     return [f.strip() for f in next(csv.reader([line], delimiter=delimiter, quotechar='"'))]
 
 
-def _accepts(field: str, kind: str) -> bool:
+def accepts(field: str, kind: str) -> bool:
+    """Whether ``field`` parses as ``kind`` ("integer", "number", "string") by numpy's parser."""
     if kind == "string":
         return True
     if kind == "integer":
@@ -135,12 +133,13 @@ def locate(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: s
             for col in cols:
                 if col >= len(fields):
                     return lineno, len(fields), None
-                if not _accepts(fields[col], kind):
+                if not accepts(fields[col], kind):
                     return lineno, col + 1, fields[col]
     return None
 
 
-def _shown(field: str) -> str:
+def shown(field: str) -> str:
+    """A field for an error message: its repr, cut after 40 characters."""
     return repr(field if len(field) <= 40 else field[:40] + "...")
 
 
@@ -156,7 +155,7 @@ def parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, ki
         needed = (usecols if isinstance(usecols, int) else max(usecols)) + 1
         return DatasetError(f"{path}, line {line}: {col} column(s), expected at least {needed}")
     article = "an integer" if kind == "integer" else "a number"
-    return DatasetError(f"{path}, line {line}, column {col}: {what} {_shown(field)} is not {article}{hint}")
+    return DatasetError(f"{path}, line {line}, column {col}: {what} {shown(field)} is not {article}{hint}")
 
 
 def _parse_error(path: Path, fmt: TableFormat, usecols: tuple[int, ...] | int, kind: str, what: str,

@@ -35,7 +35,7 @@ from typing import NoReturn
 import numpy as np
 from saintpipe.services.pool.codec import fused
 from saintpipe.services.pool.codec.decoder import decode_owned, decode_subgraph
-from saintpipe.services.pool.codec.schema import ALIGN, ARRAYS, FORMAT_VERSION, checksum
+from saintpipe.services.pool.codec.schema import ALIGN, ARRAYS, FORMAT_VERSION, INT64, UINT64, checked_meta, checksum
 from saintpipe.services.pool.codec.validate import check_subgraph_arrays
 
 from saintpipe.core import protowire as pw
@@ -47,9 +47,6 @@ __all__ = [
     "decode_subgraph", "encode_subgraph", "encode_subgraph_into", "encode_subgraph_parts", "frame_subgraph",
     "seal_subgraph",
 ]
-
-_INT64 = (-(2**63), 2**63 - 1)
-_UINT64 = (0, 2**64 - 1)
 
 
 def encode_subgraph(sg: Subgraph, *, validate: bool = True) -> bytes:
@@ -86,10 +83,7 @@ def encode_subgraph_parts(sg: Subgraph, *, validate: bool = True) -> list[bytes 
         if fused_parts is not None:
             return fused_parts
     if validate:
-        try:
-            check_subgraph_arrays(arrays)
-        except DecodeError as exc:
-            raise InvalidArgument(f"cannot encode: {exc}") from None
+        _check(arrays)
     # Scalars first (field order), proto3 style: fields equal to their default are omitted.
     head = bytearray(_VERSION_FIELD)
     if job:
@@ -122,24 +116,11 @@ def _prepare(sg: Subgraph) -> tuple[bytes, tuple[str, int, int, int], dict[str, 
 
 def _meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[bytes, tuple[str, int, int, int]]:
     """The job id's UTF-8 bytes and the checked metadata; InvalidArgument if unfit."""
-    numbers: list[int] = []
-    for name, value, (lo, hi) in (
-        ("worker", worker, _INT64),
-        ("sequence", sequence, _INT64),
-        ("seed", seed, _UINT64),
-    ):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-            raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
-        numbers.append(int(value))
-    if not isinstance(job_id, str):
-        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
-    worker_id, sequence_no, seed_no = numbers
-    meta = (job_id, worker_id, sequence_no, seed_no)
+    meta = checked_meta(job_id, worker, sequence, seed)
     try:
-        job = job_id.encode("utf-8")
+        return meta[0].encode("utf-8"), meta
     except UnicodeEncodeError as exc:
         raise InvalidArgument(f"subgraph job_id: not encodable as UTF-8 ({exc})") from None
-    return job, meta
 
 
 def encode_subgraph_into(
@@ -174,16 +155,12 @@ def encode_subgraph_into(
     job, meta, arrays = _prepare(sg)
     dest = None
     if fused.AVAILABLE:  # frame, allocate, then one compiled pass: hash, check and copy each array
-        job_array = np.frombuffer(job, dtype=np.uint8)
-        scalars = (np.uint64(pw.unsigned(meta[1])), np.uint64(pw.unsigned(meta[2])), np.uint64(meta[3]))
+        head, arena, cuts = _kernel_head(job, meta)
         views = [_read_only(a) for a in arrays.values()]
-        arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
-        cuts = np.empty(8, dtype=np.int64)
-        # Reads no array contents. (mypy: a starred list takes every later parameter.)
-        size = int(fused.layout(job_array, *scalars, *views, arena, cuts))  # type: ignore[call-arg]
+        sizes = np.array([v.size for v in views], dtype=np.int64)  # no array contents read yet
+        size = int(fused.layout(*head, sizes, arena, cuts))  # type: ignore[call-arg]  # mypy: starred tuple
         dest = _destination(allocate(size), size)
-        status = fused.fill(job_array, *scalars, *views, bool(validate), arena, cuts, dest,  # type: ignore[call-arg]
-                            fused.COPY_ALL)
+        status = fused.fill(*head, *views, bool(validate), arena, cuts, dest, fused.COPY_ALL)  # type: ignore[call-arg]
         if status == fused.INVALID:
             _refuse(arrays)
         if status == fused.OK:
@@ -254,8 +231,8 @@ class MessageFramer:
         Raises:
             InvalidArgument: ids out of range, or an unfit buffer.
         """
-        if not (type(sequence) is int and _INT64[0] <= sequence <= _INT64[1]
-                and type(seed) is int and 0 <= seed <= _UINT64[1]):
+        if not (type(sequence) is int and INT64[0] <= sequence <= INT64[1]
+                and type(seed) is int and 0 <= seed <= UINT64[1]):
             _meta(self._meta[0], self._meta[1], sequence, seed)  # raises, naming the field (or converts)
         scalars = (self._worker, np.uint64(pw.unsigned(int(sequence))), np.uint64(seed))
         size = int(fused.layout_graph(self._job, *scalars, num_nodes, num_edges, self._arena, self._cuts,
@@ -325,17 +302,9 @@ def _destination(buf: object, size: int) -> np.ndarray:
 
 def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], validate: bool) -> list | None:
     """``encode_subgraph_parts`` through ``fused.encode``; None when it could not run (then the Python path)."""
-    arena = np.empty(fused.ARENA + len(job), dtype=np.uint8)
-    cuts = np.empty(8, dtype=np.int64)
+    head, arena, cuts = _kernel_head(job, meta)
     status = fused.encode(  # type: ignore[call-arg]  # mypy: a starred list takes every later parameter
-        np.frombuffer(job, dtype=np.uint8),
-        np.uint64(pw.unsigned(meta[1])),
-        np.uint64(pw.unsigned(meta[2])),
-        np.uint64(meta[3]),
-        *(_read_only(a) for a in arrays.values()),
-        bool(validate),
-        arena,
-        cuts,
+        *head, *(_read_only(a) for a in arrays.values()), bool(validate), arena, cuts
     )
     if status == fused.INVALID:
         _refuse(arrays)
@@ -353,12 +322,25 @@ def _encode_fused(job: bytes, meta: tuple, arrays: dict[str, np.ndarray], valida
     return parts
 
 
-def _refuse(arrays: dict[str, np.ndarray]) -> NoReturn:
-    """Raise InvalidArgument naming what the compiled checks refused (the Python checks locate it)."""
+def _kernel_head(job: bytes, meta: tuple) -> tuple[tuple, np.ndarray, np.ndarray]:
+    """The compiled kernels' first arguments (the job id's bytes, then worker, sequence and seed as the bits of
+    their uint64 varints) and fresh scratch for them: the arena and its cuts."""
+    head = (np.frombuffer(job, dtype=np.uint8), np.uint64(pw.unsigned(meta[1])), np.uint64(pw.unsigned(meta[2])),
+            np.uint64(meta[3]))
+    return head, np.empty(fused.ARENA + len(job), dtype=np.uint8), np.empty(8, dtype=np.int64)
+
+
+def _check(arrays: dict[str, np.ndarray]) -> None:
+    """The decoder's structural checks, failing as an encoder does: InvalidArgument naming the field."""
     try:
         check_subgraph_arrays(arrays)
     except DecodeError as exc:
         raise InvalidArgument(f"cannot encode: {exc}") from None
+
+
+def _refuse(arrays: dict[str, np.ndarray]) -> NoReturn:
+    """Raise InvalidArgument naming what the compiled checks refused (the Python checks locate it)."""
+    _check(arrays)
     raise InvalidArgument("cannot encode: the subgraph failed a structural check")  # not expected
 
 

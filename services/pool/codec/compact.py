@@ -33,7 +33,7 @@ from saintpipe.core.errors import DecodeError, InvalidArgument
 from saintpipe.core.subgraph import ALL_TRAIN_NODES, Induction, Subgraph, SubgraphNodes
 from saintpipe.protos import subgraph_pb2
 from saintpipe.services.pool.codec.decoder import decode_owned
-from saintpipe.services.pool.codec.schema import ARRAYS, COMPACT_VERSION, checksum_nodes
+from saintpipe.services.pool.codec.schema import ARRAYS, COMPACT_VERSION, INT64, UINT64, checked_meta, checksum_nodes
 
 __all__ = ["MAX_GRAPH_NODES", "decode_entry", "decode_nodes", "encode_nodes", "format_version"]
 
@@ -44,8 +44,6 @@ _GAP_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype("<u1"), 2: np.dtype("<u2"),
 # A normalization key names a folder under DATASET/norm/: no separators, no "." or "..".
 _NORM_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _TRAIN_DIGEST = re.compile(r"[0-9a-f]{16}")
-_INT64 = (-(2**63), 2**63 - 1)
-_UINT64 = (0, 2**64 - 1)
 
 
 def encode_nodes(sg: SubgraphNodes) -> bytes:
@@ -58,7 +56,7 @@ def encode_nodes(sg: SubgraphNodes) -> bytes:
     if not isinstance(sg, SubgraphNodes):
         raise InvalidArgument(f"encode_nodes: expected SubgraphNodes, got {type(sg).__name__}")
     ind = _checked_induction(sg.induction, InvalidArgument)
-    meta = _checked_meta(sg.job_id, sg.worker, sg.sequence, sg.seed)
+    meta = checked_meta(sg.job_id, sg.worker, sg.sequence, sg.seed)
     ids = np.asarray(sg.node_ids)
     if ids.ndim != 1 or (ids.size and not np.can_cast(ids.dtype, np.int64, casting="safe")):
         raise InvalidArgument(f"subgraph nodes: expected a 1-D integer array, got {ids.dtype} of shape {ids.shape}")
@@ -203,25 +201,12 @@ def _id_fault(ids: np.ndarray, graph_nodes: int) -> str:
     return f"subgraph node_ids: id {int(ids[-1])} out of range [0, {graph_nodes}) (the graph's nodes)"
 
 
-def _checked_meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[str, int, int, int]:
-    numbers: list[int] = []
-    for name, value, (lo, hi) in (("worker", worker, _INT64), ("sequence", sequence, _INT64),
-                                  ("seed", seed, _UINT64)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
-            raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
-        numbers.append(int(value))
-    if not isinstance(job_id, str):
-        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
-    worker_id, sequence_no, seed_no = numbers
-    return job_id, worker_id, sequence_no, seed_no
-
-
 def _checked_induction(ind: object, error: type[Exception]) -> Induction:
     """``ind`` if every field is in range, else ``error`` naming the field."""
     if not isinstance(ind, Induction):
         raise error(f"subgraph induction: expected an Induction, got {type(ind).__name__}")
     for name, lo, hi in (("graph_nodes", 0, MAX_GRAPH_NODES), ("graph_edges", 0, _MAX_GRAPH_EDGES),
-                         ("norm_subgraphs", 0, _INT64[1]), ("norm_seed", 0, _UINT64[1])):
+                         ("norm_subgraphs", 0, INT64[1]), ("norm_seed", 0, UINT64[1])):
         value = getattr(ind, name)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
             raise error(f"subgraph induction.{name}: {value!r} is not an integer in [{lo}, {hi}]")

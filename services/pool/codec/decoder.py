@@ -193,10 +193,7 @@ def _read_array(buf: bytes | bytearray | memoryview, name: str, start: int, leng
             shape.append(pw.signed(value))
             continue
         if number in names:
-            if wire_type != pw.LEN:
-                raise DecodeError(f"{names[number]}: wire type {wire_type}, expected {pw.LEN}")
-            if number in seen:
-                raise DecodeError(f"{names[number]}: appears more than once")
+            _expect(f"{name}.{_ARRAY_FIELDS[number - 1]}", wire_type, pw.LEN, number in seen)
             seen.add(number)
         if number == 1:
             dtype = buf[value : value + size]

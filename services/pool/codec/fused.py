@@ -87,14 +87,6 @@ def _hash_array(state, scratch, index, count, data):  # pragma: no cover - compi
 
 
 @njit(cache=True, nogil=True)
-def _frame(out, pos, msg_pos, cuts, index, count, nbytes):  # pragma: no cover - compiled
-    """Write array field ``index``'s header; returns the next positions in ``out`` and in the message."""
-    end = _header(out, pos, msg_pos, index, count, nbytes)
-    cuts[index + 1] = end
-    return end, msg_pos + (end - pos) + nbytes
-
-
-@njit(cache=True, nogil=True)
 def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - compiled
     """Write array field ``index``'s bytes up to its data, which must start 8-aligned in the message.
 
@@ -144,16 +136,8 @@ def _header(out, pos, msg_pos, index, count, nbytes):  # pragma: no cover - comp
 
 
 @njit(cache=True, nogil=True)
-def layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts):  # pragma: no cover
-    """:func:`layout_sizes` for these arrays' sizes (their contents are not read)."""
-    sizes = np.empty(6, dtype=np.int64)
-    sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5] = a0.size, a1.size, a2.size, a3.size, a4.size, a5.size
-    return layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
-
-
-@njit(cache=True, nogil=True)
 def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts, offsets):  # pragma: no cover
-    """:func:`layout_sizes` for a subgraph of ``num_nodes`` nodes and ``num_edges`` entries.
+    """:func:`layout` for a subgraph of ``num_nodes`` nodes and ``num_edges`` entries.
 
     Also sets ``offsets[i]``, where array ``i``'s bytes start in the message
     (the message is piece 0, array 0, piece 1, ..., array 5, checksum).
@@ -161,7 +145,7 @@ def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts,
     sizes = np.empty(6, dtype=np.int64)
     sizes[0], sizes[1], sizes[2] = num_nodes, num_nodes + 1, num_edges
     sizes[3], sizes[4], sizes[5] = num_edges, num_edges, num_nodes
-    size = layout_sizes(job, worker, sequence, seed, sizes, arena, cuts)
+    size = layout(job, worker, sequence, seed, sizes, arena, cuts)
     at = 0
     for index in range(6):
         at += cuts[index + 1] - cuts[index]
@@ -171,10 +155,10 @@ def layout_graph(job, worker, sequence, seed, num_nodes, num_edges, arena, cuts,
 
 
 @njit(cache=True, nogil=True)
-def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
+def layout(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
     """Frame a subgraph's message without reading its arrays' contents: scalars and array headers.
 
-    Writes the message's small pieces but the checksum into ``arena``: the
+    Writes the message's small pieces but the checksum into ``arena`` (``sizes``: the six arrays' lengths): the
     message is ``arena[cuts[0]:cuts[1]]``, array 0, ``arena[cuts[1]:cuts[2]]``,
     array 1, ..., array 5, then the checksum field (``fill`` sets ``cuts[7]``).
     ``worker``, ``sequence`` and ``seed`` come as the bits of their uint64
@@ -196,9 +180,11 @@ def layout_sizes(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no
             pos = _put_varint(arena, pos + 1, value)
     msg_pos = pos
     cuts[0] = 0
-    for index in range(6):
-        count = sizes[index]
-        pos, msg_pos = _frame(arena, pos, msg_pos, cuts, index, count, count * _ITEMSIZES[index])
+    for index in range(6):  # each array's header, cut from the next piece before its data
+        nbytes = sizes[index] * _ITEMSIZES[index]
+        cuts[index + 1] = _header(arena, pos, msg_pos, index, sizes[index], nbytes)
+        msg_pos += cuts[index + 1] - pos + nbytes
+        pos = cuts[index + 1]
     return msg_pos + 9
 
 
@@ -275,15 +261,10 @@ def fill(
     _hash_array(state, scratch, 2, a2.size, a2.view(np.uint8))
     ok = ok and (indices_ok(a2, a1) if validate else True)
     at = _emit(dest, at, arena, cuts, 2, a2.view(np.uint8), copy)
-    _hash_array(state, scratch, 3, a3.size, a3.view(np.uint8))
-    ok = ok and (finite(a3.view(np.uint32)) if validate else True)
-    at = _emit(dest, at, arena, cuts, 3, a3.view(np.uint8), copy)
-    _hash_array(state, scratch, 4, a4.size, a4.view(np.uint8))
-    ok = ok and (finite(a4.view(np.uint32)) if validate else True)
-    at = _emit(dest, at, arena, cuts, 4, a4.view(np.uint8), copy)
-    _hash_array(state, scratch, 5, a5.size, a5.view(np.uint8))
-    ok = ok and (finite(a5.view(np.uint32)) if validate else True)
-    at = _emit(dest, at, arena, cuts, 5, a5.view(np.uint8), copy)
+    for k, weights in enumerate((a3, a4, a5)):  # the three float32 arrays, fields 3 to 5
+        _hash_array(state, scratch, 3 + k, weights.size, weights.view(np.uint8))
+        ok = ok and (finite(weights.view(np.uint32)) if validate else True)
+        at = _emit(dest, at, arena, cuts, 3 + k, weights.view(np.uint8), copy)
     checksum = xxh3.digest(state)
     xxh3.free_state(state)
     if not ok:
@@ -307,7 +288,9 @@ def encode(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena,
     array 5, ``arena[cuts[6]:cuts[7]]``) for the caller to send with the arrays
     in place. Returns ``fill``'s status.
     """
-    layout(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, arena, cuts)
+    sizes = np.empty(6, dtype=np.int64)
+    sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5] = a0.size, a1.size, a2.size, a3.size, a4.size, a5.size
+    layout(job, worker, sequence, seed, sizes, arena, cuts)
     return fill(job, worker, sequence, seed, a0, a1, a2, a3, a4, a5, validate, arena, cuts, arena[:0], NO_COPY)
 
 

@@ -12,6 +12,8 @@ import struct
 import numpy as np
 import xxhash
 
+from saintpipe.core.errors import InvalidArgument
+
 FORMAT_VERSION = 1
 # The compact form: the node set and how to induce it (services/pool/codec/compact.py).
 COMPACT_VERSION = 2
@@ -26,8 +28,21 @@ ARRAYS: dict[str, tuple[int, np.dtype]] = {
     "edge_weights_t": (10, np.dtype("<f4")),
     "loss_weights": (11, np.dtype("<f4")),
 }
-# The scalar fields' numbers.
-FORMAT_VERSION_FIELD, JOB_ID_FIELD, WORKER_FIELD, SEQUENCE_FIELD, SEED_FIELD, CHECKSUM_FIELD = 1, 2, 3, 4, 5, 12
+INT64 = (-(2**63), 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+
+
+def checked_meta(job_id: object, worker: object, sequence: object, seed: object) -> tuple[str, int, int, int]:
+    """The metadata (job id, worker, sequence, seed) of a message to encode; InvalidArgument naming a field that
+    is not a string or an integer in range."""
+    numbers: list[int] = []
+    for name, value, (lo, hi) in (("worker", worker, INT64), ("sequence", sequence, INT64), ("seed", seed, UINT64)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not lo <= int(value) <= hi:
+            raise InvalidArgument(f"subgraph {name}: {value!r} is not an integer in [{lo}, {hi}]")
+        numbers.append(int(value))
+    if not isinstance(job_id, str):
+        raise InvalidArgument(f"subgraph job_id: expected a string, got {type(job_id).__name__}")
+    return job_id, numbers[0], numbers[1], numbers[2]
 
 
 def checksum(version: int, meta: tuple[str, int, int, int], arrays: dict[str, np.ndarray]) -> int:

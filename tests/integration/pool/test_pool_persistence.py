@@ -10,7 +10,8 @@ import time
 import pytest
 
 from saintpipe.services.pool.connection import ReconnectPolicy
-from saintpipe.services.pool.pool import GROUP, SubgraphPool
+from saintpipe.services.pool.keys import GROUP
+from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.scripts import SCRIPTS
 from tests.support.pool import numbered_subgraphs
 

@@ -9,7 +9,8 @@ import threading
 import time
 
 from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
-from saintpipe.services.pool.pool import GROUP, SubgraphPool
+from saintpipe.services.pool.keys import GROUP
+from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.synthetic import random_subgraph
 from tests.support.pool import assert_balanced, sg
 

@@ -20,7 +20,8 @@ import redis
 from saintpipe.services.pool import resp
 from saintpipe.services.pool.codec import encode_subgraph
 from saintpipe.services.pool.connection import ReconnectPolicy
-from saintpipe.services.pool.pool import GROUP, SubgraphPool
+from saintpipe.services.pool.keys import GROUP
+from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.services.pool.redis_server import RedisServer
 from saintpipe.services.pool.resp import pack
 from saintpipe.services.pool.scripts import SCRIPTS

@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 
 from saintpipe.core.errors import DecodeError
 from saintpipe.protos import feature_shard_pb2 as pb
-from saintpipe.services.feature_shard.wire import allocate_chunk, decode_chunk, decode_ids, encode_chunk, encode_ids
+from saintpipe.services.feature_shard.wire import allocate_chunk, decode_chunk, decode_ids, encode_ids
+
+
+def encode_chunk(offset: int, rows: np.ndarray) -> bytes:
+    """A serialized GatherChunk holding ``rows``, made as the server makes its answers."""
+    wire, view = allocate_chunk(offset, rows.shape[0], rows.shape[1], rows.dtype)
+    view[...] = rows
+    return wire
+
 
 # Random chunks: rows x dim of either dtype, at any offset.
 chunks = lambda test: settings(max_examples=60, deadline=None)(given(  # noqa: E731

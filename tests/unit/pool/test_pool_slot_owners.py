@@ -39,8 +39,8 @@ def test_a_writers_slots_name_this_process_and_their_job(tmp_path):
     writer = SlotWriter(URL, "cora.gcn:1", directory=tmp_path)
     ref = SlotReference.parse(write_one(writer))
     assert ref.name.startswith(shared_memory.job_slots(URL, "cora.gcn:1") + "+")
-    assert shared_memory.owner_of(ref.name) == shm_owners.current()
-    assert not shared_memory.owner_is_dead(ref.name)
+    assert shm_owners.POOL_SLOTS.owner_of(ref.name) == shm_owners.current()
+    assert not shm_owners.POOL_SLOTS.owner_is_dead(ref.name)
     assert shared_memory.read(SlotReference(writer.namespace, ref.name, 3).encode(), tmp_path) == b"abc"
     other = SlotWriter(URL, "cora.gcn:1", directory=tmp_path)  # two writers of one process never collide
     assert SlotReference.parse(write_one(other)).name != ref.name
@@ -70,17 +70,17 @@ def test_a_reference_to_an_owned_slot_round_trips():
 def test_names_that_no_producer_writes_are_refused(name):
     with pytest.raises(DecodeError, match="not a pool slot"):
         SlotReference.parse(shared_memory.MAGIC + f"ns {name} 5".encode())
-    assert shared_memory.owner_of(name) is None and not shared_memory.owner_is_dead(name)
+    assert shm_owners.POOL_SLOTS.owner_of(name) is None and not shm_owners.POOL_SLOTS.owner_is_dead(name)
 
 
 def test_owner_is_dead_only_for_a_dead_producer_of_this_namespace():
     gone = dead_owner()
-    assert shared_memory.owner_is_dead(slot_name("j", gone))
-    assert not shared_memory.owner_is_dead(slot_name("j", shm_owners.current()))
+    assert shm_owners.POOL_SLOTS.owner_is_dead(slot_name("j", gone))
+    assert not shm_owners.POOL_SLOTS.owner_is_dead(slot_name("j", shm_owners.current()))
     elsewhere = Owner(gone.namespace + 1, gone.pid, gone.start)
-    assert not shared_memory.owner_is_dead(slot_name("j", elsewhere))
+    assert not shm_owners.POOL_SLOTS.owner_is_dead(slot_name("j", elsewhere))
     me = shm_owners.current()
-    assert shared_memory.owner_is_dead(slot_name("j", Owner(me.namespace, me.pid, me.start + 1)))  # pid reused
+    assert shm_owners.POOL_SLOTS.owner_is_dead(slot_name("j", Owner(me.namespace, me.pid, me.start + 1)))  # pid reused
 
 
 def test_sweep_still_removes_exactly_one_jobs_owned_slots(tmp_path):

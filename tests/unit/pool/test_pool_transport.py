@@ -88,10 +88,10 @@ def test_slot_writer_frees_exactly_the_slots_of_entries_gone(tmp_path):
         return slot
 
     slots = {eid: put(eid) for eid in ("1-0", "2-0", "3-0", "4-0")}
-    assert writer.slots == 4 and not writer.has_free
+    assert writer.slots == 4 and not writer._free
     assert writer.oldest(2) == ["1-0", "2-0"] and writer.oldest(10) == ["1-0", "2-0", "3-0", "4-0"]
     writer.gone(["2-0"])  # not at the front: found all the same
-    assert writer.oldest(10) == ["1-0", "3-0", "4-0"] and writer.has_free
+    assert writer.oldest(10) == ["1-0", "3-0", "4-0"] and writer._free
     writer.gone(["1-0", "3-0", "9-0"])  # the front, and one it never had
     assert writer.oldest(10) == ["4-0"]
     reused = {put(eid) for eid in ("5-0", "6-0", "7-0")}
