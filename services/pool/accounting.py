@@ -1,11 +1,11 @@
-"""What a job holds: its counters and sizes in one snapshot, and removing all of it."""
+"""What a job holds: its counters and sizes per group in one snapshot, its groups, and removing all of it."""
 
 from __future__ import annotations
 
 import itertools
 
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
@@ -29,13 +29,13 @@ class Accounting:
         self._link = link
         self._slots = slots
 
-    def stats(self) -> PoolStats:
-        held, pending, produced, acked, redelivered, dead_lettered = (
+    def stats(self, group: str | None = None) -> PoolStats:
+        held, pending, produced, acked, redelivered, dead_lettered, waiting = (
             int(v or 0)
-            for v in self._link.eval("STATS", self._keys.stream_and_counters, [GROUP], "read pool stats")
+            for v in self._link.eval("STATS", self._keys.stats, [group or self._keys.group], "read pool stats")
         )
         return PoolStats(
-            depth=held - pending,
+            depth=waiting,
             pending=pending,
             produced=produced,
             acknowledged=acked,
@@ -44,11 +44,26 @@ class Accounting:
             capacity=self.capacity,
         )
 
+    def add_group(self, group: str) -> bool:
+        return bool(self._link.eval("ADD_GROUP", self._keys.stats, [group], "add a consumer group"))
+
+    def remove_group(self, group: str) -> int:
+        registered, released = self._link.eval(
+            "REMOVE_GROUP", self._keys.remove_group, [group], "remove a consumer group"
+        )
+        log.info("pool job %s: group %s removed, %d entries released", self.job_id, group, released)
+        return int(released)
+
+    def groups(self) -> list[str]:
+        client = self._link.client
+        names = self._link.call(lambda: client.hkeys(self._keys.groups), "list the consumer groups")
+        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
     def delete_job(self) -> int:
         client = self._link.client
 
         def delete() -> int:
-            removed = client.delete(*self._keys.entry_and_dead)
+            removed = client.delete(*self._keys.fixed)
             uploads = client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000)
             while batch := list(itertools.islice(uploads, 1000)):
                 removed += client.unlink(*batch)

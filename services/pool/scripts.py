@@ -20,6 +20,10 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
 * ``saintpipe:pool:{JOB}:dead`` (``KEYS[4]`` of DEAD): the dead-letter stream,
   one record per entry removed without being trained on (undecodable, bytes
   gone, or delivered too often), capped.
+* ``saintpipe:pool:{JOB}:groups`` (``KEYS[5]`` of PUT and PUT_REFERENCE, ``KEYS[3]`` of STATS and
+  ADD_GROUP, ``KEYS[4]`` of REMOVE_GROUP): the job's registered consumer groups (``add_group``: a sweep's
+  trials), each with the job's produced count when it joined. Absent while the job has its one default
+  group, which is then the only live one.
 * ``saintpipe:pool:{JOB}:sg:<random>``: the encoded subgraph, a plain string.
   The bytes live in a string rather than in the stream entry because Redis
   stores a string argument as is, while appending it to a stream copies it
@@ -37,6 +41,19 @@ An acknowledged (or dead-lettered) entry is deleted from the stream, with its
 bytes, at once, so the stream's length is exactly the number of unacknowledged
 entries: those waiting for a trainer plus those delivered and pending. That is
 what the capacity bounds.
+
+Fan-out: with n > 1 groups registered, a put also records in the ``at`` hash
+(field ``n:<id>``) how many groups are still to be done with the entry. GET
+COPYs the bytes instead of RENAMEing them while that count is above 1 (the
+other groups read them too), and records each group's copy under ``<id>@group``
+(the default group's under ``<id>``, as before). A group's acknowledgement or
+dead letter, or its removal (REMOVE_GROUP), deletes only its copy and lowers
+the count; the last one deletes the entry and its bytes (``release`` in
+``job_keys.lua``). The stream then holds every entry some live group still
+needs, so the capacity follows the slowest group. An entry with no count (put
+while at most one group was registered) is released by its first
+acknowledgement, as before; so the one-group path costs one HGET in GET and in
+ACK, and one HLEN in PUT, inside the same scripts.
 """
 
 from __future__ import annotations
@@ -87,4 +104,6 @@ SCRIPTS: dict[str, Script] = {
     "DISCARD": Script(_code("discard")),
     "TOUCH": Script(_JOB_KEYS + _code("touch")),
     "STATS": Script(_JOB_KEYS + _code("stats")),
+    "ADD_GROUP": Script(_JOB_KEYS + _code("add_group")),
+    "REMOVE_GROUP": Script(_JOB_KEYS + _code("remove_group")),
 }
