@@ -44,7 +44,7 @@ local function claim()
     if entry[2] then
       local deliveries = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)[1][4]
       if ARGV[5] == '0' or deliveries <= tonumber(ARGV[5]) then
-        redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
+        redis.call('HINCRBY', KEYS[2], 'redelivered' .. SUFFIX, 1)
       end
       local copy = redis.call('HGET', KEYS[3], entry[1] .. SUFFIX)
       moved = copy ~= false

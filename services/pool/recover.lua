@@ -32,5 +32,5 @@ for _, id in ipairs(ids) do
     end
   end
 end
-if counted > 0 then redis.call('HINCRBY', KEYS[2], 'redelivered', counted) end
+if counted > 0 then redis.call('HINCRBY', KEYS[2], 'redelivered' .. SUFFIX, counted) end
 return recovered
