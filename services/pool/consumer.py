@@ -178,7 +178,11 @@ class Consumer:
                 raise self._link.wrong_type(self._keys.stream, "stream") from None
             if "NOGROUP" not in str(exc):
                 raise
-            return None  # the stream vanished (restart or delete_job); the next GET script recreates it
+            return None  # "NOGROUP the consumer group this client was blocked on no longer exists": see below
+        except InvalidArgument:  # NOGROUP naming the group (connection.translate_error)
+            # The stream vanished (restart or delete_job): the next GET script recreates it. Or the group was
+            # removed meanwhile: the next GET script says so.
+            return None
         if not reply:
             return None
         # RESP3 answers {stream: entries}, RESP2 [[stream, entries]].

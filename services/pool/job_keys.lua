@@ -38,6 +38,13 @@ local function group_info(name)
   return nil
 end
 
+-- no_group(): the error reply 'SAINTPIPE-NOGROUP <group> <stream key>' for group ARGV[1], which the existing
+-- stream KEYS[1] does not have (removed, or never added); connection.py turns it, and Redis's own NOGROUP
+-- from a stream command, into one InvalidArgument naming the job and the group.
+local function no_group()
+  return redis.error_reply('SAINTPIPE-NOGROUP ' .. ARGV[1] .. ' ' .. KEYS[1])
+end
+
 -- field(info, name): the value of field name in a flat XINFO list.
 local function field(info, name)
   for i = 1, #info, 2 do

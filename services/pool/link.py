@@ -100,7 +100,8 @@ class RedisLink:
             done = replies[0]
             replies = replies[1:]
             if isinstance(done, redis.RedisError):
-                log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
+                failure = translate_error(self.url, done) if isinstance(done, redis.ResponseError) else done
+                log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, failure)
             elif done != len(acks):
                 self._acks.note_stale(len(acks) - done, len(acks))
         return raise_first_error(replies)

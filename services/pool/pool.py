@@ -354,6 +354,9 @@ class SubgraphPool:
             ConfigError: the entry's bytes are in shared memory this process cannot
                 read (another host, another user), or it is a node set and ``expand``
                 is None or cannot expand it (another dataset); it is left for another consumer.
+            InvalidArgument: this object's ``group`` is not on the job's stream (removed with
+                ``remove_group``, or never added); nothing is taken or changed. ``recover``, ``ack``,
+                ``touch`` and ``stats`` raise it too.
         """
         return self._consumer.get(consumer, timeout, expand)
 
@@ -389,6 +392,10 @@ class SubgraphPool:
             With ``wait``: True, or False when it was no longer pending (another
             consumer that took it over acknowledged it first, or a Redis restart
             lost it). Without: None (the outcome is only logged).
+
+        Raises:
+            InvalidArgument: with ``wait``, the entry was not pending and this object's ``group`` is not
+                on the job's stream (removed, or never added).
         """
         return self._consumer.ack(entry_id, wait=wait)
 
@@ -414,7 +421,9 @@ class SubgraphPool:
         """A consistent snapshot of the job's counters and sizes, for ``group`` (default: this object's).
 
         Raises:
-            InvalidArgument: a bad group name.
+            InvalidArgument: a bad group name, or a group the job's stream does not have (removed, or never
+                added); the default group answers anyway (a producer's pool object asks for it, and a job
+                that fans out need not consume with it).
         """
         if group is not None:
             _check_group(group)

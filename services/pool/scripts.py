@@ -35,7 +35,11 @@ script renames, reads or deletes it (it must be one of the job's own subgraph
 keys, holding a string; the consumer dead-letters the entry otherwise), and the
 type of each fixed key of the job a script uses (a key changed outside
 saintpipe is answered with ``SAINTPIPE-WRONGTYPE``, which
-``connection.translate_error`` turns into ``StateCorrupted``).
+``connection.translate_error`` turns into ``StateCorrupted``). A consumer group
+the job's stream does not have (removed, or never added) stops a script at its
+first stream command, before it changes anything, with Redis's ``NOGROUP`` (or
+``SAINTPIPE-NOGROUP`` from ACK and STATS, which would otherwise answer 0), which
+``translate_error`` turns into ``InvalidArgument`` naming the job and the group.
 
 An acknowledged (or dead-lettered) entry is deleted from the stream, with its
 bytes, at once, so the stream's length is exactly the number of unacknowledged

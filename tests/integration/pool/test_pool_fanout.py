@@ -256,3 +256,86 @@ def test_shared_memory_slots_are_released_only_after_the_last_group(redis_server
     c["b"].ack(entry.entry_id)
     assert client.xlen(producer.stream_key) == 0
     writer.close()
+
+
+def snapshot(client, job: str) -> tuple:
+    """Everything the job stores in Redis (its stream's entries, its hashes, its subgraph bytes)."""
+    prefix = f"saintpipe:pool:{{{job}}}:"
+    byte_keys = sorted(client.scan_iter(match=f"{prefix}sg:*"))
+    return (
+        client.xrange(f"{prefix}stream"),
+        *(client.hgetall(f"{prefix}{name}") for name in ("at", "counters", "groups")),
+        [(k, client.get(k)) for k in byte_keys],
+    )
+
+
+def refused_for_missing_group(call, job: str, group: str) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message and f"pool job {job}:" in message and f"group {group!r}" in message, message
+    assert "removed" in message and "never added" in message, message
+
+
+def test_a_consumer_of_a_group_the_stream_lacks_gets_one_clear_error_and_nothing_changes(redis_server):
+    producer, c = pools(redis_server.url, "nog", ["a", "b"], visibility_timeout=0.2)
+    originals = {producer.put(sg(i, "nog")): sg(i, "nog") for i in range(3)}
+    held = c["a"].get("a", timeout=0)  # a holds one (its copy of the bytes), b acknowledged one
+    c["b"].ack(c["b"].get("b", timeout=0).entry_id)
+    client = redis_server.client()
+    before = snapshot(client, "nog")
+    ghost = SubgraphPool(redis_server.url, "nog", group="ghost")  # never added
+    removed = c["b"]
+    assert producer.remove_group("b") == 0  # a still needs every entry
+    after_removal = snapshot(client, "nog")
+    time.sleep(0.25)  # a's entry is abandoned now: a claim would take it, if the script got that far
+    for pool, group in ((ghost, "ghost"), (removed, "b")):
+        calls = [
+            lambda: pool.get("x", timeout=0),
+            lambda: pool.get("x", timeout=0.3),
+            lambda: pool.ack(held.entry_id),
+            lambda: pool.recover("x"),
+            lambda: pool.touch("x", held.entry_id),
+            lambda: pool.stats(),
+            lambda: producer.stats(group=group),
+        ]
+        for call in calls:
+            refused_for_missing_group(call, "nog", group)
+        pool.ack(held.entry_id, wait=False)  # queued: refused when sent, and only logged
+        pool.flush_acks()
+        refused_for_missing_group(lambda: pool.get("x", timeout=0), "nog", group)
+        assert snapshot(client, "nog") == after_removal, group
+    assert before[0] == after_removal[0]  # b's removal released nothing a still needs
+    # a's entries are all there, intact: the one it held comes back to it, the others are new to it
+    seen = {}
+    while (entry := c["a"].get("a2", timeout=0)) is not None:
+        seen[entry.entry_id] = entry
+        c["a"].ack(entry.entry_id)
+    assert sorted(seen) == sorted(originals) and seen[held.entry_id].deliveries == 2
+    assert all(seen[i].subgraph.equals(originals[i]) for i in originals)
+    assert leftovers(client, "nog") == (0, [])
+    balanced(producer, "a")
+
+
+def test_a_consumer_waiting_when_its_group_is_removed_gets_the_same_error(redis_server):
+    producer, c = pools(redis_server.url, "nogwait", ["a", "b"])
+    failure: list[BaseException] = []
+
+    def waiting() -> None:
+        try:
+            c["b"].get("b", timeout=10)
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            failure.append(exc)
+
+    waiter = threading.Thread(target=waiting, daemon=True)
+    waiter.start()
+    time.sleep(0.3)  # blocked in its read
+    assert producer.remove_group("b") == 0
+    producer.put(sg(0, "nogwait"))  # wakes a read blocked on the group
+    waiter.join(5)
+    assert not waiter.is_alive() and len(failure) == 1
+    refused_for_missing_group(lambda: (_ for _ in ()).throw(failure[0]), "nogwait", "b")
+    entry = c["a"].get("a", timeout=0)
+    assert entry.subgraph.equals(sg(0, "nogwait"))
+    c["a"].ack(entry.entry_id)
+    assert leftovers(redis_server.client(), "nogwait") == (0, [])
