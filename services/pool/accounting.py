@@ -5,10 +5,12 @@ from __future__ import annotations
 import itertools
 
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.keys import JobKeys, log
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
+
+from saintpipe.core.errors import InvalidArgument
 
 
 class Accounting:
@@ -48,11 +50,28 @@ class Accounting:
         return bool(self._link.eval("ADD_GROUP", self._keys.stats, [group], "add a consumer group"))
 
     def remove_group(self, group: str) -> int:
-        registered, released = self._link.eval(
+        status, detail = self._link.eval(
             "REMOVE_GROUP", self._keys.remove_group, [group], "remove a consumer group"
         )
-        log.info("pool job %s: group %s removed, %d entries released", self.job_id, group, released)
-        return int(released)
+        refused = f"pool job {self.job_id}: cannot remove consumer group {group!r}"
+        if status == -1:  # not registered: detail lists those that are
+            registered = ", ".join(sorted(n.decode() if isinstance(n, bytes) else str(n) for n in detail))
+            if registered:
+                raise InvalidArgument(
+                    f"{refused}: it is not registered (registered: {registered}); nothing was changed"
+                )
+            raise InvalidArgument(
+                f"{refused}: no group is registered (the job has only its default group {GROUP!r}, "
+                "which ends with the job: delete_job); nothing was changed"
+            )
+        if status == -2:
+            raise InvalidArgument(
+                f"{refused}: it is the job's last registered group (add the next group first, or end the job "
+                "with delete_job); nothing was changed"
+            )
+        if status == 1:
+            log.info("pool job %s: group %s removed, %d entries released", self.job_id, group, detail)
+        return int(detail)
 
     def groups(self) -> list[str]:
         client = self._link.client

@@ -21,9 +21,11 @@ group; an entry (its bytes, its shared-memory slot) is released, and stops
 counting against ``capacity``, only once every live group has acknowledged or
 dead-lettered it, so backpressure follows the slowest live group.
 ``remove_group`` (a trial stopped, finished or failed) releases at once what
-that group had not acknowledged. Register every group that consumes before
-the producers start (an entry put before a group joined is never that
-group's); a job with no group registered has its one default group.
+that group had not acknowledged (only a registered group, and never the job's
+last one: add the next group first, or ``delete_job``). A consumer of a group
+the job does not have gets ``InvalidArgument``. Register every group that
+consumes before the producers start (an entry put before a group joined is
+never that group's); a job with no group registered has its one default group.
 
 Every call survives a Redis restart: it retries with exponential backoff and
 raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
@@ -452,13 +454,23 @@ class SubgraphPool:
         Every entry it had not acknowledged (delivered and pending, or never delivered to it) is released
         at once for it: deleted with its bytes (its shared-memory slot freed) when no other live group still
         needs it, which makes room for the producers. Its counters go too. A consumer of it still running
-        gets errors from then on.
+        gets InvalidArgument from then on.
+
+        Only a registered group is removed, and only while another one stays registered; anything else
+        is refused before anything changes. A group that is not registered was never counted in the
+        entries (releasing them for it would take what the other groups still need). The job's last group
+        (the last registered one, or the default group of a job with none registered) is not removed
+        either: the producers would go on filling the stream with entries no group reads (a group added
+        later starts at the stream's end) and then wait forever. To replace the last group, add the next
+        one first; to end the job, ``delete_job``. Removing a group again (a call repeated after its
+        answer was lost) changes nothing and returns 0; ``add_group`` may register it anew.
 
         Returns:
-            How many entries were deleted (no other live group needed them).
+            How many entries were deleted (no other live group needed them); 0 when it was removed before.
 
         Raises:
-            InvalidArgument: a bad group name.
+            InvalidArgument: a bad group name; a group that is not registered (the message lists those
+                that are); the job's last group.
         """
         _check_group(group)
         return self._accounting.remove_group(group)

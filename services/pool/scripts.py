@@ -10,7 +10,10 @@ Keys of a job share one hash tag, so a Redis Cluster keeps them on one shard:
   field ``k`` naming the key that holds its bytes; consumed by the group
   ``ARGV[1]``.
 * ``saintpipe:pool:{JOB}:counters`` (``KEYS[2]``): a hash of produced,
-  acknowledged, redelivered and dead_lettered.
+  acknowledged, redelivered and dead_lettered (the last three per group: a
+  group other than the default one has its own, ``acknowledged@<group>`` ...),
+  and a mark ``removed:<group>`` per group REMOVE_GROUP removed (so that a
+  removal sent again is no error; ADD_GROUP clears it).
 * ``saintpipe:pool:{JOB}:at`` (``KEYS[3]``, but for STATS and TOUCH; ``KEYS[1]``
   of DISCARD): a hash from the id of each delivered entry to the key that now
   holds its bytes (GET renames them to a key the consumer named, so that it can

@@ -339,3 +339,85 @@ def test_a_consumer_waiting_when_its_group_is_removed_gets_the_same_error(redis_
     assert entry.subgraph.equals(sg(0, "nogwait"))
     c["a"].ack(entry.entry_id)
     assert leftovers(redis_server.client(), "nogwait") == (0, [])
+
+
+def test_removing_a_group_that_is_not_registered_is_refused_before_anything_changes(redis_server):
+    producer = SubgraphPool(redis_server.url, "unreg", capacity=16)
+    producer.put(sg(0, "unreg"))  # made the stream with the default group, which then stays unregistered
+    for group in ("a", "b"):
+        assert producer.add_group(group) is True
+    c = {g: SubgraphPool(redis_server.url, "unreg", group=g) for g in ("a", "b")}
+    originals = {producer.put(sg(i, "unreg")): sg(i, "unreg") for i in range(1, 5)}
+    held = c["a"].get("a", timeout=0)
+    client = redis_server.client()
+    before = snapshot(client, "unreg")
+    # "trainers" is on the stream and has never read anything: released for it, every entry would go
+    for group in ("trainers", "ghost"):
+        with pytest.raises(InvalidArgument) as caught:
+            producer.remove_group(group)
+        message = str(caught.value)
+        assert message == (f"pool job unreg: cannot remove consumer group {group!r}: it is not registered "
+                           "(registered: a, b); nothing was changed"), message
+        assert snapshot(client, "unreg") == before
+    assert producer.groups() == ["a", "b"]
+    c["a"].ack(held.entry_id)
+    for group, pool in c.items():
+        seen = {}
+        while (entry := pool.get(group, timeout=0)) is not None:
+            seen[entry.entry_id] = entry.subgraph
+            pool.ack(entry.entry_id)
+        if group == "a":
+            seen[held.entry_id] = held.subgraph
+        assert sorted(seen) == sorted(originals), group
+        assert all(seen[i].equals(originals[i]) for i in originals), group
+        balanced(producer, group)
+    assert client.xlen(producer.stream_key) == 1  # the one put before a and b joined: the default group's
+
+
+def test_the_jobs_last_group_is_not_removed_and_a_removal_repeated_changes_nothing(redis_server):
+    # A job with no group registered: its default group is its only one.
+    solo = SubgraphPool(redis_server.url, "solo")
+    first, second = solo.put(sg(0, "solo")), solo.put(sg(1, "solo"))
+    assert solo.get("t", timeout=0).entry_id == first
+    client = redis_server.client()
+    before = snapshot(client, "solo")
+    for group in ("trainers", "ghost"):
+        refused = r"no group is registered .*default group 'trainers'.*delete_job"
+        with pytest.raises(InvalidArgument, match=refused):
+            solo.remove_group(group)
+        assert snapshot(client, "solo") == before
+    assert solo.ack(first) is True and solo.get("t", timeout=0).entry_id == second
+
+    # A job that fans out: its last registered group stays, and what it holds with it.
+    producer, c = pools(redis_server.url, "last", ["a", "b"], capacity=8)
+    ids = [producer.put(sg(i, "last")) for i in range(3)]
+    assert producer.remove_group("a") == 0  # b still needs them all
+    before = snapshot(client, "last")
+    with pytest.raises(InvalidArgument) as caught:
+        producer.remove_group("b")
+    assert str(caught.value) == (
+        "pool job last: cannot remove consumer group 'b': it is the job's last registered group (add the "
+        "next group first, or end the job with delete_job); nothing was changed"
+    )
+    assert snapshot(client, "last") == before and producer.groups() == ["b"]
+    assert producer.remove_group("a") == 0 and snapshot(client, "last") == before  # removed already: nothing
+    entry = c["b"].get("b", timeout=0)
+    assert entry.entry_id == ids[0] and entry.subgraph.equals(sg(0, "last"))
+    c["b"].ack(entry.entry_id)
+
+    # Replacing it: the next group first, then the old one goes with what it held.
+    assert producer.add_group("c") is True
+    later = producer.put(sg(3, "last"))
+    assert producer.remove_group("b") == 2  # ids[1], ids[2]: only b needed them
+    assert producer.groups() == ["c"] and client.xlen(producer.stream_key) == 1
+    c["c"] = SubgraphPool(redis_server.url, "last", group="c")
+    entry = c["c"].get("c", timeout=0)
+    assert entry.entry_id == later and entry.subgraph.equals(sg(3, "last"))
+    c["c"].ack(entry.entry_id)
+    assert leftovers(client, "last") == (0, [])
+
+    # A removed group may be registered anew, and removed again.
+    assert producer.add_group("a") is True and producer.groups() == ["a", "c"]
+    producer.put(sg(4, "last"))
+    assert producer.remove_group("a") == 0 and producer.groups() == ["c"]
+    balanced(producer, "c")
