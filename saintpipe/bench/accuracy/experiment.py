@@ -49,7 +49,6 @@ from saintpipe.bench.accuracy.local_pool import InProcessPool
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
 from saintpipe.trainer.assemble import build_loop, new_state
-from saintpipe.trainer.step import EarlyStopping
 
 log = logging.getLogger(__name__)
 
@@ -124,28 +123,6 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
         arrays["labels"].astype(np.int64),
         splits,
     )
-
-
-def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, patience: int = 0) -> dict:
-    """The trainer's GNN, one step per epoch on the whole graph; the test score at the best validation score.
-
-    Not the bench's baseline (that is :func:`~saintpipe.bench.accuracy.full_batch.train_kipf_gcn`): the same
-    model as the subgraph runs, to tell the model's share of a gap from sampling's.
-    """
-    from saintpipe.trainer.evaluate import evaluate
-
-    state = new_state(TrainerConfig(model=model, seed=seed), graph)
-    batch = graph.full_batch()
-    stopper = EarlyStopping(patience)
-    for epoch in range(epochs):
-        state.step(batch)
-        if stopper.update(evaluate(state.model, graph, ("val",))["val"], state.steps, state.model):
-            break
-    if stopper.best_state is None:  # the first epoch's score is the best so far (what loading None raised before)
-        raise TypeError("early stopping kept no weights")
-    state.model.load_state_dict(stopper.best_state)
-    scores = evaluate(state.model, graph)
-    return {"val": scores["val"], "test": scores["test"], "epochs": epoch + 1, "steps": state.steps}
 
 
 def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: SamplingSetup, seed: int):
