@@ -140,7 +140,7 @@ class Producer:
     def snapshot(self) -> WorkerCounters:
         """The counts so far, a wait on a full pool in progress included (so counters never dip)."""
         with self._lock:
-            snap = WorkerCounters.from_dict(self._counters.to_dict())
+            snap = self._counters.add(WorkerCounters())  # a copy
             if self._waiting_since is not None:
                 snap.pool_wait_seconds += time.perf_counter() - self._waiting_since
         snap.cpu_seconds = (self._threads_cpu.seconds() if self._threads_cpu is not None

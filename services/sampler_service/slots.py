@@ -102,3 +102,12 @@ def process_of(index: int, per_process: int) -> int:
     if per_process < 1:
         raise ValueError(f"per_process must be >= 1, got {per_process}")
     return index // per_process
+
+
+def split_range(total: int, parts: int) -> list[tuple[int, int]]:
+    """Split [0, total) into ``parts`` contiguous [start, stop) ranges of near-equal size (the workers' shares
+    of the normalization's pre-sampling)."""
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    bounds = [total * k // parts for k in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
