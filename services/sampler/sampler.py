@@ -86,24 +86,19 @@ _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
 MAX_STEP = 2**63 - 1
 
 
-def check_seed(seed: int) -> int:
-    """A seed must be an integer in ``[0, 2**64)``: a derived subgraph seed (:data:`DERIVED_SEED_MAX`)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InvalidArgument(f"seed must be an integer, got {type(seed).__name__}")
-    if not 0 <= int(seed) <= DERIVED_SEED_MAX:
-        raise InvalidArgument(f"seed must be in [0, 2**64), got {seed}")
-    return int(seed)
+def _check_int(value: int, name: str, maximum: int, bound: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name} must be an integer, got {type(value).__name__}")
+    if not 0 <= int(value) <= maximum:
+        raise InvalidArgument(f"{name} must be in [0, {bound}), got {value}")
+    return int(value)
 
 
-def check_step(step: int | None) -> int | None:
-    """A chain step must be None or an integer in ``[0, 2**63)``."""
-    if step is None:
-        return None
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise InvalidArgument(f"step must be an integer, got {type(step).__name__}")
-    if not 0 <= int(step) <= MAX_STEP:
-        raise InvalidArgument(f"step must be in [0, 2**63), got {step}")
-    return int(step)
+def check_seed_step(seed: int, step: int | None) -> tuple[int, int | None]:
+    """A seed must be an integer in ``[0, 2**64)`` (a derived subgraph seed, :data:`DERIVED_SEED_MAX`), a
+    chain step None or an integer in ``[0, 2**63)``."""
+    return (_check_int(seed, "seed", DERIVED_SEED_MAX, "2**64"),
+            None if step is None else _check_int(step, "step", MAX_STEP, "2**63"))
 
 
 class Sampler:
@@ -228,7 +223,7 @@ class Sampler:
         With ``want_positions=False`` the positions may come back empty (they
         are computed anyway when normalization needs them).
         """
-        seed, step = check_seed(seed), check_step(step)
+        seed, step = check_seed_step(seed, step)
         count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
@@ -246,7 +241,7 @@ class Sampler:
 
         For the pool's ``nodes`` wire: the trainer induces the subgraph and computes its weights again.
         """
-        seed, step = check_seed(seed), check_step(step)
+        seed, step = check_seed_step(seed, step)
         count, clip = self._select_seeded(seed, step)
         node_ids = finish_node_set(self._bits, self._sel, count, clip, self._state)
         return node_ids if self.node_map is None else self.node_map[node_ids]
@@ -268,7 +263,7 @@ class Sampler:
             InvalidArgument: as :meth:`sample`, or arrays from ``place`` that do not fit.
             Whatever ``place`` raises; the sampler is left ready for the next call.
         """
-        seed, step = check_seed(seed), check_step(step)
+        seed, step = check_seed_step(seed, step)
         count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
