@@ -84,7 +84,7 @@ def _bench(args: argparse.Namespace) -> int:
         dims = [int(d) for d in args.dims.split(",") if d.strip()]
     except ValueError:
         raise InvalidArgument(f"--dims {args.dims!r}: expected comma-separated integers") from None
-    if not dims or min(dims) < 1 or args.rows < 1 or args.repeats < 2 or args.shards < 1:
+    if not dims or min(dims) < 1:  # the other flags' types keep them in range
         raise InvalidArgument("--dims, --rows, --shards must be >= 1 and --repeats >= 2")
     if args.rows > args.nodes:
         raise InvalidArgument(f"--rows {args.rows} exceeds --nodes {args.nodes} (rows are distinct)")

@@ -123,23 +123,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_bench)
 
 
-def _dataset(args: argparse.Namespace) -> Path:
-    from saintpipe.core.paths import home
-    from saintpipe.services.dataset.store import write_dataset
-
-    if args.data is not None:
-        return args.data
-    # The same cache as `saintpipe bench kernels`, so the graph is generated once for both.
-    path = home() / "datasets" / f"kronecker-s{args.scale}-d{args.degree:g}-seed{args.seed}"
-    if not (path / "manifest.json").is_file():
-        from saintpipe.services.dataset.kronecker import generate_kronecker
-
-        log.warning("generating Kronecker graph scale %d degree %g into %s (once)", args.scale, args.degree, path)
-        write_dataset(path, overwrite=True,
-                      **generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=8, progress=True))
-    return path
-
-
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
     from saintpipe.services.sampler.parallel import subgraph_seed, subgraph_seeds
@@ -338,15 +321,14 @@ def _total(windows: list[dict]) -> dict:
 
 def _versus_plain(plains: list[dict], services: list[dict]) -> dict[str, list[float]]:
     """Each service window against the mean of the plain windows on either side: rate and CPU ratios."""
-    rate, cpu, same = [], [], []
+    rate, cpu = [], []
     for i, window in enumerate(services):
         around = (plains[i], plains[i + 1])
         count = max(window["subgraphs"], 1)
         rate.append((window["subgraphs"] / window["seconds"])
                     / (sum(p["subgraphs"] / p["seconds"] for p in around) / 2))
         cpu.append((sum(p["cpu_s"] / p["subgraphs"] for p in around) / 2) / (window["cpu_s"] / count))
-        same.append(window["kernel_cpu_s"] / window["cpu_s"])
-    return {"rate": rate, "cpu": cpu, "same": same}
+    return {"rate": rate, "cpu": cpu}
 
 
 @dataclass(frozen=True)
@@ -379,7 +361,6 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.core.ray_cluster import connect_ray
     from saintpipe.core.report import emit_report
-    from saintpipe.core.errors import InvalidArgument
     from saintpipe.services.dataset.normalization import load_or_estimate
     from saintpipe.core.malloc import tune_malloc
     from saintpipe.services.dataset.store import open_dataset
@@ -387,6 +368,7 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.pool.pool import resolve_transport, resolve_wire
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler.parallel import available_cores
+    from saintpipe.bench.kernels import kronecker_dataset
     from saintpipe.bench.sampler_service_wire import wire_figures
     from saintpipe.services.sampler_service.cli import sampler_flags
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
@@ -394,11 +376,10 @@ def _bench(args: argparse.Namespace) -> int:
 
     cores = len(available_cores())
     workers = args.workers or cores
-    if workers < 1 or args.seconds <= 0 or args.windows < 1 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
-        raise InvalidArgument("--workers, --seconds, --windows, --pool-memory-mb and --norm-subgraphs must be > 0")
     args.sampler_config = None
     tune_malloc()  # the workers' malloc settings for the plain loop too, so that the ratios compare kernels
-    data = _dataset(args)
+    # The same cache as `saintpipe bench kernels`, so the graph is generated once for both.
+    data = args.data if args.data is not None else kronecker_dataset(args.scale, args.degree, args.seed)
     dataset = open_dataset(data)
     with RedisServer(use_env=False) as redis_server:
         # A stored estimator (the pre-sampled reference): node sets need coefficients trainers can read, and the
