@@ -60,9 +60,6 @@ _HEADER_BYTES = 4096
 # The header's int64 fields.
 _F_MAGIC, _F_NODES, _F_EDGES, _F_SUBGRAPHS, _F_MAX, _F_CONVERGED, _F_REFRESHES = range(7)
 
-
-owner_of = _STATES.owner_of
-
 # One file per sampler service, its workers' only while the service lives: a dead owner's file is garbage.
 KINDS = shm_owners.ONLINE_KINDS
 

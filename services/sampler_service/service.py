@@ -299,7 +299,7 @@ class SamplerService:
             process = self._processes[group] = SamplerProcess(
                 index, self._spec, size=size, num_cpus=self.config.num_cpus_per_worker,
                 max_restarts=self.config.max_restarts)
-        return SamplerWorker(index, self._spec, orientation=self._orientation_ref, process=process)
+        return SamplerWorker(index, process, orientation=self._orientation_ref)
 
     def _connect_ray(self) -> None:
         from saintpipe.core.ray_cluster import connect_ray
