@@ -59,6 +59,7 @@ from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
     bitset_words,
     complete_subgraph,
+    finish_node_set,
     finish_subgraph,
     release_nodes,
     stage_subgraph,
@@ -70,7 +71,6 @@ from saintpipe.services.sampler.kernels.node import (
     node_select_dependent,
 )
 from saintpipe.services.sampler.kernels.oriented import EMPTY, Orientation, orient_graph
-from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
 from saintpipe.services.sampler.online import OnlineNormalization
 from saintpipe.services.sampler.online_shared import SharedOnlineCounts, SharedOnlineState
