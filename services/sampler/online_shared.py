@@ -35,6 +35,7 @@ SIGKILL is removed by the next service that starts and by ``saintpipe doctor
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -204,10 +205,8 @@ class SharedOnlineState:
             mm = getattr(self._map, "_mmap", None)
             self.header = self.loss = self.node_counts = self.alpha = self.edge_counts = None  # type: ignore[assignment]
             if mm is not None:
-                try:
+                with contextlib.suppress(BufferError):  # a view still exported (a sampler's array): GC unmaps
                     mm.close()
-                except BufferError:  # a view still exported (a sampler's array): the GC unmaps it later
-                    pass
             self._map = None
 
     def unlink(self) -> None:

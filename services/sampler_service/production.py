@@ -204,7 +204,8 @@ class Producer:
                     in_flight, sent = sent, None
                     item = self._draw_into_pool(lambda in_flight=in_flight: self._settle_or_stop(in_flight, stop))
                 else:
-                    item = self._draw_message()
+                    subgraph, took = self._draw()
+                    item = (subgraph, subgraph, took)  # the pool encodes the subgraph: it is the message
                     if sent is not None:
                         delivered = self._deliver(*sent, stop, sent=True)
                         sent = None
@@ -232,11 +233,6 @@ class Producer:
         """Settle the put in flight (waiting while the pool is full); _Stopped if a stop came first."""
         if sent is not None and not self._deliver(*sent, stop, sent=True):
             raise _Stopped
-
-    def _draw_message(self) -> tuple[Any, Any, tuple[float, float]]:
-        """The next subgraph as the pool takes it: (the subgraph, the subgraph, took)."""
-        subgraph, took = self._draw()
-        return subgraph, subgraph, took
 
     def _draw_into_pool(self, before_placing: Any) -> tuple[Any, Any, tuple[float, float]]:
         """Draw the next subgraph straight into the pool's shared-memory slot: no copy of it follows.

@@ -10,6 +10,7 @@ adds and removes workers on request and stops them all on :meth:`stop`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -369,20 +370,16 @@ class SamplerService:
     def _stop_slots(self, slots: list[WorkerSlot]) -> None:
         live = [s for s in slots if s.worker is not None]
         for slot in live:
-            try:
+            with contextlib.suppress(ray.exceptions.RayError):
                 slot.worker.stop_async()
-            except ray.exceptions.RayError:
-                pass
         refs = [s.run_ref for s in live if s.run_ref is not None]
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=self.config.stop_timeout_s)
         self._poll(live)
         released = []
         for slot in live:
-            try:
+            with contextlib.suppress(ray.exceptions.RayError):
                 released.append(slot.worker.release_core_async())
-            except ray.exceptions.RayError:
-                pass
         if released:
             ray.wait(released, num_returns=len(released), timeout=5.0)
         for slot in live:
