@@ -88,10 +88,8 @@ class WorkerSlot:
         self.restarts += 1
         self.consecutive_failures += 1
         self.restarting = kind == "unavailable"
-        if kind == "exception":
-            self.retry_at = now + min(BACKOFF_FIRST_S * 2 ** (self.consecutive_failures - 1), BACKOFF_MAX_S)
-        else:
-            self.retry_at = now + RESTART_POLL_S
+        self.retry_at = now + (min(BACKOFF_FIRST_S * 2 ** (self.consecutive_failures - 1), BACKOFF_MAX_S)
+                               if kind == "exception" else RESTART_POLL_S)
         return True
 
 
