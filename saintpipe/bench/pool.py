@@ -109,19 +109,12 @@ def _bench(args: argparse.Namespace) -> int:
         default_client = server.client()
         key = f"saintpipe:bench:{{{job}}}:baseline"
 
-        def pool_cycle() -> None:
-            pool.put(sg)
-            entry = pool.get("bench", timeout=10)
+        def pool_cycle(p: SubgraphPool, wait: bool) -> None:
+            p.put(sg)
+            entry = p.get("bench", timeout=10)
             if entry is None:  # none within the timeout (what `None.entry_id` raised before)
                 raise AttributeError("the pool returned no entry within 10 s")
-            pool.ack(entry.entry_id, wait=False)
-
-        def pool_wait_cycle() -> None:
-            pool_wait.put(sg)
-            entry = pool_wait.get("bench", timeout=10)
-            if entry is None:  # none within the timeout (what `None.entry_id` raised before)
-                raise AttributeError("the pool returned no entry within 10 s")
-            if not pool_wait.ack(entry.entry_id):
+            if not p.ack(entry.entry_id, wait=wait) and wait:  # not waiting: the ack goes with the next call
                 raise RuntimeError("pool ack found its entry not pending")
 
         def floor_cycle() -> None:
@@ -144,8 +137,8 @@ def _bench(args: argparse.Namespace) -> int:
             decode_subgraph(data)
 
         paths = {
-            "pool": pool_cycle,
-            "pool_wait": pool_wait_cycle,
+            "pool": lambda: pool_cycle(pool, False),
+            "pool_wait": lambda: pool_cycle(pool_wait, True),
             "floor": floor_cycle,
             "codec": codec_cycle,
             "redispy": redispy_cycle,

@@ -229,7 +229,7 @@ class Drain:
     It plays the trainers' part in the benchmark at a fraction of their cost:
     acknowledged entries are deleted, so Redis recycles their memory. Entries
     are taken in batches and acknowledged in one round trip a batch (as a
-    trainer's acknowledgement rides with its next get); ``pause`` stills it.
+    trainer's acknowledgement rides with its next get); ``hold`` stills it.
     """
 
     def __init__(self, url: str, job_id: str) -> None:
@@ -241,16 +241,16 @@ class Drain:
         self._running.set()
         self._thread = threading.Thread(target=self._run, name="bench-drain", daemon=True)
 
-    def pause(self) -> None:
-        """Stop taking entries (the pool fills up and the producers wait for room)."""
+    def hold(self, capacity: int) -> None:
+        """Stop taking entries and wait until the pool holds ``capacity``: every worker then waits for room, idle."""
         self._running.clear()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self._pool.stats().held < capacity:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the last puts settle; a waiting worker polls every 50 ms at most
 
     def resume(self) -> None:
         self._running.set()
-
-    def held(self) -> int:
-        """Entries the pool holds now (waiting, or taken and not yet acknowledged)."""
-        return self._pool.stats().held
 
     def _run(self) -> None:
         import redis
@@ -316,7 +316,7 @@ def interleaved_run(config, workers: int, sampler, windows: int, seconds: float,
             if redis_pid is not None:  # the private Redis keeps off the workers' cores while any is spare
                 keep_off_cores(redis_pid, {info.core for info in service.worker_info()})
             for window in range(windows + 1):
-                _hold(drain, config.pool.capacity)
+                drain.hold(config.pool.capacity)
                 plains.append(plain_loop(sampler, seconds, job_seed))
                 if window < windows:
                     drain.resume()
@@ -336,15 +336,6 @@ def worker_memory(service) -> dict:
     pids = sorted({info.pid for info in service.worker_info()})
     per = [process_memory(pid) for pid in pids]
     return {"processes": len(pids), "pss": sum(m["pss"] for m in per), "anonymous": sum(m["anonymous"] for m in per)}
-
-
-def _hold(drain: Drain, capacity: int) -> None:
-    """Pause the drain and wait until the pool is full: every worker then waits for room, idle."""
-    drain.pause()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and drain.held() < capacity:
-        time.sleep(0.02)
-    time.sleep(0.1)  # the last puts settle; a waiting worker polls every 50 ms at most
 
 
 def _service_window(service, seconds: float, redis_pid: int | None) -> dict:
