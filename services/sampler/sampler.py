@@ -149,12 +149,10 @@ class Sampler:
             normalization.check_graph(self.num_nodes, self.num_edges)
             if normalization.method == "online":
                 self.online = self._online(normalization)
-                # Read-only views of the live arrays, which are refreshed in place.
-                self._alpha = readonly(self.online.alpha, np.float32)
-                self._loss_coef = readonly(self.online.loss, np.float32)
-            else:
-                self._alpha = readonly(normalization.aggregator_coefficients, np.float32)
-                self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
+            # Online: read-only views of the live arrays, which are refreshed in place.
+            alpha, loss = ((self.online.alpha, self.online.loss) if self.online is not None
+                           else (normalization.aggregator_coefficients, normalization.loss_coefficients))
+            self._alpha, self._loss_coef = readonly(alpha, np.float32), readonly(loss, np.float32)
         self._clip = int(config.clip_multiple or 0)
         self._state = rng.new_state()
         # The node set: one bit per node, zero between calls (kernels reset the words they touch), and the

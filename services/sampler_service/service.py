@@ -431,7 +431,7 @@ class SamplerService:
             elif kind == "died":
                 # A new actor takes the index and continues its sequence from Redis (the first of its process's
                 # workers to notice starts the process; the others join it).
-                slot.worker.kill_process()
+                slot.worker.kill(whole_process=True)
                 slot.worker = self._new_worker(slot.index)
 
     def _poll(self, slots: list[WorkerSlot] | None = None) -> None:

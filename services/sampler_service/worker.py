@@ -409,14 +409,9 @@ class SamplerWorker:
         """Ask the worker to release its core claim (call after it stopped, before :meth:`kill`)."""
         return self._actor.release_core.remote(self.index)
 
-    def kill(self) -> None:
-        """End the worker for good: its process too when no other worker lives there (no restart)."""
+    def kill(self, whole_process: bool = False) -> None:
+        """End the worker for good: its process too when no other worker lives there, or with
+        ``whole_process`` in any case, with every worker it hosts (its actor is dead for good). No restart."""
         self.process.members.discard(self.index)
-        if not self.process.members and not self.process.killed:
-            self.process.kill()
-
-    def kill_process(self) -> None:
-        """End the worker's process for good, with every worker it hosts (its actor is dead for good)."""
-        self.process.members.discard(self.index)
-        if not self.process.killed:
+        if (whole_process or not self.process.members) and not self.process.killed:
             self.process.kill()
