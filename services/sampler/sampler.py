@@ -94,13 +94,6 @@ def _check_int(value: int, name: str, maximum: int, bound: str) -> int:
     return int(value)
 
 
-def check_seed_step(seed: int, step: int | None) -> tuple[int, int | None]:
-    """A seed must be an integer in ``[0, 2**64)`` (a derived subgraph seed, :data:`DERIVED_SEED_MAX`), a
-    chain step None or an integer in ``[0, 2**63)``."""
-    return (_check_int(seed, "seed", DERIVED_SEED_MAX, "2**64"),
-            None if step is None else _check_int(step, "step", MAX_STEP, "2**63"))
-
-
 class Sampler:
     """Base of the four samplers; see the module docstring.
 
@@ -201,18 +194,22 @@ class Sampler:
         """Whether calls with a ``step`` draw dependent subgraphs (``kappa > 1``)."""
         return self.kappa > 1
 
-    def _select_seeded(self, seed: int, step: int | None = None) -> tuple[int, int]:
-        """Seed the random stream and run the node-selection kernel: ``(size of the node set, clip multiple
-        left to apply)``.
+    def _select_seeded(self, seed: int, step: int | None) -> tuple[int, int | None, int, int]:
+        """Check the seed (an integer in ``[0, 2**64)``, a derived subgraph seed: :data:`DERIVED_SEED_MAX`) and
+        the chain step (None or an integer in ``[0, 2**63)``), seed the random stream and run the node-selection
+        kernel: ``(seed, step, size of the node set, clip multiple left to apply)``.
 
         With a step (and ``kappa > 1``) the node set comes from the chain's slots
         and is clipped here, with the chain's node keys; nothing is left to clip.
         """
+        seed = _check_int(seed, "seed", DERIVED_SEED_MAX, "2**64")
+        step = None if step is None else _check_int(step, "step", MAX_STEP, "2**63")
         rng.seed_state(self._state, np.uint64(seed))
         if step is None or self.kappa == 1:
-            return self._select(), self._clip
+            return seed, step, self._select(), self._clip
         count = self._select_dependent(step)
-        return clip_nodes_dependent(self.chain, step, self.kappa, self._bits, self._sel, count, self._clip), 0
+        return seed, step, clip_nodes_dependent(self.chain, step, self.kappa, self._bits, self._sel, count,
+                                                self._clip), 0
 
     def sample_arrays(self, seed: int, *, want_positions: bool = True,
                       step: int | None = None) -> tuple[Subgraph, np.ndarray]:
@@ -221,8 +218,7 @@ class Sampler:
         With ``want_positions=False`` the positions may come back empty (they
         are computed anyway when normalization needs them).
         """
-        seed, step = check_seed_step(seed, step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha, self._train_mask, self._loss_coef, want_positions)
@@ -239,8 +235,7 @@ class Sampler:
 
         For the pool's ``nodes`` wire: the trainer induces the subgraph and computes its weights again.
         """
-        seed, step = check_seed_step(seed, step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         node_ids = finish_node_set(self._bits, self._sel, count, clip, self._state)
         return node_ids if self.node_map is None else self.node_map[node_ids]
 
@@ -261,8 +256,7 @@ class Sampler:
             InvalidArgument: as :meth:`sample`, or arrays from ``place`` that do not fit.
             Whatever ``place`` raises; the sampler is left ready for the next call.
         """
-        seed, step = check_seed_step(seed, step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha.size > 0)
