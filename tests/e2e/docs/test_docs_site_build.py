@@ -15,7 +15,7 @@ def test_the_site_builds_strict_with_the_generated_reference(built_site: Path) -
     def page(path: str) -> str:
         return (site / path / "index.html").read_text()
 
-    assert "saintpipe serve feature-shard" in page("reference/cli")
+    assert "saintpipe serve feature-shard" in page("reference/cli/serve")
     assert "SAINTPIPE_POOL__CAPACITY" in page("reference/configuration")
     assert "saintpipe_trainer_steps_total" in page("reference/metric-list")
     assert "SaintpipePoolEmptyTrainersWaiting" in page("reference/alert-rules")
