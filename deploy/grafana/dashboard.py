@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from grafana_foundation_sdk.builders import common as common_builder
@@ -63,75 +64,69 @@ def query(ref_id: str, expr: str, legend: str) -> prometheus.Dataquery:
             .range())
 
 
-def timeseries_panel(panel_id: int, title: str, description: str, pos: model.GridPos,
-                     targets: list[prometheus.Dataquery], unit: str,
-                     fraction: bool = False) -> timeseries.Panel:
-    """A line chart; ``fraction``: the axis is pinned to 0..1."""
-    panel = (timeseries.Panel()
-             .id(panel_id)
-             .title(title)
-             .description(description)
-             .datasource(datasource())
-             .grid_pos(pos)
-             .targets(targets)
-             .unit(unit)
-             .draw_style(common.GraphDrawStyle.LINE)
-             .line_width(1)
-             .fill_opacity(10)
-             .show_points(common.VisibilityMode.NEVER)
-             .span_nulls(True)
-             .legend(common_builder.VizLegendOptions()
-                     .display_mode(common.LegendDisplayMode.LIST)
-                     .placement(common.LegendPlacement.BOTTOM)
-                     .show_legend(True))
-             .tooltip(common_builder.VizTooltipOptions()
-                      .mode(common.TooltipDisplayMode.MULTI)
-                      .sort(common.SortOrder.DESCENDING)))
-    if fraction:
-        panel.min(0).max(1)
-    return panel
+@dataclass(frozen=True)
+class Panel:
+    """One panel as :data:`SECTIONS` declares it; :func:`panels` gives it its id and its place."""
+
+    width: int
+    title: str
+    description: str
+    queries: list[tuple[str, str]]  # (PromQL, legend); their ref ids are A, B, C, ... in this order
+    unit: str
+    fraction: bool = False  # the axis is pinned to 0..1
+    stat: bool = False  # a big number (the last non-null value) instead of a line chart
+    thresholds: list[tuple[str, float | None]] | None = None  # a stat panel's (color, from value) steps
 
 
-def stat_panel(panel_id: int, title: str, description: str, pos: model.GridPos,
-               target: prometheus.Dataquery, unit: str, fraction: bool = False,
-               thresholds: list[tuple[str, float | None]] | None = None) -> stat.Panel:
-    """A big number: the last non-null value; ``thresholds``: (color, from value) steps."""
-    panel = (stat.Panel()
-             .id(panel_id)
-             .title(title)
-             .description(description)
-             .datasource(datasource())
-             .grid_pos(pos)
-             .with_target(target)
-             .unit(unit)
-             .reduce_options(common_builder.ReduceDataOptions()
-                             .calcs(["lastNotNull"])
-                             .fields("")
-                             .values(False))
-             .color_mode(common.BigValueColorMode.VALUE)
-             .graph_mode(common.BigValueGraphMode.AREA)
-             .text_mode(common.BigValueTextMode.AUTO)
-             .orientation(common.VizOrientation.AUTO))
-    if fraction:
+def build_panel(panel_id: int, spec: Panel, pos: model.GridPos) -> timeseries.Panel | stat.Panel:
+    """The SDK's panel of ``spec`` at ``pos``."""
+    targets = [query(chr(ord("A") + i), expr, legend) for i, (expr, legend) in enumerate(spec.queries)]
+    panel = stat.Panel() if spec.stat else timeseries.Panel()
+    panel.id(panel_id).title(spec.title).description(spec.description).datasource(datasource()).grid_pos(pos)
+    if spec.stat:
+        (panel.with_target(targets[0])
+         .unit(spec.unit)
+         .reduce_options(common_builder.ReduceDataOptions()
+                         .calcs(["lastNotNull"])
+                         .fields("")
+                         .values(False))
+         .color_mode(common.BigValueColorMode.VALUE)
+         .graph_mode(common.BigValueGraphMode.AREA)
+         .text_mode(common.BigValueTextMode.AUTO)
+         .orientation(common.VizOrientation.AUTO))
+    else:
+        (panel.targets(targets)
+         .unit(spec.unit)
+         .draw_style(common.GraphDrawStyle.LINE)
+         .line_width(1)
+         .fill_opacity(10)
+         .show_points(common.VisibilityMode.NEVER)
+         .span_nulls(True)
+         .legend(common_builder.VizLegendOptions()
+                 .display_mode(common.LegendDisplayMode.LIST)
+                 .placement(common.LegendPlacement.BOTTOM)
+                 .show_legend(True))
+         .tooltip(common_builder.VizTooltipOptions()
+                  .mode(common.TooltipDisplayMode.MULTI)
+                  .sort(common.SortOrder.DESCENDING)))
+    if spec.fraction:
         panel.min(0).max(1)
-    if thresholds is not None:
+    if spec.thresholds is not None:
         panel.thresholds(dashboard_builder.ThresholdsConfig()
                          .mode(model.ThresholdsMode.ABSOLUTE)
-                         .steps([model.Threshold(color=color, value=value) for color, value in thresholds]))
+                         .steps([model.Threshold(color=color, value=value) for color, value in spec.thresholds]))
     return panel
 
 
-def row(panel_id: int, title: str, y: int) -> dashboard_builder.Row:
-    return dashboard_builder.Row(title).id(panel_id).grid_pos(grid(0, y, 24, h=1))
-
-
-# PromQL used by more than one panel.
+# PromQL used by more than one panel, or too long to read inline.
 SUBGRAPHS_PER_S = "sum(rate(saintpipe_sampler_subgraphs_total[1m]))"
 DATA_WAIT_SHARE = ("sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) / "
                    "(sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) + "
                    "sum(rate(saintpipe_trainer_step_seconds_sum[1m])))")
-
-
+FEATURE_HITS = "rate(saintpipe_feature_cache_hits_total[1m])"
+FEATURE_MISSES = "rate(saintpipe_feature_cache_misses_total[1m])"
+WAIT = "rate(saintpipe_trainer_data_wait_seconds_total[1m])"
+STEP = "rate(saintpipe_trainer_step_seconds_sum[1m])"
 TRAIN_HITS = "rate(saintpipe_trainer_feature_cache_hits_total[1m])"
 TRAIN_ROWS = "rate(saintpipe_trainer_feature_rows_total[1m])"
 TRAIN_BYTES = "rate(saintpipe_trainer_feature_bytes_total[1m])"
@@ -141,201 +136,152 @@ def quantile(q: str, histogram: str, by: str = "le") -> str:
     return f"histogram_quantile({q}, sum by ({by}) (rate({histogram}_bucket[1m])))"
 
 
-def samplers() -> list:
-    return [
-        row(1, "Samplers", 0),
-        stat_panel(
-            2, "Subgraphs/s (all workers)",
-            "Subgraphs sampled per second by every sampler worker together.",
-            grid(0, 1, 4), query("A", SUBGRAPHS_PER_S, "total"), units.Short),
-        timeseries_panel(
-            3, "Sampler throughput per worker",
-            "Subgraphs per second by each sampler worker (one Ray actor pinned to one core), "
-            "and their total.",
-            grid(4, 1, 10),
-            [query("A", "sum by (worker) (rate(saintpipe_sampler_subgraphs_total[1m]))", "worker {{worker}}"),
-             query("B", SUBGRAPHS_PER_S, "total")],
-            units.Short),
-        timeseries_panel(
-            4, "Nodes and edges sampled/s",
-            "Induced subgraph nodes and edges produced per second, all workers.",
-            grid(14, 1, 10),
-            [query("A", "sum(rate(saintpipe_sampler_nodes_total[1m]))", "nodes/s"),
-             query("B", "sum(rate(saintpipe_sampler_edges_total[1m]))", "edges/s")],
-            units.Short),
-        timeseries_panel(
-            5, "Sample time p50 / p99",
-            "Time to draw and induce one subgraph (all workers).",
-            grid(0, 9, 8),
-            [query("A", quantile("0.5", "saintpipe_sampler_sample_seconds"), "p50"),
-             query("B", quantile("0.99", "saintpipe_sampler_sample_seconds"), "p99")],
-            units.Seconds),
-        timeseries_panel(
-            6, "Share of time samplers waited on a full pool",
-            "Seconds per second each worker was blocked because the pool was full: near 1 means the "
-            "trainers are the bottleneck, so fewer sampler workers would do.",
-            grid(8, 9, 8),
-            [query("A", "sum by (worker) (rate(saintpipe_sampler_pool_wait_seconds_total[1m]))",
-                   "worker {{worker}}")],
-            units.PercentUnit, fraction=True),
-        timeseries_panel(
-            7, "Sampler restarts",
-            "Sampler actors restarted in the last 5 minutes (the series appears with the first restart).",
-            grid(16, 9, 8),
-            [query("A", "sum by (worker) (increase(saintpipe_sampler_restarts_total[5m])) or on() vector(0)",
-                   "worker {{worker}}")],
-            units.Short),
-    ]
+# The dashboard, section by section: a row, then lines of panels (their widths add up to 24).
+SECTIONS: list[tuple[str, list[list[Panel]]]] = [
+    ("Samplers", [
+        [Panel(4, "Subgraphs/s (all workers)",
+               "Subgraphs sampled per second by every sampler worker together.",
+               [(SUBGRAPHS_PER_S, "total")], units.Short, stat=True),
+         Panel(10, "Sampler throughput per worker",
+               "Subgraphs per second by each sampler worker (one Ray actor pinned to one core), and their total.",
+               [("sum by (worker) (rate(saintpipe_sampler_subgraphs_total[1m]))", "worker {{worker}}"),
+                (SUBGRAPHS_PER_S, "total")],
+               units.Short),
+         Panel(10, "Nodes and edges sampled/s",
+               "Induced subgraph nodes and edges produced per second, all workers.",
+               [("sum(rate(saintpipe_sampler_nodes_total[1m]))", "nodes/s"),
+                ("sum(rate(saintpipe_sampler_edges_total[1m]))", "edges/s")],
+               units.Short)],
+        [Panel(8, "Sample time p50 / p99",
+               "Time to draw and induce one subgraph (all workers).",
+               [(quantile("0.5", "saintpipe_sampler_sample_seconds"), "p50"),
+                (quantile("0.99", "saintpipe_sampler_sample_seconds"), "p99")],
+               units.Seconds),
+         Panel(8, "Share of time samplers waited on a full pool",
+               "Seconds per second each worker was blocked because the pool was full: near 1 means the "
+               "trainers are the bottleneck, so fewer sampler workers would do.",
+               [("sum by (worker) (rate(saintpipe_sampler_pool_wait_seconds_total[1m]))", "worker {{worker}}")],
+               units.PercentUnit, fraction=True),
+         Panel(8, "Sampler restarts",
+               "Sampler actors restarted in the last 5 minutes (the series appears with the first restart).",
+               [("sum by (worker) (increase(saintpipe_sampler_restarts_total[5m])) or on() vector(0)",
+                 "worker {{worker}}")],
+               units.Short)],
+    ]),
+    ("Subgraph pool", [
+        [Panel(8, "Pool depth and pending",
+               "Depth: subgraphs waiting in the pool (Redis stream) for a trainer. Pending: delivered to a "
+               "trainer, not acknowledged yet.",
+               [("sum by (job) (saintpipe_pool_depth)", "depth {{job}}"),
+                ("sum by (job) (saintpipe_pool_pending)", "pending {{job}}")],
+               units.Short),
+         Panel(8, "Produced and acknowledged/s",
+               "Subgraphs pushed into the pool and acknowledged after a training step, per second.",
+               [("sum by (job) (rate(saintpipe_pool_produced_total[1m]))", "produced {{job}}"),
+                ("sum by (job) (rate(saintpipe_pool_acknowledged_total[1m]))", "acknowledged {{job}}")],
+               units.Short),
+         Panel(8, "Redeliveries and dead letters",
+               "Subgraphs reclaimed from a dead or stalled trainer and delivered again (last 5 minutes), the "
+               "running total, and subgraphs moved to the dead-letter stream (undecodable, bytes lost, or "
+               "delivered too often: docs/how-to/faults.md).",
+               [("sum by (job) (increase(saintpipe_pool_redelivered_total[5m]))", "last 5m {{job}}"),
+                ("sum by (job) (saintpipe_pool_redelivered_total)", "total {{job}}"),
+                ("sum by (job) (saintpipe_pool_dead_lettered_total)", "dead-lettered {{job}}")],
+               units.Short)],
+    ]),
+    ("Feature shards", [
+        [Panel(8, "Feature gather latency p50 / p99",
+               "Server-side time of one gather on the feature shards, all shards and per shard (p99).",
+               [(quantile("0.5", "saintpipe_feature_request_seconds"), "p50"),
+                (quantile("0.99", "saintpipe_feature_request_seconds"), "p99"),
+                (quantile("0.99", "saintpipe_feature_request_seconds", by="le, shard"), "p99 shard {{shard}}")],
+               units.Seconds),
+         Panel(8, "Feature bytes/s",
+               "Feature bytes served per second by each shard, and in total.",
+               [("sum by (shard) (rate(saintpipe_feature_bytes_total[1m]))", "shard {{shard}}"),
+                ("sum(rate(saintpipe_feature_bytes_total[1m]))", "total")],
+               units.BytesPerSecondSI),
+         Panel(8, "Feature requests and rows/s",
+               "Gather requests and feature rows served per second, all shards.",
+               [("sum(rate(saintpipe_feature_requests_total[1m]))", "requests/s"),
+                ("sum(rate(saintpipe_feature_rows_total[1m]))", "rows/s")],
+               units.Short)],
+        [Panel(12, "Feature cache hit rate",
+               "Share of feature rows the trainers' client cache answered without asking a shard.",
+               [(f"sum({FEATURE_HITS}) / (sum({FEATURE_HITS}) + sum({FEATURE_MISSES}))", "all trainers"),
+                (f"sum by (trainer) ({FEATURE_HITS}) / "
+                 f"(sum by (trainer) ({FEATURE_HITS}) + sum by (trainer) ({FEATURE_MISSES}))", "trainer {{trainer}}")],
+               units.PercentUnit, fraction=True),
+         Panel(12, "Feature errors/s",
+               "Failed gathers per second by shard and gRPC status code (the series appears with the "
+               "first error).",
+               [("sum by (shard, code) (rate(saintpipe_feature_errors_total[1m])) or on() vector(0)",
+                 "shard {{shard}} {{code}}")],
+               units.Short)],
+    ]),
+    ("Trainers", [
+        [Panel(4, "Time waiting for data",
+               "Share of trainer time spent waiting for a subgraph and its features (the rest is compute). "
+               "High: add sampler workers or feature shards.",
+               [(DATA_WAIT_SHARE, "all trainers")], units.PercentUnit, fraction=True, stat=True,
+               thresholds=[("green", None), ("orange", 0.2), ("red", 0.5)]),
+         Panel(10, "Share of time trainers waited for data",
+               "Per trainer: data wait / (data wait + step compute).",
+               [(DATA_WAIT_SHARE, "all trainers"),
+                (f"sum by (trainer) ({WAIT}) / (sum by (trainer) ({WAIT}) + sum by (trainer) ({STEP}))",
+                 "trainer {{trainer}}")],
+               units.PercentUnit, fraction=True),
+         Panel(10, "Trainer step time",
+               "Compute time of one step (forward, backward, optimizer): mean per trainer and p99 over all.",
+               [("sum by (trainer) (rate(saintpipe_trainer_step_seconds_sum[1m])) / "
+                 "sum by (trainer) (rate(saintpipe_trainer_step_seconds_count[1m]))", "mean trainer {{trainer}}"),
+                (quantile("0.99", "saintpipe_trainer_step_seconds"), "p99")],
+               units.Seconds)],
+        [Panel(8, "Steps/s and feature fetch time",
+               "Training steps per second, and seconds per second spent fetching features, per trainer.",
+               [("sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))", "steps/s {{trainer}}"),
+                ("sum by (trainer) (rate(saintpipe_trainer_fetch_seconds_total[1m]))", "fetch s/s {{trainer}}")],
+               units.Short),
+         Panel(8, "Training loss",
+               "Last training loss reported by each trainer.",
+               [("saintpipe_trainer_loss", "trainer {{trainer}}")],
+               units.Short),
+         Panel(8, "Validation score",
+               "Last validation accuracy / F1-micro reported by each trainer.",
+               [("saintpipe_trainer_val_score", "trainer {{trainer}}")],
+               units.PercentUnit, fraction=True)],
+        [Panel(12, "Training steps: feature cache hit rate",
+               "Share of the feature rows the training steps requested that the trainer's cache served "
+               "(evaluation's gathers excluded; what `saintpipe run` reports). Dependent minibatches "
+               "(sampler kappa > 1) raise it: docs/explanation/sampler.md.",
+               [(f"sum({TRAIN_HITS}) / sum({TRAIN_ROWS})", "all trainers"),
+                (f"sum by (trainer) ({TRAIN_HITS}) / sum by (trainer) ({TRAIN_ROWS})", "trainer {{trainer}}")],
+               units.PercentUnit, fraction=True),
+         Panel(12, "Training steps: feature bytes fetched per step",
+               "Feature bytes fetched from the shards (gRPC or shared memory) per training step: the cache's "
+               "misses, per trainer.",
+               [(f"sum by (trainer) ({TRAIN_BYTES}) / sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))",
+                 "trainer {{trainer}}")],
+               units.BytesSI)],
+    ]),
+]
 
 
-def pool() -> list:
-    return [
-        row(8, "Subgraph pool", 17),
-        timeseries_panel(
-            9, "Pool depth and pending",
-            "Depth: subgraphs waiting in the pool (Redis stream) for a trainer. Pending: delivered to a "
-            "trainer, not acknowledged yet.",
-            grid(0, 18, 8),
-            [query("A", "sum by (job) (saintpipe_pool_depth)", "depth {{job}}"),
-             query("B", "sum by (job) (saintpipe_pool_pending)", "pending {{job}}")],
-            units.Short),
-        timeseries_panel(
-            10, "Produced and acknowledged/s",
-            "Subgraphs pushed into the pool and acknowledged after a training step, per second.",
-            grid(8, 18, 8),
-            [query("A", "sum by (job) (rate(saintpipe_pool_produced_total[1m]))", "produced {{job}}"),
-             query("B", "sum by (job) (rate(saintpipe_pool_acknowledged_total[1m]))",
-                   "acknowledged {{job}}")],
-            units.Short),
-        timeseries_panel(
-            11, "Redeliveries and dead letters",
-            "Subgraphs reclaimed from a dead or stalled trainer and delivered again (last 5 minutes), the "
-            "running total, and subgraphs moved to the dead-letter stream (undecodable, bytes lost, or "
-            "delivered too often: docs/how-to/faults.md).",
-            grid(16, 18, 8),
-            [query("A", "sum by (job) (increase(saintpipe_pool_redelivered_total[5m]))", "last 5m {{job}}"),
-             query("B", "sum by (job) (saintpipe_pool_redelivered_total)", "total {{job}}"),
-             query("C", "sum by (job) (saintpipe_pool_dead_lettered_total)", "dead-lettered {{job}}")],
-            units.Short),
-    ]
-
-
-def feature_shards() -> list:
-    hits = "rate(saintpipe_feature_cache_hits_total[1m])"
-    misses = "rate(saintpipe_feature_cache_misses_total[1m])"
-    return [
-        row(12, "Feature shards", 26),
-        timeseries_panel(
-            13, "Feature gather latency p50 / p99",
-            "Server-side time of one gather on the feature shards, all shards and per shard (p99).",
-            grid(0, 27, 8),
-            [query("A", quantile("0.5", "saintpipe_feature_request_seconds"), "p50"),
-             query("B", quantile("0.99", "saintpipe_feature_request_seconds"), "p99"),
-             query("C", quantile("0.99", "saintpipe_feature_request_seconds", by="le, shard"),
-                   "p99 shard {{shard}}")],
-            units.Seconds),
-        timeseries_panel(
-            14, "Feature bytes/s",
-            "Feature bytes served per second by each shard, and in total.",
-            grid(8, 27, 8),
-            [query("A", "sum by (shard) (rate(saintpipe_feature_bytes_total[1m]))", "shard {{shard}}"),
-             query("B", "sum(rate(saintpipe_feature_bytes_total[1m]))", "total")],
-            units.BytesPerSecondSI),
-        timeseries_panel(
-            15, "Feature requests and rows/s",
-            "Gather requests and feature rows served per second, all shards.",
-            grid(16, 27, 8),
-            [query("A", "sum(rate(saintpipe_feature_requests_total[1m]))", "requests/s"),
-             query("B", "sum(rate(saintpipe_feature_rows_total[1m]))", "rows/s")],
-            units.Short),
-        timeseries_panel(
-            16, "Feature cache hit rate",
-            "Share of feature rows the trainers' client cache answered without asking a shard.",
-            grid(0, 35, 12),
-            [query("A", f"sum({hits}) / (sum({hits}) + sum({misses}))", "all trainers"),
-             query("B", f"sum by (trainer) ({hits}) / "
-                        f"(sum by (trainer) ({hits}) + sum by (trainer) ({misses}))",
-                   "trainer {{trainer}}")],
-            units.PercentUnit, fraction=True),
-        timeseries_panel(
-            17, "Feature errors/s",
-            "Failed gathers per second by shard and gRPC status code (the series appears with the "
-            "first error).",
-            grid(12, 35, 12),
-            [query("A", "sum by (shard, code) (rate(saintpipe_feature_errors_total[1m])) or on() vector(0)",
-                   "shard {{shard}} {{code}}")],
-            units.Short),
-    ]
-
-
-def trainers() -> list:
-    wait = "rate(saintpipe_trainer_data_wait_seconds_total[1m])"
-    step = "rate(saintpipe_trainer_step_seconds_sum[1m])"
-    return [
-        row(18, "Trainers", 43),
-        stat_panel(
-            19, "Time waiting for data",
-            "Share of trainer time spent waiting for a subgraph and its features (the rest is compute). "
-            "High: add sampler workers or feature shards.",
-            grid(0, 44, 4), query("A", DATA_WAIT_SHARE, "all trainers"), units.PercentUnit, fraction=True,
-            thresholds=[("green", None), ("orange", 0.2), ("red", 0.5)]),
-        timeseries_panel(
-            20, "Share of time trainers waited for data",
-            "Per trainer: data wait / (data wait + step compute).",
-            grid(4, 44, 10),
-            [query("A", DATA_WAIT_SHARE, "all trainers"),
-             query("B", f"sum by (trainer) ({wait}) / "
-                        f"(sum by (trainer) ({wait}) + sum by (trainer) ({step}))",
-                   "trainer {{trainer}}")],
-            units.PercentUnit, fraction=True),
-        timeseries_panel(
-            21, "Trainer step time",
-            "Compute time of one step (forward, backward, optimizer): mean per trainer and p99 over all.",
-            grid(14, 44, 10),
-            [query("A", "sum by (trainer) (rate(saintpipe_trainer_step_seconds_sum[1m])) / "
-                        "sum by (trainer) (rate(saintpipe_trainer_step_seconds_count[1m]))",
-                   "mean trainer {{trainer}}"),
-             query("B", quantile("0.99", "saintpipe_trainer_step_seconds"), "p99")],
-            units.Seconds),
-        timeseries_panel(
-            22, "Steps/s and feature fetch time",
-            "Training steps per second, and seconds per second spent fetching features, per trainer.",
-            grid(0, 52, 8),
-            [query("A", "sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))", "steps/s {{trainer}}"),
-             query("B", "sum by (trainer) (rate(saintpipe_trainer_fetch_seconds_total[1m]))",
-                   "fetch s/s {{trainer}}")],
-            units.Short),
-        timeseries_panel(
-            23, "Training loss",
-            "Last training loss reported by each trainer.",
-            grid(8, 52, 8),
-            [query("A", "saintpipe_trainer_loss", "trainer {{trainer}}")],
-            units.Short),
-        timeseries_panel(
-            24, "Validation score",
-            "Last validation accuracy / F1-micro reported by each trainer.",
-            grid(16, 52, 8),
-            [query("A", "saintpipe_trainer_val_score", "trainer {{trainer}}")],
-            units.PercentUnit, fraction=True),
-        timeseries_panel(
-            25, "Training steps: feature cache hit rate",
-            "Share of the feature rows the training steps requested that the trainer's cache served "
-            "(evaluation's gathers excluded; what `saintpipe run` reports). Dependent minibatches "
-            "(sampler kappa > 1) raise it: docs/explanation/sampler.md.",
-            grid(0, 60, 12),
-            [query("A", f"sum({TRAIN_HITS}) / sum({TRAIN_ROWS})", "all trainers"),
-             query("B", f"sum by (trainer) ({TRAIN_HITS}) / sum by (trainer) ({TRAIN_ROWS})",
-                   "trainer {{trainer}}")],
-            units.PercentUnit, fraction=True),
-        timeseries_panel(
-            26, "Training steps: feature bytes fetched per step",
-            "Feature bytes fetched from the shards (gRPC or shared memory) per training step: the cache's "
-            "misses, per trainer.",
-            grid(12, 60, 12),
-            [query("A", f"sum by (trainer) ({TRAIN_BYTES}) / "
-                        "sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))", "trainer {{trainer}}")],
-            units.BytesSI),
-    ]
+def panels() -> list:
+    """The rows and panels of :data:`SECTIONS` in order, numbered from 1: each row of the grid full width and
+    1 high, each line of panels 8 high, below the one before."""
+    items: list = []
+    y = 0
+    for title, lines in SECTIONS:
+        items.append(dashboard_builder.Row(title).id(len(items) + 1).grid_pos(grid(0, y, 24, h=1)))
+        y += 1
+        for line in lines:
+            x = 0
+            for spec in line:
+                items.append(build_panel(len(items) + 1, spec, grid(x, y, spec.width)))
+                x += spec.width
+            y += 8
+    return items
 
 
 def build_model() -> model.Dashboard:
@@ -360,7 +306,7 @@ def build_model() -> model.Dashboard:
                               .include_all(False)
                               .multi(False)))
     # Rows are not collapsed: their panels follow them on the dashboard's top level.
-    for item in samplers() + pool() + feature_shards() + trainers():
+    for item in panels():
         if isinstance(item, dashboard_builder.Row):
             builder.with_row(item)
         else:

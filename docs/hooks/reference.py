@@ -147,37 +147,63 @@ def _signature(action: argparse.Action) -> tuple[tuple[str, ...], str | None]:
 
 
 def cli_page(parser: argparse.ArgumentParser) -> str:
-    """The command-line reference: every command, its usage, arguments and options."""
+    """The command-line reference as one text: every command, its usage, arguments and options."""
+    return "\n".join(cli_pages(parser).values())
+
+
+def cli_pages(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """The command-line reference, one page per command (``reference/cli/<command>.md``, its subcommands on
+    it) after an index with the options every command takes (``reference/cli/index.md``)."""
     everywhere = set.intersection(*({_signature(a) for a in sub._actions} for sub, _, _ in commands(parser)))
-    out = [f"# Command line\n\n{NOTE}\n",
-           "Every command takes the options below; `saintpipe COMMAND --help` prints a command's help.\n",
-           _table(["option", "takes", "description"],
-                  [[", ".join(_code(o) for o in a.option_strings), _value(a), _help(a, parser.prog)]
-                   for a in parser._actions if _signature(a) in everywhere])]
-    for sub, help_text, aliases in commands(parser):
-        level = "#" * max(2, min(sub.prog.count(" ") + 1, 3))
-        out.append(f"{level} {sub.prog} {{#{_slug(sub.prog)}}}\n")
-        if aliases:
-            out.append(f"Also: {', '.join(_code(' '.join([*sub.prog.split()[:-1], a])) for a in aliases)}.\n")
-        for text in dict.fromkeys(t for t in (help_text, sub.description) if t):
-            out.append(_text(text) + "\n")
-        out.append(f"```text\n{_usage(sub)}\n```\n")
-        positionals, options = [], []
-        for action in sub._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                rows = [[f"[{_code(sub.prog + ' ' + c.dest)}](#{_slug(sub.prog, c.dest)})", _text(c.help or "")]
-                        for c in action._choices_actions]
-                out.append(_table(["command", "description"], rows))
-            elif not action.option_strings:
-                positionals.append([_code(action.metavar or action.dest), _value(action), _help(action, sub.prog)])
-            elif _signature(action) not in everywhere:
-                options.append([", ".join(_code(o) for o in action.option_strings), _value(action),
-                                _default(action), _help(action, sub.prog)])
-        if positionals:
-            out.append(_table(["argument", "takes", "description"], positionals))
-        if options:
-            out.append(_table(["option", "takes", "default", "description"], options))
-    return "\n".join(out)
+    tops = [(sub, help_text) for sub, help_text, _ in commands(parser) if sub.prog.count(" ") == 1]
+    index = [f"# Command line\n\n{NOTE}\n",
+             "Every command takes the options below; `saintpipe COMMAND --help` prints a command's help.\n",
+             _table(["option", "takes", "description"],
+                    [[", ".join(_code(o) for o in a.option_strings), _value(a), _help(a, parser.prog)]
+                     for a in parser._actions if _signature(a) in everywhere]),
+             _table(["command", "description"],
+                    [[f"[{_code(sub.prog)}]({_page_name(sub)}.md)", _text(help_text)] for sub, help_text in tops])]
+    pages = {"reference/cli/index.md": "\n".join(index)}
+    for top, help_text in tops:
+        out: list[str] = []
+        for sub, sub_help, aliases in commands(top, help_text):
+            out += _command_section(sub, sub_help, aliases, everywhere, first=sub is top)
+        pages[f"reference/cli/{_page_name(top)}.md"] = "\n".join(out)
+    return pages
+
+
+def _page_name(top: argparse.ArgumentParser) -> str:
+    return top.prog.split()[-1]
+
+
+def _command_section(sub: argparse.ArgumentParser, help_text: str, aliases: Sequence[str], everywhere: set,
+                     first: bool) -> list[str]:
+    """One command's heading, text, usage and tables (a top-level command's heading is its page's title)."""
+    level = "#" * min(sub.prog.count(" "), 3)
+    out = [f"{level} {sub.prog} {{#{_slug(sub.prog)}}}\n"]
+    if first:
+        out.append(f"{NOTE}\n")
+    if aliases:
+        out.append(f"Also: {', '.join(_code(' '.join([*sub.prog.split()[:-1], a])) for a in aliases)}.\n")
+    for text in dict.fromkeys(t for t in (help_text, sub.description) if t):
+        out.append(_text(text) + "\n")
+    out.append(f"```text\n{_usage(sub)}\n```\n")
+    positionals, options = [], []
+    for action in sub._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            rows = [[f"[{_code(sub.prog + ' ' + c.dest)}](#{_slug(sub.prog, c.dest)})", _text(c.help or "")]
+                    for c in action._choices_actions]
+            out.append(_table(["command", "description"], rows))
+        elif not action.option_strings:
+            positionals.append([_code(action.metavar or action.dest), _value(action), _help(action, sub.prog)])
+        elif _signature(action) not in everywhere:
+            options.append([", ".join(_code(o) for o in action.option_strings), _value(action),
+                            _default(action), _help(action, sub.prog)])
+    if positionals:
+        out.append(_table(["argument", "takes", "description"], positionals))
+    if options:
+        out.append(_table(["option", "takes", "default", "description"], options))
+    return out
 
 
 # --- configuration ---------------------------------------------------------------------------------------------
@@ -508,7 +534,7 @@ def pages(root: Path = ROOT) -> dict[str, str]:
 
     parser, flags = model_flag_index(build_parser)
     return {
-        "reference/cli.md": cli_page(parser),
+        **cli_pages(parser),
         "reference/configuration.md": config_page(config_roots(), flags),
         "reference/metric-list.md": metrics_page(metric_sources()),
         "reference/alert-rules.md": alerts_page((root / "deploy" / "prometheus" / "alerts.yml").read_text()),

@@ -1,7 +1,7 @@
 """``saintpipe bench``: the benchmarks, one module each, named for what it measures.
 
 ``kernels`` (the sampler kernels), ``sampler_service`` (the sampler service
-filling the pool, with ``sampler_service_wire``), ``pool``, ``features`` (the
+filling the pool, and the two wire forms' costs), ``pool``, ``features`` (the
 feature service), ``train`` (the trainer's iteration, with ``train_core``),
 ``inference``, ``accuracy`` (a sub-package: the accuracy experiment),
 ``generate`` and ``dataset_import`` (the dataset tools) and ``loader``. Each

@@ -23,8 +23,13 @@ hand-written reader (``wire.decode_chunk``) and by the generated class
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -74,9 +79,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    import tempfile
-    from pathlib import Path
-
     from saintpipe.core.errors import InvalidArgument
     from saintpipe.core.report import emit_report
 
@@ -84,7 +86,7 @@ def _bench(args: argparse.Namespace) -> int:
         dims = [int(d) for d in args.dims.split(",") if d.strip()]
     except ValueError:
         raise InvalidArgument(f"--dims {args.dims!r}: expected comma-separated integers") from None
-    if not dims or min(dims) < 1 or args.rows < 1 or args.repeats < 2 or args.shards < 1:
+    if not dims or min(dims) < 1:  # the other flags' types keep them in range
         raise InvalidArgument("--dims, --rows, --shards must be >= 1 and --repeats >= 2")
     if args.rows > args.nodes:
         raise InvalidArgument(f"--rows {args.rows} exceeds --nodes {args.nodes} (rows are distinct)")
@@ -178,8 +180,6 @@ WARMUP = 3  # discarded rounds
 
 def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict], list[dict]]:
     """The rows of the gather paths and the rows of the two chunk decoders, for feature width ``dim``."""
-    import contextlib
-
     import numpy as np
     from saintpipe.services.dataset.demo import generate_demo
     from saintpipe.services.dataset.store import open_dataset, write_dataset
@@ -202,6 +202,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
         if args.cross_host == "veth":
             links["veth "] = stack.enter_context(_servers(directory, args.shards, False, veth=True))
         clients: dict[str, FeatureClient] = {}
+
         def close_clients() -> None:
             for c in clients.values():
                 c.close()
@@ -289,8 +290,6 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
 def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
     """Decode one answer chunk of the bytes path (a shard's share of a gather, float32, as the server
     frames it) by the hand-written reader and by the generated class, interleaved: is the reader needed?"""
-    import time
-
     import numpy as np
     from saintpipe.services.feature_shard.wire import allocate_chunk, decode_chunk
 
@@ -344,21 +343,15 @@ class _Meter:
     """
 
     def __init__(self, pids: list[int]) -> None:
-        import os
-
         import psutil
 
         self._pids = [os.getpid(), *pids]
         self._procs = [psutil.Process(pid) for pid in pids]
 
     def _cpu(self) -> float:
-        import time
-
         return time.process_time() + sum(sum(p.cpu_times()[:2]) for p in self._procs)
 
     def _wait(self) -> float:
-        import os
-
         total = 0
         for pid in self._pids:
             try:
@@ -374,8 +367,6 @@ class _Meter:
         return total / 1e9
 
     def measure(self, fn) -> tuple[float, float, float]:
-        import time
-
         wait0 = self._wait()
         cpu0 = self._cpu()
         began = time.perf_counter()

@@ -23,7 +23,7 @@ In one run, on one graph (default: the Kronecker graph of scale 18, degree
 Where node sets move the work: the summary gives the bytes of each form of
 the same subgraphs, the worker's cost to encode a node set, and the
 trainer's cost per subgraph to decode a whole one or to decode a node set
-and expand it (``sampler_service_wire.py``; the expanded subgraph is checked
+and expand it (:func:`wire_figures`; the expanded subgraph is checked
 equal to the whole one, ``expanded_equal``).
 
 These machines' speed drifts by 10-25 % from one few-second stretch to the
@@ -123,23 +123,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_bench)
 
 
-def _dataset(args: argparse.Namespace) -> Path:
-    from saintpipe.core.paths import home
-    from saintpipe.services.dataset.store import write_dataset
-
-    if args.data is not None:
-        return args.data
-    # The same cache as `saintpipe bench kernels`, so the graph is generated once for both.
-    path = home() / "datasets" / f"kronecker-s{args.scale}-d{args.degree:g}-seed{args.seed}"
-    if not (path / "manifest.json").is_file():
-        from saintpipe.services.dataset.kronecker import generate_kronecker
-
-        log.warning("generating Kronecker graph scale %d degree %g into %s (once)", args.scale, args.degree, path)
-        write_dataset(path, overwrite=True,
-                      **generate_kronecker(args.scale, args.degree, seed=args.seed, feature_dim=8, progress=True))
-    return path
-
-
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
     from saintpipe.services.sampler.parallel import subgraph_seed, subgraph_seeds
@@ -165,6 +148,72 @@ def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
             "pool_wait_s": 0.0}
 
 
+def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, *, count: int = 16,
+                 rounds: int = 3) -> dict[str, Any]:
+    """Sizes and trainer-side costs of ``count`` subgraphs of ``sampler`` in both wire forms.
+
+    With the pool's ``wire = "nodes"`` a worker sends the node set and the trainer induces it again
+    (:class:`saintpipe.minibatch.expand.SubgraphExpander`): the bytes and the sampler's work shrink, the
+    trainer's work grows. Both sides are measured on the same subgraphs, pinned to one core as the plain loop
+    is, in interleaved rounds after a discarded warm-up round; each expanded subgraph is checked equal to the
+    whole one, array for array.
+
+    Returns:
+        ``bytes_full``, ``bytes_nodes`` (mean encoded bytes a subgraph), ``decode_full_ms``,
+        ``expand_nodes_ms`` (median over ``rounds`` of the mean ms a subgraph) with their lowest and
+        highest rounds (``*_range``), ``nodes_encode_ms`` (the worker's encoding of a node set), and
+        ``expanded_equal`` (every expanded subgraph equals its whole form).
+    """
+    from saintpipe.core.subgraph import SubgraphNodes
+    from saintpipe.minibatch.expand import SubgraphExpander
+    from saintpipe.services.pool.codec import decode_subgraph, encode_subgraph
+    from saintpipe.services.pool.codec.compact import decode_entry, encode_nodes
+    from saintpipe.services.sampler.parallel import subgraph_seeds
+    from saintpipe.services.sampler_service.worker import induction_for
+
+    induction = induction_for(dataset, normalization)
+    seeds = subgraph_seeds(job_seed, 1, 0, count)  # worker 1's first subgraphs: not the plain loop's
+    wholes = [sampler.sample(seed) for seed in seeds]
+    full = [encode_subgraph(sg) for sg in wholes]
+    node_sets = [SubgraphNodes(sampler.sample_nodes(seed), induction, seed=seed) for seed in seeds]
+    nodes = [encode_nodes(ns) for ns in node_sets]
+    expander = SubgraphExpander(dataset)
+    # Node-set entries (encode_nodes): decode_entry gives SubgraphNodes.
+    equal = all(expander(cast(SubgraphNodes, decode_entry(b))).equals(sg) for b, sg in zip(nodes, wholes, strict=True))
+
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})  # this thread only, as the plain loop; restored below
+    decode_ms, expand_ms, encode_ms = [], [], []
+    try:
+        for round_ in range(rounds + 1):  # round 0: warm-up (compilation, page cache), discarded
+            t0 = time.perf_counter()
+            for data in full:
+                decode_subgraph(data)
+            t1 = time.perf_counter()
+            for data in nodes:
+                expander(cast(SubgraphNodes, decode_entry(data)))
+            t2 = time.perf_counter()
+            for ns in node_sets:
+                encode_nodes(ns)
+            t3 = time.perf_counter()
+            if round_:
+                decode_ms.append(1000 * (t1 - t0) / count)
+                expand_ms.append(1000 * (t2 - t1) / count)
+                encode_ms.append(1000 * (t3 - t2) / count)
+    finally:
+        os.sched_setaffinity(0, saved)
+    return {
+        "bytes_full": sum(map(len, full)) / count,
+        "bytes_nodes": sum(map(len, nodes)) / count,
+        "decode_full_ms": statistics.median(decode_ms),
+        "decode_full_ms_range": [min(decode_ms), max(decode_ms)],
+        "expand_nodes_ms": statistics.median(expand_ms),
+        "expand_nodes_ms_range": [min(expand_ms), max(expand_ms)],
+        "nodes_encode_ms": statistics.median(encode_ms),
+        "expanded_equal": equal,
+    }
+
+
 def _redis_cpu(pid: int | None) -> float:
     import psutil
 
@@ -180,7 +229,7 @@ class Drain:
     It plays the trainers' part in the benchmark at a fraction of their cost:
     acknowledged entries are deleted, so Redis recycles their memory. Entries
     are taken in batches and acknowledged in one round trip a batch (as a
-    trainer's acknowledgement rides with its next get); ``pause`` stills it.
+    trainer's acknowledgement rides with its next get); ``hold`` stills it.
     """
 
     def __init__(self, url: str, job_id: str) -> None:
@@ -192,16 +241,16 @@ class Drain:
         self._running.set()
         self._thread = threading.Thread(target=self._run, name="bench-drain", daemon=True)
 
-    def pause(self) -> None:
-        """Stop taking entries (the pool fills up and the producers wait for room)."""
+    def hold(self, capacity: int) -> None:
+        """Stop taking entries and wait until the pool holds ``capacity``: every worker then waits for room, idle."""
         self._running.clear()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self._pool.stats().held < capacity:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the last puts settle; a waiting worker polls every 50 ms at most
 
     def resume(self) -> None:
         self._running.set()
-
-    def held(self) -> int:
-        """Entries the pool holds now (waiting, or taken and not yet acknowledged)."""
-        return self._pool.stats().held
 
     def _run(self) -> None:
         import redis
@@ -267,7 +316,7 @@ def interleaved_run(config, workers: int, sampler, windows: int, seconds: float,
             if redis_pid is not None:  # the private Redis keeps off the workers' cores while any is spare
                 keep_off_cores(redis_pid, {info.core for info in service.worker_info()})
             for window in range(windows + 1):
-                _hold(drain, config.pool.capacity)
+                drain.hold(config.pool.capacity)
                 plains.append(plain_loop(sampler, seconds, job_seed))
                 if window < windows:
                     drain.resume()
@@ -287,15 +336,6 @@ def worker_memory(service) -> dict:
     pids = sorted({info.pid for info in service.worker_info()})
     per = [process_memory(pid) for pid in pids]
     return {"processes": len(pids), "pss": sum(m["pss"] for m in per), "anonymous": sum(m["anonymous"] for m in per)}
-
-
-def _hold(drain: Drain, capacity: int) -> None:
-    """Pause the drain and wait until the pool is full: every worker then waits for room, idle."""
-    drain.pause()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and drain.held() < capacity:
-        time.sleep(0.02)
-    time.sleep(0.1)  # the last puts settle; a waiting worker polls every 50 ms at most
 
 
 def _service_window(service, seconds: float, redis_pid: int | None) -> dict:
@@ -338,15 +378,14 @@ def _total(windows: list[dict]) -> dict:
 
 def _versus_plain(plains: list[dict], services: list[dict]) -> dict[str, list[float]]:
     """Each service window against the mean of the plain windows on either side: rate and CPU ratios."""
-    rate, cpu, same = [], [], []
+    rate, cpu = [], []
     for i, window in enumerate(services):
         around = (plains[i], plains[i + 1])
         count = max(window["subgraphs"], 1)
         rate.append((window["subgraphs"] / window["seconds"])
                     / (sum(p["subgraphs"] / p["seconds"] for p in around) / 2))
         cpu.append((sum(p["cpu_s"] / p["subgraphs"] for p in around) / 2) / (window["cpu_s"] / count))
-        same.append(window["kernel_cpu_s"] / window["cpu_s"])
-    return {"rate": rate, "cpu": cpu, "same": same}
+    return {"rate": rate, "cpu": cpu}
 
 
 @dataclass(frozen=True)
@@ -379,7 +418,6 @@ def _bench(args: argparse.Namespace) -> int:
 
     from saintpipe.core.ray_cluster import connect_ray
     from saintpipe.core.report import emit_report
-    from saintpipe.core.errors import InvalidArgument
     from saintpipe.services.dataset.normalization import load_or_estimate
     from saintpipe.core.malloc import tune_malloc
     from saintpipe.services.dataset.store import open_dataset
@@ -387,18 +425,17 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.services.pool.pool import resolve_transport, resolve_wire
     from saintpipe.services.pool.redis_server import RedisServer
     from saintpipe.services.sampler.parallel import available_cores
-    from saintpipe.bench.sampler_service_wire import wire_figures
+    from saintpipe.bench.kernels import kronecker_dataset
     from saintpipe.services.sampler_service.cli import sampler_flags
     from saintpipe.services.sampler_service.config import SamplerServiceConfig
     from saintpipe.services.sampler_service.worker import build_sampler
 
     cores = len(available_cores())
     workers = args.workers or cores
-    if workers < 1 or args.seconds <= 0 or args.windows < 1 or args.pool_memory_mb <= 0 or args.norm_subgraphs < 1:
-        raise InvalidArgument("--workers, --seconds, --windows, --pool-memory-mb and --norm-subgraphs must be > 0")
     args.sampler_config = None
     tune_malloc()  # the workers' malloc settings for the plain loop too, so that the ratios compare kernels
-    data = _dataset(args)
+    # The same cache as `saintpipe bench kernels`, so the graph is generated once for both.
+    data = args.data if args.data is not None else kronecker_dataset(args.scale, args.degree, args.seed)
     dataset = open_dataset(data)
     with RedisServer(use_env=False) as redis_server:
         # A stored estimator (the pre-sampled reference): node sets need coefficients trainers can read, and the

@@ -125,10 +125,11 @@ def bare_step_ms(data: Path, rows: list[dict[str, Any]], repeats: int) -> float:
     import numpy as np
     import torch
 
+    from saintpipe.bench.train_core import training_step
+    from saintpipe.core.rounds import timed
     from saintpipe.pipeline.config import load_pipeline_config
     from saintpipe.services.dataset.store import open_dataset
     from saintpipe.trainer.batch import batch_from_subgraph
-    from saintpipe.trainer.models import build_model
     from saintpipe.trainer.synthetic import random_subgraph
 
     drawn = [r for r in rows if not math.isnan(r["subgraph_nodes"]) and r["subgraph_edges"] > 0]
@@ -145,15 +146,6 @@ def bare_step_ms(data: Path, rows: list[dict[str, Any]], repeats: int) -> float:
     feats = rng.normal(size=(nodes, int(dataset.manifest.feature_dim))).astype(np.float32)
     labels = rng.integers(0, classes, nodes)
     batch = batch_from_subgraph(sub, feats, labels, np.ones(nodes, dtype=bool), np.diff(sub.indptr))
-    torch.manual_seed(0)
-    model = build_model(model_config, feats.shape[1], classes, multilabel=False).train()
-    opt = torch.optim.Adam(model.parameters(), lr=model_config.lr)
-    times = []
-    for i in range(repeats + 2):  # two warm-up steps
-        start = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        model.loss(model(batch), batch).backward()
-        opt.step()
-        if i >= 2:
-            times.append(time.perf_counter() - start)
+    step = timed(training_step(model_config, batch, classes, 0, torch.device("cpu"), multilabel=False))
+    times = [step() for _ in range(repeats + 2)][2:]  # two warm-up steps
     return 1e3 * statistics.median(times)

@@ -52,11 +52,6 @@ def _bench(args: argparse.Namespace) -> int:
     from saintpipe.core.errors import InvalidArgument
     from saintpipe.bench.train_core import run_benchmark
 
-    for name in ("nodes", "classes", "sage_features", "sage_hidden", "gcn_features", "gcn_hidden", "repeats"):
-        if getattr(args, name) < 1:
-            raise InvalidArgument(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    if args.degree <= 0:
-        raise InvalidArgument(f"--degree must be > 0, got {args.degree}")
     if args.sage_hidden % 2:
         raise InvalidArgument(
             f"--sage-hidden must be even (self and neighbour halves), got {args.sage_hidden}"

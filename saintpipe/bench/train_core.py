@@ -19,10 +19,11 @@ from saintpipe.trainer.synthetic import random_subgraph
 ORDERS: tuple[Order, ...] = ("auto", "ax_first", "xw_first")
 
 
-def _step(config: ModelConfig, batch, classes: int, seed: int, device: torch.device) -> Callable[[], None]:
+def training_step(config: ModelConfig, batch, classes: int, seed: int, device: torch.device,
+                  multilabel: bool = True) -> Callable[[], None]:
     """One training iteration (forward, backward, Adam step) of a fresh model built with ``seed``."""
     torch.manual_seed(seed)
-    model = build_model(config, batch.x.shape[1], classes, multilabel=True).to(device).train()
+    model = build_model(config, batch.x.shape[1], classes, multilabel=multilabel).to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     cuda = device.type == "cuda"
 
@@ -76,7 +77,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
         feats = rng.normal(size=(args.nodes, features)).astype(np.float32)
         batch = batch_from_subgraph(sub, feats, labels, train, degrees, device=device)
         nnz = batch.adj_hat.nnz if arch == "gcn" else batch.adj.nnz
-        steps = {o: _step(ModelConfig(arch=arch, hidden=hidden, dropout=0.0, order=o), batch, args.classes,
+        steps = {o: training_step(ModelConfig(arch=arch, hidden=hidden, dropout=0.0, order=o), batch, args.classes,
                           args.seed, device) for o in ORDERS}
         macs = {o: _macs(step) for o, step in steps.items()}
         # The three orders take turns, round by round, after discarded warm-up rounds: measured one after

@@ -110,7 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.verbose = verbosity(args)
     try:
         configure_logging(args.verbose)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, so that a reader that went away is met below and not at the exit
+        return code
+    except BrokenPipeError:
+        # The reader of our output went away (`saintpipe data info DIR | head`): stop quietly, as cat does.
+        # Python would flush stdout again at the exit and report that failure too: it goes to /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command a closed pipe stopped
     except SaintpipeError as exc:
         print(f"saintpipe: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -41,7 +41,7 @@ def _max_classes_flag(parser: argparse.ArgumentParser) -> None:
 def register(groups: argparse._SubParsersAction) -> None:
     parser = groups.add_parser("data", help="import, generate, inspect, verify and reshard datasets",
                                description="Dataset commands. Every command that writes a dataset takes --out DIR "
-                               "(and --force to replace one); see docs/datasets.md.")
+                               "(and --force to replace one); see docs/how-to/datasets-in-depth.md.")
     sub = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     _register_import(sub)
     _register_generate(sub)

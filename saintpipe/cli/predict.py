@@ -25,7 +25,7 @@ def register(groups: argparse._SubParsersAction) -> None:
         description="Predict the labels of the given nodes (default: all) with the model a run kept: class ids "
         "(multi-label data: one 0/1 row per node), in the order the nodes were given. Written as .npy, or as "
         "CSV (node,label; multi-label: node,label_0,...) when --out ends in .csv or is - (stdout). Layer-wise "
-        "full-graph inference in bounded memory (docs/local-run.md).",
+        "full-graph inference in bounded memory (docs/explanation/local-run.md).",
     )
     predict.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                          help="the run directory (the last line of `saintpipe run`'s summary), or a model file")
@@ -43,7 +43,7 @@ def register(groups: argparse._SubParsersAction) -> None:
         help="write node embeddings with the model of a run directory",
         description="Write every node's embedding (float32 [N, width] .npy, row i = node i): the output of a "
         "graph layer of the model a run kept, after its activation (default: the last one, what the classifier "
-        "reads). Layer-wise full-graph inference in bounded memory (docs/local-run.md).",
+        "reads). Layer-wise full-graph inference in bounded memory (docs/explanation/local-run.md).",
     )
     embed.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                        help="the run directory (the last line of `saintpipe run`'s summary), or a model file")

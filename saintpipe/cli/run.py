@@ -18,7 +18,7 @@ def register(groups: argparse._SubParsersAction) -> None:
         "process per shard, a local Ray cluster with the sampler workers and the trainer, and a Prometheus "
         "endpoint per component. Without --data, the built-in demo dataset is generated on first use. "
         "Ctrl-C (or SIGTERM) stops every component. Settings: defaults < --config file (sections [run], "
-        "[pool], [samplers], [trainer]) < SAINTPIPE_<SECTION>__<FIELD> < flags; see docs/local-run.md.",
+        "[pool], [samplers], [trainer]) < SAINTPIPE_<SECTION>__<FIELD> < flags; see docs/how-to/local-run.md.",
     )
     # --data and --run-dir set [run] fields: made from RunConfig (help from its descriptions).
     add_model_flags(parser, RunConfig, ("data",))

@@ -26,7 +26,7 @@ from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.trainer.config import TrainerConfig
 
-# The local run's workers all share this one host, so by default they share processes too (docs/local-run.md):
+# The local run's workers all share this one host, so by default they share processes too (docs/explanation/local-run.md):
 # a worker in a process of its own costs another interpreter with numpy, Numba and Ray (about 127 MiB), 11 % of
 # a scale-24 graph's CSR, where a further thread costs its scratch (18 MiB). The cap bounds the workers that
 # take turns on one interpreter lock for their Python part (the pushes); only up to two were measured here.
@@ -71,7 +71,7 @@ class RunConfig(StrictModel):
                                     description="the sliding window of max_restarts, in seconds")
     run_dir: Path | None = Field(
         None, description="the run directory: config.json, checkpoints/, metrics.jsonl, best.pt, final.pt and "
-                          "summary.json (docs/local-run.md); none: a new $SAINTPIPE_HOME/runs/<time>-<job>")
+                          "summary.json (docs/how-to/local-run.md); none: a new $SAINTPIPE_HOME/runs/<time>-<job>")
     checkpoints: bool = Field(
         True, description="checkpoint the trainers (to the run directory's checkpoints/, or [trainer] "
                           "checkpoint_dir), so a restarted trainer or `saintpipe run --resume` goes on; off: the "

@@ -1,4 +1,4 @@
-"""The dataset store: one directory, memory-mapped by every component (docs/datasets.md).
+"""The dataset store: one directory, memory-mapped by every component (docs/how-to/datasets-in-depth.md).
 
 See :mod:`saintpipe.services.dataset.layout` for the files it holds. The public names import from
 the package; they load on first use, so importing the package loads neither numpy nor Numba::

@@ -253,8 +253,7 @@ def is_exact(config: SamplerConfigModel) -> bool:
 
 
 def inclusion_probabilities(config: SamplerConfigModel, indptr: np.ndarray, indices: np.ndarray, *,
-                            check_graph: bool = True, threads: int | None = None
-                            ) -> tuple[np.ndarray, np.ndarray]:
+                            threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(p_node float64 [N], alpha float32 [E])`` of one subgraph of this sampler configuration.
 
     Exact for the node and edge samplers (:func:`is_exact`), a prior for the
@@ -262,8 +261,7 @@ def inclusion_probabilities(config: SamplerConfigModel, indptr: np.ndarray, indi
 
     Args:
         config: the sampler configuration.
-        indptr, indices: the full graph (symmetric CSR, sorted rows).
-        check_graph: validate the CSR first (one O(E) pass).
+        indptr, indices: the full graph (symmetric CSR, sorted rows), validated first (one O(E) pass).
         threads: threads for the O(E) row pass (default: the available cores).
 
     Raises:
@@ -275,7 +273,7 @@ def inclusion_probabilities(config: SamplerConfigModel, indptr: np.ndarray, indi
         >>> p.tolist(), alpha.astype(float).round(4).tolist()  # p = 1 - (1/2)^2; alpha = (1 - 2 (1/2)^2) / p
         ([0.75, 0.75], [0.6667, 0.6667])
     """
-    indptr, indices = prepare_graph(indptr, indices, check=check_graph)
+    indptr, indices = prepare_graph(indptr, indices)
     num_nodes = indptr.size - 1
     pair_node = np.empty(0, dtype=np.float64)
     pair_const = pair_inv_deg = 0.0

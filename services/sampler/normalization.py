@@ -134,10 +134,7 @@ def coefficients_from_counts(indptr: np.ndarray, node_counts: np.ndarray, edge_c
     alpha[c_row == 0] = ALPHA_UNSEEN
     counts = node_counts.astype(np.float64)
     counts[counts == 0] = UNSEEN_COUNT
-    if train_nodes is None:
-        mask = np.ones(num_nodes, dtype=bool)
-    else:
-        mask = train_mask(train_nodes, num_nodes).astype(bool)
+    mask = np.ones(num_nodes, dtype=bool) if train_nodes is None else train_mask(train_nodes, num_nodes).astype(bool)
     num_train = int(mask.sum())
     loss = np.zeros(num_nodes, dtype=np.float64)
     if num_train:

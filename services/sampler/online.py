@@ -100,11 +100,7 @@ class OnlineNormalization:
         self.max_subgraphs = int(max_subgraphs)
         self.strength = float(strength)
         self.max_interval = int(max_interval)
-        self.train_nodes: np.ndarray | None
-        if train_mask.size:
-            self.train_nodes = np.flatnonzero(train_mask).astype(np.int64)
-        else:
-            self.train_nodes = None
+        self.train_nodes = np.flatnonzero(train_mask).astype(np.int64) if train_mask.size else None
         num_train = self.train_nodes.size if self.train_nodes is not None else num_nodes
         # p0 back from the prior's loss coefficients; only training nodes need it (the others weigh 0).
         loss64 = np.asarray(prior_loss, dtype=np.float64)

@@ -35,6 +35,7 @@ SIGKILL is removed by the next service that starts and by ``saintpipe doctor
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -59,9 +60,6 @@ _MAGIC = 0x31_4E_4F_54_4E_49_41_53  # "SAINTON1", little-endian
 _HEADER_BYTES = 4096
 # The header's int64 fields.
 _F_MAGIC, _F_NODES, _F_EDGES, _F_SUBGRAPHS, _F_MAX, _F_CONVERGED, _F_REFRESHES = range(7)
-
-
-owner_of = _STATES.owner_of
 
 # One file per sampler service, its workers' only while the service lives: a dead owner's file is garbage.
 KINDS = shm_owners.ONLINE_KINDS
@@ -207,10 +205,8 @@ class SharedOnlineState:
             mm = getattr(self._map, "_mmap", None)
             self.header = self.loss = self.node_counts = self.alpha = self.edge_counts = None  # type: ignore[assignment]
             if mm is not None:
-                try:
+                with contextlib.suppress(BufferError):  # a view still exported (a sampler's array): GC unmaps
                     mm.close()
-                except BufferError:  # a view still exported (a sampler's array): the GC unmaps it later
-                    pass
             self._map = None
 
     def unlink(self) -> None:

@@ -215,14 +215,6 @@ class Throughput:
     nodes_per_s: float
     edges_per_s: float
 
-    @property
-    def mean_nodes(self) -> float:
-        return self.nodes / max(self.subgraphs, 1)
-
-    @property
-    def mean_edges(self) -> float:
-        return self.edges / max(self.subgraphs, 1)
-
 
 def measure_throughput(source: SubgraphSource, *, seconds: float, processes: int = 1,
                        job_seed: int = 0) -> Throughput:

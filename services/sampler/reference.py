@@ -8,11 +8,12 @@ obviously right rather than fast.
   binary search, O(m) per pop).
 * :func:`numpy_random_walk_nodes` is a vectorized-numpy random walk sampler.
 * :func:`induce_numpy` is a vectorized induction into CSR with mean
-  aggregation weights; :class:`DirectFrontierSampler` and
-  :class:`NumpyRandomWalkSampler` put them together behind ``sample(seed)``.
+  aggregation weights; :class:`NumpySampler` puts them together behind ``sample(seed)``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -88,27 +89,20 @@ def induce_numpy(indptr: np.ndarray, indices: np.ndarray, node_ids: np.ndarray, 
                     loss_weights=np.full(n, 1.0 / max(n, 1), dtype=np.float32), seed=seed)
 
 
-class DirectFrontierSampler:
-    """Algorithm 2 as printed plus numpy induction: the Dashboard's baseline."""
+class NumpySampler:
+    """``sample(seed)`` from one of the node-set functions above and :func:`induce_numpy`: the kernels' baselines.
 
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, frontier_size: int, node_budget: int) -> None:
+    Args:
+        nodes: :func:`frontier_direct_nodes` (the Dashboard's baseline, with ``m, n``) or
+            :func:`numpy_random_walk_nodes` (the random-walk kernel's, with ``roots, walk_length``).
+        params: its parameters between the graph and the random generator.
+    """
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray, nodes: Callable[..., np.ndarray],
+                 *params: int) -> None:
         self.indptr, self.indices = np.asarray(indptr, dtype=np.int64), np.asarray(indices)
-        self.frontier_size, self.node_budget = frontier_size, node_budget
+        self.nodes, self.params = nodes, params
 
     def sample(self, seed: int) -> Subgraph:
         rng = np.random.default_rng(seed)
-        nodes = frontier_direct_nodes(self.indptr, self.indices, self.frontier_size, self.node_budget, rng)
-        return induce_numpy(self.indptr, self.indices, nodes, seed)
-
-
-class NumpyRandomWalkSampler:
-    """A vectorized-numpy random walk sampler with induction: the random-walk kernel's baseline."""
-
-    def __init__(self, indptr: np.ndarray, indices: np.ndarray, roots: int, walk_length: int) -> None:
-        self.indptr, self.indices = np.asarray(indptr, dtype=np.int64), np.asarray(indices)
-        self.roots, self.walk_length = roots, walk_length
-
-    def sample(self, seed: int) -> Subgraph:
-        rng = np.random.default_rng(seed)
-        nodes = numpy_random_walk_nodes(self.indptr, self.indices, self.roots, self.walk_length, rng)
-        return induce_numpy(self.indptr, self.indices, nodes, seed)
+        return induce_numpy(self.indptr, self.indices, self.nodes(self.indptr, self.indices, *self.params, rng), seed)

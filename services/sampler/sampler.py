@@ -59,6 +59,7 @@ from saintpipe.services.sampler.kernels.induce import (
     STATUS_OK,
     bitset_words,
     complete_subgraph,
+    finish_node_set,
     finish_subgraph,
     release_nodes,
     stage_subgraph,
@@ -70,7 +71,6 @@ from saintpipe.services.sampler.kernels.node import (
     node_select_dependent,
 )
 from saintpipe.services.sampler.kernels.oriented import EMPTY, Orientation, orient_graph
-from saintpipe.services.sampler.kernels.nodeset import finish_node_set
 from saintpipe.services.sampler.kernels.random_walk import random_walk_select, random_walk_select_dependent
 from saintpipe.services.sampler.online import OnlineNormalization
 from saintpipe.services.sampler.online_shared import SharedOnlineCounts, SharedOnlineState
@@ -86,24 +86,12 @@ _EMPTY_U8 = readonly(np.empty(0, dtype=np.uint8), np.uint8)
 MAX_STEP = 2**63 - 1
 
 
-def check_seed(seed: int) -> int:
-    """A seed must be an integer in ``[0, 2**64)``: a derived subgraph seed (:data:`DERIVED_SEED_MAX`)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InvalidArgument(f"seed must be an integer, got {type(seed).__name__}")
-    if not 0 <= int(seed) <= DERIVED_SEED_MAX:
-        raise InvalidArgument(f"seed must be in [0, 2**64), got {seed}")
-    return int(seed)
-
-
-def check_step(step: int | None) -> int | None:
-    """A chain step must be None or an integer in ``[0, 2**63)``."""
-    if step is None:
-        return None
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)):
-        raise InvalidArgument(f"step must be an integer, got {type(step).__name__}")
-    if not 0 <= int(step) <= MAX_STEP:
-        raise InvalidArgument(f"step must be in [0, 2**63), got {step}")
-    return int(step)
+def _check_int(value: int, name: str, maximum: int, bound: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgument(f"{name} must be an integer, got {type(value).__name__}")
+    if not 0 <= int(value) <= maximum:
+        raise InvalidArgument(f"{name} must be in [0, {bound}), got {value}")
+    return int(value)
 
 
 class Sampler:
@@ -154,12 +142,10 @@ class Sampler:
             normalization.check_graph(self.num_nodes, self.num_edges)
             if normalization.method == "online":
                 self.online = self._online(normalization)
-                # Read-only views of the live arrays, which are refreshed in place.
-                self._alpha = readonly(self.online.alpha, np.float32)
-                self._loss_coef = readonly(self.online.loss, np.float32)
-            else:
-                self._alpha = readonly(normalization.aggregator_coefficients, np.float32)
-                self._loss_coef = readonly(normalization.loss_coefficients, np.float32)
+            # Online: read-only views of the live arrays, which are refreshed in place.
+            alpha, loss = ((self.online.alpha, self.online.loss) if self.online is not None
+                           else (normalization.aggregator_coefficients, normalization.loss_coefficients))
+            self._alpha, self._loss_coef = readonly(alpha, np.float32), readonly(loss, np.float32)
         self._clip = int(config.clip_multiple or 0)
         self._state = rng.new_state()
         # The node set: one bit per node, zero between calls (kernels reset the words they touch), and the
@@ -208,18 +194,22 @@ class Sampler:
         """Whether calls with a ``step`` draw dependent subgraphs (``kappa > 1``)."""
         return self.kappa > 1
 
-    def _select_seeded(self, seed: int, step: int | None = None) -> tuple[int, int]:
-        """Seed the random stream and run the node-selection kernel: ``(size of the node set, clip multiple
-        left to apply)``.
+    def _select_seeded(self, seed: int, step: int | None) -> tuple[int, int | None, int, int]:
+        """Check the seed (an integer in ``[0, 2**64)``, a derived subgraph seed: :data:`DERIVED_SEED_MAX`) and
+        the chain step (None or an integer in ``[0, 2**63)``), seed the random stream and run the node-selection
+        kernel: ``(seed, step, size of the node set, clip multiple left to apply)``.
 
         With a step (and ``kappa > 1``) the node set comes from the chain's slots
         and is clipped here, with the chain's node keys; nothing is left to clip.
         """
+        seed = _check_int(seed, "seed", DERIVED_SEED_MAX, "2**64")
+        step = None if step is None else _check_int(step, "step", MAX_STEP, "2**63")
         rng.seed_state(self._state, np.uint64(seed))
         if step is None or self.kappa == 1:
-            return self._select(), self._clip
+            return seed, step, self._select(), self._clip
         count = self._select_dependent(step)
-        return clip_nodes_dependent(self.chain, step, self.kappa, self._bits, self._sel, count, self._clip), 0
+        return seed, step, clip_nodes_dependent(self.chain, step, self.kappa, self._bits, self._sel, count,
+                                                self._clip), 0
 
     def sample_arrays(self, seed: int, *, want_positions: bool = True,
                       step: int | None = None) -> tuple[Subgraph, np.ndarray]:
@@ -228,8 +218,7 @@ class Sampler:
         With ``want_positions=False`` the positions may come back empty (they
         are computed anyway when normalization needs them).
         """
-        seed, step = check_seed(seed), check_step(step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         status, bad_row, node_ids, sub_indptr, sub_indices, eids, weights, weights_t, loss = finish_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha, self._train_mask, self._loss_coef, want_positions)
@@ -246,8 +235,7 @@ class Sampler:
 
         For the pool's ``nodes`` wire: the trainer induces the subgraph and computes its weights again.
         """
-        seed, step = check_seed(seed), check_step(step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         node_ids = finish_node_set(self._bits, self._sel, count, clip, self._state)
         return node_ids if self.node_map is None else self.node_map[node_ids]
 
@@ -268,8 +256,7 @@ class Sampler:
             InvalidArgument: as :meth:`sample`, or arrays from ``place`` that do not fit.
             Whatever ``place`` raises; the sampler is left ready for the next call.
         """
-        seed, step = check_seed(seed), check_step(step)
-        count, clip = self._select_seeded(seed, step)
+        seed, step, count, clip = self._select_seeded(seed, step)
         node_ids, sub_indptr, kept, tmp_eid = stage_subgraph(
             self.indptr, self.indices, self.orientation, self._bits, self._ranks, self._sel, count, clip,
             self._state, self._alpha.size > 0)

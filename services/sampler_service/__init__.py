@@ -11,10 +11,9 @@ serves their metrics), ``config`` (``SamplerServiceConfig``, section ``samplers`
 worker: a Ray actor pinned to one core), ``production`` (a worker's loop: draw, push, count),
 ``pinning`` (which core a worker binds to), ``counters`` and ``slots`` (what a worker counts, and the
 supervisor's record of each worker index), ``sequence`` (sequence numbers that survive restarts),
-``seeds`` (sharing the normalization's pre-sampling among the workers), ``normalization`` (computed,
-estimated by the workers, or stored), ``metrics`` (the host's Prometheus endpoint), ``cli``
-(``saintpipe serve samplers``). Its benchmarks (``saintpipe bench sampler-service``, ``kernels``) are in
-:mod:`saintpipe.bench`.
+``normalization`` (computed, estimated by the workers, or stored), ``metrics`` (the host's Prometheus
+endpoint), ``cli`` (``saintpipe serve samplers``). Its benchmarks (``saintpipe bench sampler-service``,
+``kernels``) are in :mod:`saintpipe.bench`.
 """
 
 from __future__ import annotations

@@ -89,10 +89,6 @@ class SamplerServiceConfig(StrictModel):
             return "exact" if self.sampler.kind in EXACT_KINDS else "online"
         return self.normalization
 
-    def sample_graph(self, manifest_graph: str) -> str:
-        """``full`` or ``train``: ``graph`` with ``auto`` resolved by the dataset manifest's ``sample_graph``."""
-        return manifest_graph if self.graph == "auto" else self.graph
-
     @property
     def job(self) -> str:
         return self.pool.job_id

@@ -9,6 +9,7 @@ what earlier incarnations of the same worker had counted.
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field, fields
 
 # Seconds to draw and induce one subgraph: from tiny test graphs to large budgets.
@@ -50,28 +51,13 @@ class WorkerCounters:
 
     def add(self, other: "WorkerCounters") -> "WorkerCounters":
         """The element-wise sum of two counter sets (a new object)."""
-        return WorkerCounters(
-            subgraphs=self.subgraphs + other.subgraphs,
-            nodes=self.nodes + other.nodes,
-            edges=self.edges + other.edges,
-            sample_seconds_sum=self.sample_seconds_sum + other.sample_seconds_sum,
-            sample_seconds_buckets=[a + b for a, b in zip(self.sample_seconds_buckets, other.sample_seconds_buckets)],
-            pool_wait_seconds=self.pool_wait_seconds + other.pool_wait_seconds,
-            cpu_seconds=self.cpu_seconds + other.cpu_seconds,
-            sample_cpu_seconds=self.sample_cpu_seconds + other.sample_cpu_seconds,
-        )
+        return WorkerCounters(**{f.name: _plus(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)})
 
     def cumulative_buckets(self) -> list[tuple[str, int]]:
         """Prometheus-style (upper bound, cumulative count) pairs ending with +Inf."""
-        out, running = [], 0
-        for bound, count in zip([*map(str, SAMPLE_SECONDS_BUCKETS), "+Inf"], self.sample_seconds_buckets):
-            running += count
-            out.append((bound, running))
-        return out
+        return list(zip([*map(str, SAMPLE_SECONDS_BUCKETS), "+Inf"], itertools.accumulate(self.sample_seconds_buckets)))
 
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "WorkerCounters":
-        return cls(**{f.name: data[f.name] for f in fields(cls)})
+def _plus(a, b):
+    """One field of :meth:`WorkerCounters.add`: numbers add, bucket lists add element-wise."""
+    return [x + y for x, y in zip(a, b)] if isinstance(a, list) else a + b

@@ -50,7 +50,7 @@ from saintpipe.services.sampler.config import SamplerConfigModel, config_key
 from saintpipe.services.sampler.online_shared import OnlineRefresher, SharedOnlineState
 from saintpipe.services.sampler.online_shared import remove_leftovers as remove_shared_leftovers
 from saintpipe.services.sampler.sampler import train_mask
-from saintpipe.services.sampler_service.seeds import split_range
+from saintpipe.services.sampler_service.slots import split_range
 
 if TYPE_CHECKING:
     from saintpipe.services.dataset.store import Dataset

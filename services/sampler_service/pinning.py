@@ -25,17 +25,6 @@ log = logging.getLogger(__name__)
 CLAIM_WAIT_S = 2.0
 
 
-def choose_core(worker: int, available: Sequence[int]) -> tuple[int, bool]:
-    """The round-robin core for ``worker`` among ``available``: ``(core, shared)``.
-
-    ``shared`` is true when there are more workers than cores.
-    """
-    if not available:
-        raise ValueError("no cores available to pin to")
-    cores = sorted(available)
-    return cores[worker % len(cores)], worker >= len(cores)
-
-
 def default_lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"saintpipe-cores-{os.getuid()}"
 
@@ -79,9 +68,8 @@ def claim_core(worker: int, available: Sequence[int], lock_dir: Path | None = No
                 os.close(fd)
                 continue
             return CoreClaim(core, False, fd)
-        if time.monotonic() >= deadline:
-            core, _ = choose_core(worker, cores)
-            return CoreClaim(core, True, None)
+        if time.monotonic() >= deadline:  # more workers than free cores: share the round-robin one
+            return CoreClaim(cores[start], True, None)
         time.sleep(0.1)
 
 
@@ -125,11 +113,7 @@ def pin_to_core(worker: int) -> CoreClaim:
     The candidate cores are the process's current affinity set (what the
     container or Ray's raylet allows), so pinning never leaves it.
     """
-    available = sorted(os.sched_getaffinity(0))
-    claim = claim_core(worker, available, wait_s=CLAIM_WAIT_S)
-    if claim.shared:
-        log.warning("sampler worker %d: every one of the %d cores here is taken by a sampler; sharing core %d",
-                    worker, len(available), claim.core)
+    claim = claim_member_core(worker, sorted(os.sched_getaffinity(0)))
     pin_process(claim.core)
     return claim
 

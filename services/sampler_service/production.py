@@ -141,7 +141,7 @@ class Producer:
     def snapshot(self) -> WorkerCounters:
         """The counts so far, a wait on a full pool in progress included (so counters never dip)."""
         with self._lock:
-            snap = WorkerCounters.from_dict(self._counters.to_dict())
+            snap = self._counters.add(WorkerCounters())  # a copy
             if self._waiting_since is not None:
                 snap.pool_wait_seconds += time.perf_counter() - self._waiting_since
         snap.cpu_seconds = (self._threads_cpu.seconds() if self._threads_cpu is not None
@@ -205,7 +205,8 @@ class Producer:
                     in_flight, sent = sent, None
                     item = self._draw_into_pool(lambda in_flight=in_flight: self._settle_or_stop(in_flight, stop))
                 else:
-                    item = self._draw_message()
+                    subgraph, took = self._draw()
+                    item = (subgraph, subgraph, took)  # the pool encodes the subgraph: it is the message
                     if sent is not None:
                         delivered = self._deliver(*sent, stop, sent=True)
                         sent = None
@@ -233,11 +234,6 @@ class Producer:
         """Settle the put in flight (waiting while the pool is full); _Stopped if a stop came first."""
         if sent is not None and not self._deliver(*sent, stop, sent=True):
             raise _Stopped
-
-    def _draw_message(self) -> tuple[Any, Any, tuple[float, float]]:
-        """The next subgraph as the pool takes it: (the subgraph, the subgraph, took)."""
-        subgraph, took = self._draw()
-        return subgraph, subgraph, took
 
     def _draw_into_pool(self, before_placing: Any) -> tuple[Any, Any, tuple[float, float]]:
         """Draw the next subgraph straight into the pool's shared-memory slot: no copy of it follows.

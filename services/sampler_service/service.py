@@ -10,6 +10,7 @@ adds and removes workers on request and stops them all on :meth:`stop`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -299,7 +300,7 @@ class SamplerService:
             process = self._processes[group] = SamplerProcess(
                 index, self._spec, size=size, num_cpus=self.config.num_cpus_per_worker,
                 max_restarts=self.config.max_restarts)
-        return SamplerWorker(index, self._spec, orientation=self._orientation_ref, process=process)
+        return SamplerWorker(index, process, orientation=self._orientation_ref)
 
     def _connect_ray(self) -> None:
         from saintpipe.core.ray_cluster import connect_ray
@@ -369,20 +370,16 @@ class SamplerService:
     def _stop_slots(self, slots: list[WorkerSlot]) -> None:
         live = [s for s in slots if s.worker is not None]
         for slot in live:
-            try:
+            with contextlib.suppress(ray.exceptions.RayError):
                 slot.worker.stop_async()
-            except ray.exceptions.RayError:
-                pass
         refs = [s.run_ref for s in live if s.run_ref is not None]
         if refs:
             ray.wait(refs, num_returns=len(refs), timeout=self.config.stop_timeout_s)
         self._poll(live)
         released = []
         for slot in live:
-            try:
+            with contextlib.suppress(ray.exceptions.RayError):
                 released.append(slot.worker.release_core_async())
-            except ray.exceptions.RayError:
-                pass
         if released:
             ray.wait(released, num_returns=len(released), timeout=5.0)
         for slot in live:
@@ -434,7 +431,7 @@ class SamplerService:
             elif kind == "died":
                 # A new actor takes the index and continues its sequence from Redis (the first of its process's
                 # workers to notice starts the process; the others join it).
-                slot.worker.kill_process()
+                slot.worker.kill(whole_process=True)
                 slot.worker = self._new_worker(slot.index)
 
     def _poll(self, slots: list[WorkerSlot] | None = None) -> None:

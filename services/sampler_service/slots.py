@@ -88,10 +88,8 @@ class WorkerSlot:
         self.restarts += 1
         self.consecutive_failures += 1
         self.restarting = kind == "unavailable"
-        if kind == "exception":
-            self.retry_at = now + min(BACKOFF_FIRST_S * 2 ** (self.consecutive_failures - 1), BACKOFF_MAX_S)
-        else:
-            self.retry_at = now + RESTART_POLL_S
+        self.retry_at = now + (min(BACKOFF_FIRST_S * 2 ** (self.consecutive_failures - 1), BACKOFF_MAX_S)
+                               if kind == "exception" else RESTART_POLL_S)
         return True
 
 
@@ -102,3 +100,12 @@ def process_of(index: int, per_process: int) -> int:
     if per_process < 1:
         raise ValueError(f"per_process must be >= 1, got {per_process}")
     return index // per_process
+
+
+def split_range(total: int, parts: int) -> list[tuple[int, int]]:
+    """Split [0, total) into ``parts`` contiguous [start, stop) ranges of near-equal size (the workers' shares
+    of the normalization's pre-sampling)."""
+    if parts < 1:
+        raise ValueError(f"parts must be >= 1, got {parts}")
+    bounds = [total * k // parts for k in range(parts + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))

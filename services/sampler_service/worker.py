@@ -233,10 +233,11 @@ class _SamplerWorkerActor:
         with self._lock:
             if given is None or self._orientation is not None:
                 return
+            from saintpipe.services.sampler.kernels.oriented import Orientation
+
             if isinstance(given, str):
                 from saintpipe.core.errors import DatasetError
                 from saintpipe.services.dataset.oriented import read_orientation
-                from saintpipe.services.sampler.kernels.oriented import Orientation
 
                 try:  # the supervisor checked the files just now
                     arrays = read_orientation(Path(given), self._graph.num_nodes, self._graph.num_edges,
@@ -251,8 +252,6 @@ class _SamplerWorkerActor:
                     return
                 self._orientation = Orientation(*arrays)
                 return
-            from saintpipe.services.sampler.kernels.oriented import Orientation
-
             self._orientation = Orientation(*ray.get(list(given)))
 
     def _oriented(self):
@@ -344,27 +343,23 @@ class SamplerWorker:
 
     Args:
         index: the worker index (its core slot and its random stream).
-        spec: what to sample and where to push.
-        num_cpus: Ray CPUs to reserve (one core).
-        max_restarts: how often Ray restarts the actor after its process dies.
+        process: the process to run in (shared with other workers; it knows what to sample and where to push).
         orientation: the graph's oriented lists (:func:`~saintpipe.services.sampler.kernels.oriented.orient_graph`):
             the directory they are stored in (``services/dataset/oriented.py``), or object-store
             references to their arrays, handed to every ``run`` and
             ``presample`` call (not to the constructor: an object in the constructor's arguments must outlive
             every restart, and Ray logs an error line for each such actor); None: the worker builds its own.
-        process: the process to run in (shared with other workers); None: a process of its own.
 
     Example:
-        >>> worker = SamplerWorker(0, spec)  # doctest: +SKIP
+        >>> worker = SamplerWorker(0, SamplerProcess(0, spec))  # doctest: +SKIP
         >>> done = worker.run_async()        # produces until worker.stop()
     """
 
-    def __init__(self, index: int, spec: WorkerSpec, *, num_cpus: float = 1.0, max_restarts: int = 3,
-                 orientation: "str | list[ray.ObjectRef] | None" = None,
-                 process: SamplerProcess | None = None) -> None:
+    def __init__(self, index: int, process: SamplerProcess, *,
+                 orientation: "str | list[ray.ObjectRef] | None" = None) -> None:
         self.index = index
         self._orientation = orientation
-        self.process = process or SamplerProcess(index, spec, num_cpus=num_cpus, max_restarts=max_restarts)
+        self.process = process
         self.process.members.add(index)
         self._actor = self.process.actor
 
@@ -387,12 +382,9 @@ class SamplerWorker:
         """Like :meth:`info` without waiting for a restart, as a reference."""
         return self._actor.info.remote(self.index)
 
-    def counters(self, timeout: float | None = 10.0) -> tuple[int, WorkerCounters]:
-        """``(pid, counts)`` of the current incarnation (counts start at zero in each new process)."""
-        return ray.get(self.counters_async(), timeout=timeout)
-
     def counters_async(self) -> ray.ObjectRef:
-        """Like :meth:`counters`, as a reference."""
+        """``(pid, counts)`` of the current incarnation (counts start at zero in each new process), as a
+        reference."""
         return self._actor.counters.remote(self.index)
 
     def run_async(self, normalization: "ray.ObjectRef | None" = None, wire: str | None = None) -> ray.ObjectRef:
@@ -417,14 +409,9 @@ class SamplerWorker:
         """Ask the worker to release its core claim (call after it stopped, before :meth:`kill`)."""
         return self._actor.release_core.remote(self.index)
 
-    def kill(self) -> None:
-        """End the worker for good: its process too when no other worker lives there (no restart)."""
+    def kill(self, whole_process: bool = False) -> None:
+        """End the worker for good: its process too when no other worker lives there, or with
+        ``whole_process`` in any case, with every worker it hosts (its actor is dead for good). No restart."""
         self.process.members.discard(self.index)
-        if not self.process.members and not self.process.killed:
-            self.process.kill()
-
-    def kill_process(self) -> None:
-        """End the worker's process for good, with every worker it hosts (its actor is dead for good)."""
-        self.process.members.discard(self.index)
-        if not self.process.killed:
+        if (whole_process or not self.process.members) and not self.process.killed:
             self.process.kill()

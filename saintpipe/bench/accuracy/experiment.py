@@ -31,10 +31,9 @@ graph. One producer and one consumer: a seed gives the same run every time.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import statistics
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,7 +48,6 @@ from saintpipe.bench.accuracy.local_pool import InProcessPool
 from saintpipe.trainer.config import ModelConfig, TrainerConfig
 from saintpipe.trainer.evaluate import EvalGraph
 from saintpipe.trainer.assemble import build_loop, new_state
-from saintpipe.trainer.step import EarlyStopping
 
 log = logging.getLogger(__name__)
 
@@ -126,28 +124,6 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
     )
 
 
-def train_full_batch(graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, patience: int = 0) -> dict:
-    """The trainer's GNN, one step per epoch on the whole graph; the test score at the best validation score.
-
-    Not the bench's baseline (that is :func:`~saintpipe.bench.accuracy.full_batch.train_kipf_gcn`): the same
-    model as the subgraph runs, to tell the model's share of a gap from sampling's.
-    """
-    from saintpipe.trainer.evaluate import evaluate
-
-    state = new_state(TrainerConfig(model=model, seed=seed), graph)
-    batch = graph.full_batch()
-    stopper = EarlyStopping(patience)
-    for epoch in range(epochs):
-        state.step(batch)
-        if stopper.update(evaluate(state.model, graph, ("val",))["val"], state.steps, state.model):
-            break
-    if stopper.best_state is None:  # the first epoch's score is the best so far (what loading None raised before)
-        raise TypeError("early stopping kept no weights")
-    state.model.load_state_dict(stopper.best_state)
-    scores = evaluate(state.model, graph)
-    return {"val": scores["val"], "test": scores["test"], "epochs": epoch + 1, "steps": state.steps}
-
-
 def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: SamplingSetup, seed: int):
     """The :class:`~saintpipe.services.sampler.coefficients.Normalization` of ``kind``'s runs, or None.
 
@@ -193,7 +169,6 @@ def train_subgraphs(
     seed: int,
     kind: str = "random_walk",
     sampling: SamplingSetup = SamplingSetup(),
-    patience: int = 0,
     *,
     redis_url: str | None = None,
     sampled: SampledGraph | None = None,
@@ -215,7 +190,7 @@ def train_subgraphs(
     sampler = make_sampler(sampling.sampler_config(kind), sampled.indptr, sampled.indices, normalization=norm,
                            train_nodes=sampled.train_nodes, node_map=sampled.node_map)
     seeds = (subgraph_seed(seed, 0, i) for i in range(1 << 62))
-    config = TrainerConfig(model=model, epochs=epochs, patience=patience, seed=seed, sample_graph=sampled.kind)
+    config = TrainerConfig(model=model, epochs=epochs, patience=0, seed=seed, sample_graph=sampled.kind)
     loop = build_loop(new_state(config, graph), graph, config, sampled_degrees=sampled.degrees)
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
@@ -267,12 +242,14 @@ def compare(
     For each seed, the full-batch run and every sampler's run follow each other (so a long run
     interrupted keeps comparable columns). One private Redis serves every subgraph run (a pool job each).
     """
+    from saintpipe.services.pool.redis_server import RedisServer
+
     for kind in samplers:
         sampling.sampler_config(kind)  # an unknown sampler fails before any training
     if not graphs or set(graphs) - set(GRAPHS):
         raise InvalidArgument(f"graphs {','.join(graphs)!r}: expected some of {','.join(GRAPHS)}")
     rows = []
-    with _private_redis() as redis_url:
+    with RedisServer(use_env=False) as redis_server:  # never SAINTPIPE_REDIS_URL's; stopped at the end
         for name, path in datasets.items():
             graph = load_planetoid(path)
             sampled = {g: sampled_graph(graph, g) for g in graphs}
@@ -282,7 +259,7 @@ def compare(
                 runs[FULL_BATCH, ""].append(train_kipf_gcn(graph, seed, recipe)["test"])
                 for g in graphs:
                     for kind in samplers:
-                        result = train_subgraphs(graph, model, epochs, seed, kind, sampling, redis_url=redis_url,
+                        result = train_subgraphs(graph, model, epochs, seed, kind, sampling, redis_url=redis_server.url,
                                                  sampled=sampled[g])
                         runs[kind, g].append(result["test"])
                 log.info("%s seed %d: %s", name, seed, {"/".join(filter(None, k)): v[-1] for k, v in runs.items()})
@@ -336,11 +313,3 @@ def summary_of(rows: list[dict]) -> dict[str, float]:
             out[f"{key}_minus_full_points"] = row["minus_full_points"]
     return out
 
-
-@contextlib.contextmanager
-def _private_redis() -> Iterator[str]:
-    """A private redis-server for the experiment (never ``SAINTPIPE_REDIS_URL``), stopped at the end."""
-    from saintpipe.services.pool.redis_server import RedisServer
-
-    with RedisServer(use_env=False) as server:
-        yield server.url

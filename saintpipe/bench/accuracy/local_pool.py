@@ -103,13 +103,6 @@ class InProcessPool:
         self._failure: BaseException | None = None
 
     @property
-    def url(self) -> str:
-        """The Redis URL the pool lives on (once started)."""
-        if self._url is None:
-            raise RuntimeError("InProcessPool has not been started")
-        return self._url
-
-    @property
     def transport(self) -> str:
         """Where the producer leaves the bytes, resolved (``shared_memory`` or ``redis``; once started)."""
         if self._producer_pool is None:

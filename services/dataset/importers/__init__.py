@@ -1,4 +1,4 @@
-"""The importers: other formats into the dataset store (``saintpipe data import``; docs/datasets.md).
+"""The importers: other formats into the dataset store (``saintpipe data import``; docs/get-started/own-graph/).
 
 One module per format: ``arrays`` (raw ``.npy`` files), ``npz`` (the shipped Planetoid graphs),
 ``graphsaint`` (GraphSAINT's format, its training graph kept), ``ogb`` (OGB's raw node property

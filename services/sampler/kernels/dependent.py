@@ -115,7 +115,7 @@ def bounded(x, n):
 
 @njit(cache=True, nogil=True, inline="always")
 def alias_draw(x, thresh, alias):
-    """One draw from an alias table (the law of ``alias.draw_alias``): ``(outcome as int64, new state)``."""
+    """One draw from an alias table (the law of ``alias.draw_block``): ``(outcome as int64, new state)``."""
     k, x = bounded(x, thresh.size)
     r, x = next_bits(x)
     if (r >> np.uint64(32)) < np.uint64(thresh[k]):
@@ -129,14 +129,6 @@ def exponential(x):
     r, x = next_bits(x)
     u = np.float64((r >> np.uint64(11)) + _ONE) * _TWO53_INV
     return -np.log(u), x
-
-
-@njit(cache=True, nogil=True)
-def slot_seeds(chain, step, kappa, count, out):
-    """``out[j] = slot_seed(chain, j, step, kappa)`` for ``j < count`` (used by the tests)."""
-    c, t, k = np.uint64(chain), np.uint64(step), np.uint64(kappa)
-    for j in range(count):
-        out[j] = slot_seed(c, np.uint64(j), t, k)
 
 
 _CLIP = np.uint64(0x8CB92BA72F3D8DD7)  # separates the clipping keys from the slot streams

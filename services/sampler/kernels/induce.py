@@ -26,8 +26,8 @@ from saintpipe.services.sampler.kernels.oriented import induce_oriented
 from saintpipe.services.sampler.kernels.rng import bounded
 from saintpipe.services.sampler.kernels.select import bitset_words, clear_nodes, index_ranks, local_id, unmark
 
-__all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_subgraph", "induce_node_set", "induce_scan",
-           "radix_sort_ids", "release_nodes", "sorted_node_ids", "stage_subgraph", "transpose_weights"]
+__all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_node_set", "finish_subgraph", "induce_node_set",
+           "induce_scan", "radix_sort_ids", "release_nodes", "sorted_node_ids", "stage_subgraph", "transpose_weights"]
 
 STATUS_OK = 0
 STATUS_ASYMMETRIC = 1
@@ -414,3 +414,18 @@ def induce_node_set(indptr, indices, bits, ranks, node_ids, alpha, train_mask, l
     _, bad_row, sub_indices, weights, weights_t, loss = _completed(indptr, bits, node_ids, sub_indptr, kept, tmp_eid,
                                                                    alpha, train_mask, loss_coef)
     return bad_row, sub_indptr, sub_indices, weights, weights_t, loss
+
+
+@njit(cache=True, nogil=True)
+def finish_node_set(bits, sel, count, clip_multiple, state):
+    """Clip and sort the marked node set ``sel[:count]`` without inducing it; returns its ids (int64, ascending).
+
+    For the pool's ``nodes`` wire: the trainer induces the CSR and computes the weights from its own copy of
+    the topology (FastSample's replicated topology), so the sampling core spends nothing on induction, weights
+    or encoding megabytes. The ids are exactly the ``node_ids`` that :func:`finish_subgraph` would produce from
+    the same selection and random state. Empties the set (``bits``), as induction would.
+    """
+    first = clip_nodes(state, bits, sel, count, clip_multiple)
+    node_ids = sorted_node_ids(bits, sel, first, count, DENSE_WORDS_PER_NODE)
+    clear_nodes(bits, node_ids)
+    return node_ids

@@ -89,3 +89,20 @@ def test_sampler_config_file_errors_are_one_line(tmp_path: Path, not_utf8: Path)
     proc = run_cli("serve", "samplers", "--data", "nowhere", "--sampler-config", str(scalar), check=False,
                    timeout=120)
     _one_line_error(proc, f"{scalar}: 'sampler' must be a table/mapping, got int")
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(tmp_path) -> None:
+    """`saintpipe data info DIR | head -1`: the pipe closes before the output is written; the command ends
+    with 141 (128 + SIGPIPE, as a shell reports it) and no traceback."""
+    import subprocess
+
+    from tests.support.cli import run_cli, saintpipe_command
+
+    run_cli("data", "generate", "demo", "--nodes", "200", "--out", str(tmp_path / "demo"))
+    proc = subprocess.Popen([*saintpipe_command(), "data", "info", str(tmp_path / "demo")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the interpreter has started: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert err == "", err

@@ -8,13 +8,16 @@ from saintpipe.core.argtypes import integer
 
 
 def test_every_command_is_on_the_page(reference) -> None:
-    page = reference.pages()["reference/cli.md"]
+    pages = reference.pages()
+    page = "\n".join(text for name, text in pages.items() if name.startswith("reference/cli/"))
     parser = build_parser()
     for sub, _, _ in reference.commands(parser):
         if sub is not parser:
             assert f"# {sub.prog} {{#" in page, sub.prog
     top = {"data", "run", "warmup", "predict", "embed", "serve", "bench", "doctor", "certs"}
-    assert all(f"## saintpipe {name} {{#" in page for name in top)
+    # one page per command, titled with it, its subcommands on it
+    assert all(pages[f"reference/cli/{name}.md"].startswith(f"# saintpipe {name} {{#") for name in top)
+    assert "## saintpipe data import {#" in pages["reference/cli/data.md"]
     assert "Also: `saintpipe bench sampler`" in page  # an alias
 
 
@@ -40,6 +43,6 @@ def test_a_flag_added_to_the_code_is_on_the_page(reference, table_row, monkeypat
         groups.choices["run"].add_argument("--frobs", type=integer(1, 9), default=3, help="frobs per <widget>")
 
     monkeypatch.setattr(run, "register", with_a_new_flag)
-    page = reference.pages()["reference/cli.md"]
+    page = reference.pages()["reference/cli/run.md"]
     assert table_row(page, "saintpipe-run", "`--frobs`") == \
         "| `--frobs` | integer from 1 to 9 | `3` | frobs per &lt;widget&gt; |"

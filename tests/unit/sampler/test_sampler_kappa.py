@@ -22,7 +22,7 @@ from saintpipe.services.sampler.config import (
     config_key,
     parse_sampler_config,
 )
-from saintpipe.services.sampler.kernels.dependent import slot_seeds
+from saintpipe.services.sampler.kernels.dependent import slot_seed
 from saintpipe.services.sampler.parallel import chain_key
 from saintpipe.services.sampler.sampler import make_sampler
 
@@ -127,8 +127,9 @@ def test_a_step_must_be_a_non_negative_integer():
 def test_each_slot_switches_once_per_period_one_kappa_th_of_them_per_step():
     kappa, slots = 8, 4000
     seeds = np.empty((3 * kappa + 1, slots), dtype=np.uint64)
-    for t in range(seeds.shape[0]):
-        slot_seeds(123, kappa + t, kappa, slots, seeds[t])  # from the start of period 1
+    for t in range(seeds.shape[0]):  # from the start of period 1
+        seeds[t] = [slot_seed(np.uint64(123), np.uint64(j), np.uint64(kappa + t), np.uint64(kappa))
+                    for j in range(slots)]
     changed = seeds[1:] != seeds[:-1]
     assert np.all(np.abs(changed.mean(axis=1) - 1 / kappa) < 0.03)
     # Over one period each slot changes exactly once, and the next period starts where the last one ended.

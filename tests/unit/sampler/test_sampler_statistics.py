@@ -13,7 +13,7 @@ from scipy.stats import chisquare, ks_2samp
 from sampler_graphs import random_graph, skewed_graph, star
 from saintpipe.services.sampler.config import FrontierConfig, NodeConfig, RandomWalkConfig
 from saintpipe.services.sampler.kernels import rng
-from saintpipe.services.sampler.kernels.alias import draw_many
+from saintpipe.services.sampler.kernels.alias import DRAW_BLOCK, draw_block
 from saintpipe.services.sampler.kernels.edge import build_edge_table, edge_select_by_ends
 from saintpipe.services.sampler.kernels.node import build_node_table
 from saintpipe.services.sampler.kernels.random_walk import random_walks
@@ -27,7 +27,10 @@ def _draws(thresh, alias, count, seed):
     state = rng.new_state()
     rng.seed_state(state, np.uint64(seed))
     out = np.empty(count, dtype=np.int64)
-    draw_many(state, thresh, alias, out)
+    columns, coins = np.empty(DRAW_BLOCK, dtype=np.int64), np.empty(DRAW_BLOCK, dtype=np.uint32)
+    for start in range(0, count, DRAW_BLOCK):
+        m = min(DRAW_BLOCK, count - start)
+        draw_block(state, thresh, alias, columns, coins, out[start:start + m], m)
     return out
 
 

@@ -20,8 +20,7 @@ from saintpipe.services.sampler_service.config import SECTION, SamplerServiceCon
 ])
 def test_auto_follows_the_manifest_and_an_explicit_choice_wins(tmp_path, choice, manifest, resolved):
     config = SamplerServiceConfig(data=tmp_path, graph=choice)
-    assert config.sample_graph(manifest) == resolved
-    assert resolve_graph(choice, manifest) == resolved
+    assert resolve_graph(config.graph, manifest) == resolved
 
 
 def test_the_default_is_auto_and_other_values_are_refused(tmp_path):

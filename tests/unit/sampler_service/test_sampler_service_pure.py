@@ -10,8 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from saintpipe.services.sampler_service.counters import SAMPLE_SECONDS_BUCKETS, WorkerCounters
 from saintpipe.services.sampler_service.metrics import MetricsSnapshot, SamplerCollector
-from saintpipe.services.sampler_service.pinning import choose_core
-from saintpipe.services.sampler_service.seeds import split_range
+from saintpipe.services.sampler_service.slots import split_range
 
 
 @pytest.mark.parametrize("total,parts", [(10, 3), (0, 2), (5, 8), (100, 1)])
@@ -20,12 +19,6 @@ def test_split_range_covers_everything_once(total, parts):
     assert len(ranges) == parts
     assert [i for a, b in ranges for i in range(a, b)] == list(range(total))
     assert max(b - a for a, b in ranges) - min(b - a for a, b in ranges) <= 1
-
-
-def test_choose_core_round_robin_and_reports_sharing():
-    assert [choose_core(w, [5, 1, 3]) for w in range(4)] == [(1, False), (3, False), (5, False), (1, True)]
-    with pytest.raises(ValueError):
-        choose_core(0, [])
 
 
 def test_counters_buckets_and_sum():
@@ -37,7 +30,6 @@ def test_counters_buckets_and_sum():
     assert buckets[-2][1] == 1 and buckets[-1] == ("+Inf", 2)
     total = c.add(c)
     assert (total.subgraphs, total.nodes, total.edges, total.pool_wait_seconds) == (4, 30, 54, 1.0)
-    assert WorkerCounters.from_dict(total.to_dict()) == total
 
 
 def test_collector_renders_contract_names_and_parses():
