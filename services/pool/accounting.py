@@ -1,4 +1,4 @@
-"""What a job holds: its counters and sizes in one snapshot, and removing all of it."""
+"""What a job holds: its counters and sizes per group in one snapshot, its groups, and removing all of it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
+
+from saintpipe.core.errors import InvalidArgument
 
 
 class Accounting:
@@ -29,13 +31,13 @@ class Accounting:
         self._link = link
         self._slots = slots
 
-    def stats(self) -> PoolStats:
-        held, pending, produced, acked, redelivered, dead_lettered = (
+    def stats(self, group: str | None = None) -> PoolStats:
+        held, pending, produced, acked, redelivered, dead_lettered, waiting = (
             int(v or 0)
-            for v in self._link.eval("STATS", self._keys.stream_and_counters, [GROUP], "read pool stats")
+            for v in self._link.eval("STATS", self._keys.stats, [group or self._keys.group], "read pool stats")
         )
         return PoolStats(
-            depth=held - pending,
+            depth=waiting,
             pending=pending,
             produced=produced,
             acknowledged=acked,
@@ -44,11 +46,43 @@ class Accounting:
             capacity=self.capacity,
         )
 
+    def add_group(self, group: str) -> bool:
+        return bool(self._link.eval("ADD_GROUP", self._keys.stats, [group], "add a consumer group"))
+
+    def remove_group(self, group: str) -> int:
+        status, detail = self._link.eval(
+            "REMOVE_GROUP", self._keys.remove_group, [group], "remove a consumer group"
+        )
+        refused = f"pool job {self.job_id}: cannot remove consumer group {group!r}"
+        if status == -1:  # not registered: detail lists those that are
+            registered = ", ".join(sorted(n.decode() if isinstance(n, bytes) else str(n) for n in detail))
+            if registered:
+                raise InvalidArgument(
+                    f"{refused}: it is not registered (registered: {registered}); nothing was changed"
+                )
+            raise InvalidArgument(
+                f"{refused}: no group is registered (the job has only its default group {GROUP!r}, "
+                "which ends with the job: delete_job); nothing was changed"
+            )
+        if status == -2:
+            raise InvalidArgument(
+                f"{refused}: it is the job's last registered group (add the next group first, or end the job "
+                "with delete_job); nothing was changed"
+            )
+        if status == 1:
+            log.info("pool job %s: group %s removed, %d entries released", self.job_id, group, detail)
+        return int(detail)
+
+    def groups(self) -> list[str]:
+        client = self._link.client
+        names = self._link.call(lambda: client.hkeys(self._keys.groups), "list the consumer groups")
+        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
     def delete_job(self) -> int:
         client = self._link.client
 
         def delete() -> int:
-            removed = client.delete(*self._keys.entry_and_dead)
+            removed = client.delete(*self._keys.fixed)
             uploads = client.scan_iter(match=f"{self._keys.upload_prefix}*", count=1000)
             while batch := list(itertools.islice(uploads, 1000)):
                 removed += client.unlink(*batch)

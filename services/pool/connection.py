@@ -23,7 +23,13 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from saintpipe.core.credentials import redis_password
-from saintpipe.core.errors import AuthenticationFailed, ConfigError, ServiceUnavailable, StateCorrupted
+from saintpipe.core.errors import (
+    AuthenticationFailed,
+    ConfigError,
+    InvalidArgument,
+    ServiceUnavailable,
+    StateCorrupted,
+)
 from saintpipe.core.report import plural
 
 log = logging.getLogger(__name__)
@@ -159,7 +165,9 @@ def translate_error(url: str, exc: redis.ResponseError) -> Exception:
     """The error to raise for an error reply.
 
     AuthenticationFailed for a refused password; StateCorrupted for a pool script's answer that a key of
-    its job holds the wrong type (``SAINTPIPE-WRONGTYPE``, job_keys.lua); else the reply.
+    its job holds the wrong type (``SAINTPIPE-WRONGTYPE``, job_keys.lua); InvalidArgument for a consumer
+    group the job's stream does not have (Redis's ``NOGROUP``, raised by a stream command of a script or
+    of a blocking read, or a script's ``SAINTPIPE-NOGROUP``); else the reply.
     """
     if _is_auth_response(exc):
         return auth_error(url, exc)
@@ -167,10 +175,22 @@ def translate_error(url: str, exc: redis.ResponseError) -> Exception:
     if text.startswith(_WRONG_TYPE):
         found, expected, key = text[len(_WRONG_TYPE):].split(" ", 2)
         return wrong_type_error(key, found, expected)
+    if text.startswith(_NO_GROUP):
+        group, key = text[len(_NO_GROUP):].split(" ", 1)
+        return missing_group_error(key, group)
+    nogroup = _REDIS_NO_GROUP.search(text)
+    if nogroup and _JOB_OF_KEY.match(nogroup.group(1)):
+        return missing_group_error(nogroup.group(1), nogroup.group(2))
     return exc
 
 
 _WRONG_TYPE = "SAINTPIPE-WRONGTYPE "
+_NO_GROUP = "SAINTPIPE-NOGROUP "  # job_keys.lua's no_group(): '<group> <stream key>'
+# What Redis answers a stream command (XREADGROUP, XAUTOCLAIM, XPENDING, XCLAIM) naming a group the stream
+# lacks, also inside a script's error ("Error running script ...: @user_script:N: NOGROUP ..."). The pool's
+# scripts look for the stream first (and create it, or answer "nothing", when it is missing), so from them it
+# means that the stream is there and the group is not.
+_REDIS_NO_GROUP = re.compile(r"NOGROUP No such key '([^']*)' or consumer group '([^']*)'")
 _JOB_OF_KEY = re.compile(r"saintpipe:pool:\{([^}]*)\}:")
 
 
@@ -180,6 +200,15 @@ def wrong_type_error(key: str, found: str, expected: str) -> StateCorrupted:
     return StateCorrupted(
         f"pool job {job.group(1) if job else '?'}: key {key} holds a {found}, not a {expected}; it was changed "
         "outside saintpipe (delete it, or use another job id)"
+    )
+
+
+def missing_group_error(key: str, group: str) -> InvalidArgument:
+    """The error for a consumer of ``group``, which the job's stream ``key`` does not have."""
+    job = _JOB_OF_KEY.match(key)
+    return InvalidArgument(
+        f"pool job {job.group(1) if job else '?'}: consumer group {group!r} does not exist on the job's "
+        "stream: it was removed (remove_group) or never added (add_group, before the producers start)"
     )
 
 

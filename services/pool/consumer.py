@@ -13,7 +13,7 @@ from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec.compact import decode_entry
 from saintpipe.services.pool.deadletter import DeadLetters
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import PoolEntry
 from saintpipe.services.pool.resp import pack
@@ -57,6 +57,7 @@ class Consumer:
     ) -> None:
         self.job_id = job_id
         self._keys = keys
+        self._group = keys.group
         self._entry_keys = keys.entry
         self._link = link
         self._acks = acks
@@ -93,7 +94,7 @@ class Consumer:
                     self._next_claim = now + self._claim_interval
                 order = "1" if abandoned_first else "0"
             acks = self._acks.take()
-            args = [GROUP, consumer, self._min_idle_ms, order, self._max_deliveries, *acks]
+            args = [self._group, consumer, self._min_idle_ms, order, self._max_deliveries, *acks]
 
             def commands(args: list = args) -> list[list]:
                 # One round trip: the GET script (first acknowledging what ack(wait=False) queued) moves
@@ -131,7 +132,7 @@ class Consumer:
         ids = self._link.eval(
             "RECOVER",
             self._entry_keys,
-            [GROUP, consumer, self._max_deliveries],
+            [self._group, consumer, self._max_deliveries],
             "recover a restarted consumer's entries",
         )
         # All it holds now: replaces what an earlier recover() queued and get() has not delivered yet.
@@ -160,7 +161,7 @@ class Consumer:
         block = pack(
             "XREADGROUP",
             "GROUP",
-            GROUP,
+            self._group,
             consumer,
             "COUNT",
             1,
@@ -177,7 +178,11 @@ class Consumer:
                 raise self._link.wrong_type(self._keys.stream, "stream") from None
             if "NOGROUP" not in str(exc):
                 raise
-            return None  # the stream vanished (restart or delete_job); the next GET script recreates it
+            return None  # "NOGROUP the consumer group this client was blocked on no longer exists": see below
+        except InvalidArgument:  # NOGROUP naming the group (connection.translate_error)
+            # The stream vanished (restart or delete_job): the next GET script recreates it. Or the group was
+            # removed meanwhile: the next GET script says so.
+            return None
         if not reply:
             return None
         # RESP3 answers {stream: entries}, RESP2 [[stream, entries]].
@@ -251,7 +256,7 @@ class Consumer:
             self._queue_ack(entry_id)
             return None
         done = self._link.eval(
-            "ACK", self._entry_keys, [GROUP, "acknowledged", "", entry_id], "acknowledge a subgraph"
+            "ACK", self._entry_keys, [self._group, "acknowledged", "", entry_id], "acknowledge a subgraph"
         )
         if not done:
             log.debug("pool job %s: entry %s was not pending when acknowledged", self.job_id, entry_id)
@@ -280,7 +285,7 @@ class Consumer:
 
     def touch(self, consumer: str, entry_id: str) -> bool:
         return bool(
-            self._link.eval("TOUCH", self._keys.stream_and_counters, [GROUP, consumer, entry_id], "extend a lease")
+            self._link.eval("TOUCH", self._keys.stream_and_counters, [self._group, consumer, entry_id], "extend a lease")
         )
 
     def stop(self) -> None:

@@ -46,7 +46,7 @@ class DeadLetters:
         moved = self._link.eval(
             "DEAD",
             self._keys.entry_and_dead,
-            [GROUP, consumer, self._limit, entry_id, reason, deliveries],
+            [self._keys.group, consumer, self._limit, entry_id, reason, deliveries],
             "dead-letter an entry",
         )
         if moved:
@@ -72,4 +72,5 @@ class DeadLetters:
         records = [{k.decode(): v.decode(errors="replace") for k, v in fields.items()}
                    for _, fields in reversed(cast(list[tuple[bytes, dict[bytes, bytes]]], rows))]
         return [DeadLetter(entry_id=r.get("id", ""), reason=r.get("reason", ""), consumer=r.get("consumer", ""),
-                           deliveries=int(r.get("deliveries", 0)), time=float(r.get("time", 0.0))) for r in records]
+                           deliveries=int(r.get("deliveries", 0)), time=float(r.get("time", 0.0)),
+                           group=r.get("group", GROUP)) for r in records]

@@ -7,6 +7,8 @@
 -- are then RENAMEd to KEYS[4], a fresh key the caller chose and GETs in the same round trip (a rename
 -- moves a pointer; returning ~1 MB through Lua would copy it twice), and KEYS[3] records where they
 -- went, for ACK and for a later redelivery.
+-- With other live groups still to be done with the entry (its count in KEYS[3], put_entry.lua), its bytes
+-- are COPYed instead: the others read them too; each group's copy is its own (field id@group of KEYS[3]).
 -- KEYS[4] must not exist yet: if it does, this very call has run before (it was sent again after its
 -- answer was lost) and renaming another entry's bytes onto it would destroy the first one's; nothing
 -- is taken then (the first entry stays pending and comes back after the visibility timeout).
@@ -32,6 +34,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
   return {false, 0, 0, acked}
 end
+local moved = false  -- whether the bytes found are the group's own copy (a redelivery), not the entry's
 local function claim()
   local start = '0-0'
   for _ = 1, 16 do
@@ -41,16 +44,18 @@ local function claim()
     if entry[2] then
       local deliveries = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)[1][4]
       if ARGV[5] == '0' or deliveries <= tonumber(ARGV[5]) then
-        redis.call('HINCRBY', KEYS[2], 'redelivered', 1)
+        redis.call('HINCRBY', KEYS[2], 'redelivered' .. SUFFIX, 1)
       end
-      return entry[1], redis.call('HGET', KEYS[3], entry[1]) or entry_bytes(entry[2]), deliveries
+      local copy = redis.call('HGET', KEYS[3], entry[1] .. SUFFIX)
+      moved = copy ~= false
+      return entry[1], copy or entry_bytes(entry[2]), deliveries
     end
     -- A pending id whose entry was deleted by hand: drop it from the pending list, with its bytes.
     redis.call('XACK', KEYS[1], ARGV[1], entry[1])
-    local orphan = redis.call('HGET', KEYS[3], entry[1])
+    local orphan = redis.call('HGET', KEYS[3], entry[1] .. SUFFIX)
     if orphan then
       if bytes_state(orphan) == 'string' then redis.call('UNLINK', orphan) end
-      redis.call('HDEL', KEYS[3], entry[1])
+      redis.call('HDEL', KEYS[3], entry[1] .. SUFFIX)
     end
     start = claimed[1]
     if start == '0-0' then return nil end
@@ -66,7 +71,8 @@ end
 local function recovered(id)
   local info = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)[1]
   if info == nil or info[2] ~= ARGV[2] then return nil end  -- acknowledged, or taken over since
-  local bytes = redis.call('HGET', KEYS[3], id)
+  local bytes = redis.call('HGET', KEYS[3], id .. SUFFIX)
+  moved = bytes ~= false
   if not bytes then
     local entry = redis.call('XRANGE', KEYS[1], id, id)[1]
     if entry == nil then return nil end  -- deleted by hand: claim() drops it once it is idle
@@ -84,6 +90,11 @@ if not bytes then return {id, deliveries, 0, acked, '', 'none'} end
 local state = bytes_state(bytes)  -- instead of EXISTS: the check costs no extra call
 if state == 'none' then return {id, deliveries, 0, acked} end
 if state ~= 'string' then return {id, deliveries, 0, acked, bytes, state} end
-redis.call('RENAME', bytes, KEYS[4])
-redis.call('HSET', KEYS[3], id, KEYS[4])
+local shared = false
+if not moved then
+  local left = redis.call('HGET', KEYS[3], 'n:' .. id)
+  shared = left and tonumber(left) > 1
+end
+if shared then redis.call('COPY', bytes, KEYS[4]) else redis.call('RENAME', bytes, KEYS[4]) end
+redis.call('HSET', KEYS[3], id .. SUFFIX, KEYS[4])
 return {id, deliveries, 1, acked}

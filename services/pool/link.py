@@ -14,7 +14,7 @@ from saintpipe.services.pool.connection import (
     translate_error,
     wrong_type_error,
 )
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import JobKeys, log
 from saintpipe.services.pool.resp import Connections, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
 
@@ -54,6 +54,7 @@ class RedisLink:
         self.conns = Connections(self.client)
         self._acks = acks
         self._entry_keys = keys.entry
+        self._group = keys.group
         self._ack = SCRIPTS["ACK"]
 
     def run(self, commands: Commands, what: str) -> list:
@@ -87,7 +88,7 @@ class RedisLink:
         sent = commands() if callable(commands) else commands
         acks = self._acks.take()
         if acks:
-            sent = [self._ack.command(self._entry_keys, [GROUP, "acknowledged", "", *acks]), *sent]
+            sent = [self._ack.command(self._entry_keys, [self._group, "acknowledged", "", *acks]), *sent]
         try:
             replies = scripts_known(self.conns.exchange(sent, raise_errors=False))
         except BaseException:
@@ -99,7 +100,8 @@ class RedisLink:
             done = replies[0]
             replies = replies[1:]
             if isinstance(done, redis.RedisError):
-                log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, done)
+                failure = translate_error(self.url, done) if isinstance(done, redis.ResponseError) else done
+                log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, failure)
             elif done != len(acks):
                 self._acks.note_stale(len(acks) - done, len(acks))
         return raise_first_error(replies)

@@ -13,6 +13,20 @@ acknowledgement) goes to the job's dead-letter stream (``dead_letters()``)
 instead of failing the trainer that meets it. A trainer restarted under the
 same consumer name takes its unacknowledged entries back with ``recover``.
 
+Fan-out ("sample once, train many", a sweep's trials sharing one sampler
+fleet): each pool object gets, acknowledges and reports for one consumer
+group (``group``, by default the job's only one). Groups registered with
+``add_group`` each see every entry added after they joined, exactly once per
+group; an entry (its bytes, its shared-memory slot) is released, and stops
+counting against ``capacity``, only once every live group has acknowledged or
+dead-lettered it, so backpressure follows the slowest live group.
+``remove_group`` (a trial stopped, finished or failed) releases at once what
+that group had not acknowledged (only a registered group, and never the job's
+last one: add the next group first, or ``delete_job``). A consumer of a group
+the job does not have gets ``InvalidArgument``. Register every group that
+consumes before the producers start (an entry put before a group joined is
+never that group's); a job with no group registered has its one default group.
+
 Every call survives a Redis restart: it retries with exponential backoff and
 raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
 unreachable for ``reconnect_timeout`` seconds. A call sent again after its
@@ -54,7 +68,7 @@ from saintpipe.services.pool.config import JOB_ID_PATTERN, TRANSPORTS, WIRES, Po
 from saintpipe.services.pool.connection import ReconnectPolicy, redact_url
 from saintpipe.services.pool.consumer import Consumer
 from saintpipe.services.pool.deadletter import DeadLetters
-from saintpipe.services.pool.keys import JobKeys, log
+from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
 from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
@@ -107,6 +121,13 @@ def resolve_wire(wire: str, transport: str) -> str:
     return wire
 
 
+def _check_group(group: str) -> None:
+    if not isinstance(group, str) or not re.match(JOB_ID_PATTERN, group):
+        raise InvalidArgument(
+            f"group {group!r}: use 1-128 letters, digits and _ . : - (starting with a letter or digit)"
+        )
+
+
 class SubgraphPool:
     """The pool of one training job on one Redis server.
 
@@ -133,9 +154,12 @@ class SubgraphPool:
         max_deliveries: an entry delivered more often than this without an
             acknowledgement is dead-lettered instead of delivered again; 0: no limit.
         dead_letter_limit: about how many records the job's dead-letter stream keeps.
+        group: the consumer group this object's gets, acknowledgements, recovery, dead letters and
+            ``stats`` are for (letters, digits and ``_ . : -``). Other groups than the default one are
+            registered with :meth:`add_group` (by any pool object of the job) before they consume.
 
     Raises:
-        InvalidArgument: a bad job id, capacity, timeout, transport, wire or limit.
+        InvalidArgument: a bad job id, group, capacity, timeout, transport, wire or limit.
         ConfigError: ``"shared_memory"`` where ``/dev/shm`` is not usable.
         ServiceUnavailable: Redis unreachable for ``reconnect.give_up_after`` seconds.
         AuthenticationFailed: Redis refused the URL's password.
@@ -154,11 +178,13 @@ class SubgraphPool:
         wire: str = "auto",
         max_deliveries: int = 5,
         dead_letter_limit: int = 10_000,
+        group: str = GROUP,
     ) -> None:
         if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
             raise InvalidArgument(
                 f"job_id {job_id!r}: use 1-128 letters, digits and _ . : - (starting with a letter or digit)"
             )
+        _check_group(group)
         if not isinstance(capacity, int) or capacity < 1:
             raise InvalidArgument(f"capacity {capacity!r}: must be an integer >= 1")
         if not visibility_timeout > 0:
@@ -177,7 +203,8 @@ class SubgraphPool:
         self.wire = resolve_wire(wire, self.transport)
         if self.transport == "shared_memory":
             shared_memory.require_available()
-        keys = JobKeys(job_id)
+        self.group = group
+        keys = JobKeys(job_id, group)
         self.stream_key, self.counters_key, self.at_key = keys.stream, keys.counters, keys.at
         acks = AckQueue(job_id)
         self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, acks)
@@ -329,6 +356,9 @@ class SubgraphPool:
             ConfigError: the entry's bytes are in shared memory this process cannot
                 read (another host, another user), or it is a node set and ``expand``
                 is None or cannot expand it (another dataset); it is left for another consumer.
+            InvalidArgument: this object's ``group`` is not on the job's stream (removed with
+                ``remove_group``, or never added); nothing is taken or changed. ``recover``, ``ack``,
+                ``touch`` and ``stats`` raise it too.
         """
         return self._consumer.get(consumer, timeout, expand)
 
@@ -364,6 +394,10 @@ class SubgraphPool:
             With ``wait``: True, or False when it was no longer pending (another
             consumer that took it over acknowledged it first, or a Redis restart
             lost it). Without: None (the outcome is only logged).
+
+        Raises:
+            InvalidArgument: with ``wait``, the entry was not pending and this object's ``group`` is not
+                on the job's stream (removed, or never added).
         """
         return self._consumer.ack(entry_id, wait=wait)
 
@@ -385,9 +419,65 @@ class SubgraphPool:
 
     # -- inspecting and cleaning up ----------------------------------------------------------------------
 
-    def stats(self) -> PoolStats:
-        """A consistent snapshot of the job's counters and sizes."""
-        return self._accounting.stats()
+    def stats(self, group: str | None = None) -> PoolStats:
+        """A consistent snapshot of the job's counters and sizes, for ``group`` (default: this object's).
+
+        Raises:
+            InvalidArgument: a bad group name, or a group the job's stream does not have (removed, or never
+                added); the default group answers anyway (a producer's pool object asks for it, and a job
+                that fans out need not consume with it).
+        """
+        if group is not None:
+            _check_group(group)
+        return self._accounting.stats(group)
+
+    def add_group(self, group: str) -> bool:
+        """Register consumer group ``group`` of the job (a sweep's trial): it gets every entry put from now on.
+
+        It starts at the stream's current end: entries added before it joined are never its own. From
+        then on each entry is released only once every registered group has acknowledged or
+        dead-lettered it. The default group is live only while no group is registered: a job that fans
+        out registers every group that consumes, the default one too if it is used.
+
+        Returns:
+            False when it was registered already (nothing changes).
+
+        Raises:
+            InvalidArgument: a bad group name.
+        """
+        _check_group(group)
+        return self._accounting.add_group(group)
+
+    def remove_group(self, group: str) -> int:
+        """Remove consumer group ``group`` (its trial stopped, finished or failed), in one atomic step.
+
+        Every entry it had not acknowledged (delivered and pending, or never delivered to it) is released
+        at once for it: deleted with its bytes (its shared-memory slot freed) when no other live group still
+        needs it, which makes room for the producers. Its counters go too. A consumer of it still running
+        gets InvalidArgument from then on.
+
+        Only a registered group is removed, and only while another one stays registered; anything else
+        is refused before anything changes. A group that is not registered was never counted in the
+        entries (releasing them for it would take what the other groups still need). The job's last group
+        (the last registered one, or the default group of a job with none registered) is not removed
+        either: the producers would go on filling the stream with entries no group reads (a group added
+        later starts at the stream's end) and then wait forever. To replace the last group, add the next
+        one first; to end the job, ``delete_job``. Removing a group again (a call repeated after its
+        answer was lost) changes nothing and returns 0; ``add_group`` may register it anew.
+
+        Returns:
+            How many entries were deleted (no other live group needed them); 0 when it was removed before.
+
+        Raises:
+            InvalidArgument: a bad group name; a group that is not registered (the message lists those
+                that are); the job's last group.
+        """
+        _check_group(group)
+        return self._accounting.remove_group(group)
+
+    def groups(self) -> list[str]:
+        """The registered consumer groups of the job, sorted; empty while it has only its default group."""
+        return self._accounting.groups()
 
     def dead_letters(self, count: int = 100) -> list[DeadLetter]:
         """The newest ``count`` records of the job's dead-letter stream, oldest first.
@@ -436,5 +526,6 @@ class SubgraphPool:
     def __repr__(self) -> str:
         return (
             f"SubgraphPool({redact_url(self.url)}, job_id={self.job_id!r}, capacity={self.capacity}, "
-            f"transport={self.transport!r}, wire={self.wire!r})"
+            f"transport={self.transport!r}, wire={self.wire!r}"
+            + (f", group={self.group!r})" if self.group != GROUP else ")")
         )

@@ -15,7 +15,7 @@ from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import encode_subgraph_into, encode_subgraph_parts
 from saintpipe.services.pool.codec.compact import encode_nodes
 from saintpipe.services.pool.connection import translate_error
-from saintpipe.services.pool.keys import GROUP, JobKeys
+from saintpipe.services.pool.keys import JobKeys
 from saintpipe.services.pool.link import RedisLink, scripts_known
 from saintpipe.services.pool.resp import PendingExchange, pack, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
@@ -83,7 +83,7 @@ class Producer:
         self._acks = acks
         self._slots = slots
         self._pending: PreparedPut | None = None  # a put_nowait() to settle()
-        self._put_args = [GROUP, capacity, _UPLOAD_TTL_MS]
+        self._put_args = [keys.group, capacity, _UPLOAD_TTL_MS]
         self._put_again = [*self._put_args, 0]  # PUT asked again for the same upload: nothing to forget
         # Uploads whose put's answer this object has read: it will never send them again, so Redis may
         # drop their records (put_entry.lua); the next put carries them.
@@ -196,7 +196,7 @@ class Producer:
         goes in one PUT_REFERENCE, which also says whether its oldest entries have left the stream (their
         slots are then free)."""
         upload = self._keys.new_bytes_key()
-        keys = [*self._entry_keys, upload]
+        keys = [*self._entry_keys, upload, self._keys.groups]
         acks = self._acks.take()
         with self._forgets_lock:
             forgets, self._forgets = self._forgets, []

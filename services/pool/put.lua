@@ -5,7 +5,7 @@
 -- does): acknowledgements queued by the same pool object travel with its next call.
 -- ARGV: group, capacity, upload expiry in ms, count f, f uploads to forget, entry ids to acknowledge.
 
-local wrong = wrong_type('stream', 'hash', 'hash')
+local wrong = wrong_type('stream', 'hash', 'hash') or wrong_key(5, 'hash')
 if wrong then return wrong end
 local forget = tonumber(ARGV[4])
 if forget > 0 then redis.call('HDEL', KEYS[3], unpack(ARGV, 5, 4 + forget)) end

@@ -1,6 +1,7 @@
 -- put_entry(): shared by PUT and PUT_REFERENCE (scripts.py prepends it).
 -- Append an entry for the bytes under KEYS[4], but only while fewer than capacity (ARGV[2]) entries
--- are held. Creates the stream and its group when missing (a fresh job, or a Redis that restarted
+-- are held. With n > 1 groups registered in KEYS[5] (a job's sweep trials), the entry's field 'n:<id>'
+-- of KEYS[3] counts the groups still to be done with it: n (release in job_keys.lua). Creates the stream and its group when missing (a fresh job, or a Redis that restarted
 -- without persistence). Returns the new entry id; the number held when full (and renews the upload's
 -- expiry, ARGV[3] ms); or -1 when the upload is gone (expired, or lost in a restart).
 -- Idempotent per upload key: KEYS[3] maps the upload to its entry id until the producer has read the
@@ -27,6 +28,8 @@ local function put_entry()
     return held
   end
   local id = redis.call('XADD', KEYS[1], '*', 'k', KEYS[4])
+  local groups = redis.call('HLEN', KEYS[5])
+  if groups > 1 then redis.call('HSET', KEYS[3], 'n:' .. id, groups) end
   redis.call('HSET', KEYS[3], KEYS[4], id)
   redis.call('PERSIST', KEYS[4])
   redis.call('HINCRBY', KEYS[2], 'produced', 1)

@@ -7,7 +7,7 @@
 -- ARGV: group, capacity, upload expiry in ms, reference, count c, c entry ids, count f, f uploads to
 -- forget, entry ids to acknowledge.
 
-local wrong = wrong_type('stream', 'hash', 'hash')
+local wrong = wrong_type('stream', 'hash', 'hash') or wrong_key(5, 'hash')
 if wrong then return wrong end
 local asked = tonumber(ARGV[5])
 local at = 6 + asked

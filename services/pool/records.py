@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from saintpipe.services.pool.keys import GROUP
+
 from saintpipe.core.subgraph import Subgraph
 
 
@@ -24,20 +26,21 @@ class PoolEntry:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """A consistent snapshot of one job's pool.
+    """A consistent snapshot of one job's pool, as one consumer group sees it (the job's only one by default).
 
     Attributes:
-        depth: entries waiting for a trainer (never delivered, or not yet reclaimed).
-        pending: entries delivered to a trainer and not yet acknowledged.
-        produced: entries ever put.
-        acknowledged: entries acknowledged (trained on).
+        depth: entries waiting for a trainer of the group (never delivered to it, or not yet reclaimed).
+        pending: entries delivered to a trainer of the group and not yet acknowledged.
+        produced: entries ever put (since the group joined, for a group added with ``add_group``).
+        acknowledged: entries the group acknowledged (trained on).
         redelivered: deliveries of entries taken back from a trainer that held them too long
             (or recovered by a restarted trainer of the same name).
         dead_lettered: entries removed without being trained on and recorded in the dead-letter
             stream: they did not decode, their bytes were gone, or they were delivered more than
-            ``max_deliveries`` times. At any quiet moment
+            ``max_deliveries`` times (by this group). At any quiet moment, for every group,
             ``produced == acknowledged + depth + pending + dead_lettered``.
-        capacity: this pool object's capacity (depth + pending never exceeds it).
+        capacity: this pool object's capacity (depth + pending never exceeds it: entries held for
+            any group count against it).
     """
 
     depth: int
@@ -65,6 +68,7 @@ class DeadLetter:
         consumer: the consumer that held it when it was moved.
         deliveries: how many times it had been delivered.
         time: when it was moved (Redis's clock, seconds since the epoch).
+        group: the consumer group that dead-lettered it (other groups of the job still get the entry).
     """
 
     entry_id: str
@@ -72,3 +76,4 @@ class DeadLetter:
     consumer: str
     deliveries: int
     time: float
+    group: str = GROUP

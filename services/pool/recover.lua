@@ -25,12 +25,12 @@ for _, id in ipairs(ids) do
     if ARGV[3] == '0' or deliveries <= tonumber(ARGV[3]) then counted = counted + 1 end
   else
     redis.call('XACK', KEYS[1], ARGV[1], id)
-    local orphan = redis.call('HGET', KEYS[3], id)
+    local orphan = redis.call('HGET', KEYS[3], id .. SUFFIX)
     if orphan then
       if bytes_state(orphan) == 'string' then redis.call('UNLINK', orphan) end
-      redis.call('HDEL', KEYS[3], id)
+      redis.call('HDEL', KEYS[3], id .. SUFFIX)
     end
   end
 end
-if counted > 0 then redis.call('HINCRBY', KEYS[2], 'redelivered', counted) end
+if counted > 0 then redis.call('HINCRBY', KEYS[2], 'redelivered' .. SUFFIX, counted) end
 return recovered

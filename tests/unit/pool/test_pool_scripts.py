@@ -11,6 +11,7 @@ PACKAGE = files("saintpipe.services.pool")
 USED = {
     "job_keys", "ack_one", "put_entry",
     "put", "put_reference", "get", "ack", "dead", "recover", "discard", "touch", "stats",
+    "add_group", "remove_group",
 }
 
 
