@@ -1,8 +1,8 @@
 """Run a sweep: one set of services, a pool group per trial, the trials as Ray Tune trials.
 
-:class:`SweepServices` is the loader's embedded pipeline (Redis, the feature shards, a local Ray, the sampler
-service) that registers the first trials' pool groups before its samplers start, so those trials train on the
-very same stream of subgraphs from its first entry. A group that is registered but not read holds the pool
+The services are the loader's embedded pipeline (:class:`~saintpipe.loader.embedded.EmbeddedPipeline`:
+Redis, the feature shards, a local Ray, the sampler service), which registers the first trials' pool groups
+before its samplers start, so those trials train on the very same stream of subgraphs from its first entry. A group that is registered but not read holds the pool
 back (an entry is released only once every registered group is done with it), so only the trials that can
 run at once have a group: when a trial ends, the next trial's group is registered before the ended one is
 removed (the job never falls back to its default group while trials remain) and the next trial, which
@@ -45,20 +45,6 @@ log = logging.getLogger(__name__)
 CONFIG = "config.json"  # the sweep's resolved configuration (what --resume reads back)
 SUMMARY = "summary.json"
 RESULT = "result.json"  # in a trial's directory: what its trainer returned (absent: it did not finish)
-
-
-class SweepServices(EmbeddedPipeline):
-    """The shared services of a sweep; ``groups`` are registered in the pool before the samplers start."""
-
-    def __init__(self, config: PipelineConfig, groups: list[str]) -> None:
-        super().__init__(config)
-        self.initial_groups = groups
-
-    def _start_samplers(self, dataset: Any) -> None:
-        with SubgraphPool.from_config(self.config.pool, url=self.redis_url) as pool:
-            for group in self.initial_groups:
-                pool.add_group(group)
-        super()._start_samplers(dataset)
 
 
 @dataclass
@@ -134,7 +120,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
     services_cfg = config.services_config()
     print(f"sweep: {len(trials)} trial(s), {len(todo)} to run, {concurrent} at a time, scheduler "
           f"{config.sweep.scheduler}; sweep directory {sweep_dir}", file=out, flush=True)
-    services = SweepServices(services_cfg, [t.trial_id for t in todo[:concurrent]])
+    services = EmbeddedPipeline(services_cfg, [t.trial_id for t in todo[:concurrent]])
     interrupted = threading.Event()
     previous = {s: signal.signal(s, lambda *_: interrupted.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -155,7 +141,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
     return summary
 
 
-def _trial_spec(config: SweepConfig, services: SweepServices, trial: Trial, sweep_dir: Path) -> TrainerSpec:
+def _trial_spec(config: SweepConfig, services: EmbeddedPipeline, trial: Trial, sweep_dir: Path) -> TrainerSpec:
     """The trial's trainer: its settings, its pool group, its run directory (with the config.json ``saintpipe
     run`` writes, so that ``saintpipe predict <trial dir>`` and ``embed`` work there)."""
     run_dir = sweep_dir / TRIALS / trial.trial_id
