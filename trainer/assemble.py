@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,6 +54,7 @@ class TrainerSpec:
         metrics_host: bind address of the metrics endpoints.
         output_dir: the run directory: rank 0 writes metrics.jsonl, best.pt and final.pt there
             (:mod:`saintpipe.trainer.run_dir.outputs`); None: none are kept.
+        group: the pool's consumer group the trainer reads in (a sweep's trial); None: the job's default one.
     """
 
     job: str
@@ -65,6 +66,7 @@ class TrainerSpec:
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     output_dir: str | None = None
+    group: str | None = None
 
 
 def pick_device(name: str) -> torch.device:
@@ -107,7 +109,7 @@ def build_loop(state: TrainState, graph: EvalGraph, config: TrainerConfig, **par
     """The training loop over ``state`` and ``graph``: the one place a :class:`TrainLoop` is made.
 
     ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader,
-    checkpointer, feature_meter, sampled_degrees, outputs); what is not given is left out (an in-memory
+    checkpointer, feature_meter, sampled_degrees, outputs, on_validation); what is not given is left out (an in-memory
     experiment needs none of the services' parts).
     """
     from saintpipe.trainer.loop import TrainLoop
@@ -154,6 +156,7 @@ def assemble_trainer(
     threads: int = 0,
     metrics_port: int | None = None,
     cache: CacheConfig | None = None,
+    on_validation: Callable[[float, float, int], None] | None = None,
 ) -> AssembledTrainer:
     """Open the dataset, the pool, the feature client (and its cache), join the group, build the loop.
 
@@ -165,6 +168,8 @@ def assemble_trainer(
             actor, which Ray gives one CPU, passes 1).
         metrics_port: serve /metrics there (0: a free port; None: no endpoint).
         cache: the feature client's trainer-side cache (static highest-degree rows plus LRU), or None.
+        on_validation: called by rank 0 after each validation with (epoch, validation score, step): a sweep's
+            trial reports it to Ray Tune.
 
     Raises:
         ServiceUnavailable: Redis or a feature shard cannot be reached.
@@ -199,7 +204,7 @@ def assemble_trainer(
         dataset = open_dataset(Path(spec.dataset_dir))
         inputs = PoolInputs(dataset, consumer=name, features=spec.feature_addresses,
                             pool=spec.pool.model_copy(update={"job_id": spec.job}), redis_url=spec.pool_url,
-                            cache=cache, **cfg.feed_options())
+                            cache=cache, group=spec.group, **cfg.feed_options())
         # The training steps' gathers are counted apart from evaluation's (hit rate, bytes per step).
         if inputs.client is None:  # PoolInputs made it (or raised)
             raise AttributeError("the trainer's inputs have no feature client")
@@ -218,7 +223,7 @@ def assemble_trainer(
                           checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
                           feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
                           outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
-                          if spec.output_dir is not None else None)
+                          if spec.output_dir is not None else None, on_validation=on_validation)
         if group is not None:
             group.check_same_start(state.steps)
         inputs.start_feed(meter.gather)

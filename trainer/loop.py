@@ -157,6 +157,8 @@ class TrainLoop:
             (the training graph's: :func:`saintpipe.services.dataset.sample_graph.sampled_degrees`).
         outputs: the run directory's metrics history and best/final models (:mod:`saintpipe.trainer.run_dir.outputs`),
             written by the leader; None: not kept.
+        on_validation: called on the leader after each validation with (epoch, validation score, step), once
+            the validation is recorded and checkpointed (a sweep's trial reports it to Ray Tune).
     """
 
     def __init__(
@@ -174,10 +176,11 @@ class TrainLoop:
         feature_meter: FeatureMeter | None = None,
         sampled_degrees: np.ndarray | None = None,
         outputs: RunOutputs | None = None,
+        on_validation: Callable[[float, float, int], None] | None = None,
     ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
         self.metrics, self.sync, self.decide, self.is_leader = metrics, sync, decide, is_leader
-        self.checkpointer = checkpointer
+        self.checkpointer, self.on_validation = checkpointer, on_validation
         self.feature_meter = feature_meter
         self.train_mask = graph.train_mask()
         self.num_train = int(self.train_mask.sum())
@@ -335,6 +338,8 @@ class TrainLoop:
         if decision[0]:
             self.progress.stopped = self.progress.stopped_early = True
         self._checkpoint()
+        if self.on_validation is not None and self.is_leader:
+            self.on_validation(epoch, decision[1], self.state.steps)
 
     def _leader_validation(self, epoch: float) -> list[float]:
         """Score the validation and test splits in one pass, update early stopping, keep a new best."""

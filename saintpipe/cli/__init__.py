@@ -1,7 +1,7 @@
 """The ``saintpipe`` command line: one entry point with subcommand groups.
 
 Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one
-local pipeline), ``serve`` (each service on its own), ``bench`` (benchmarks
+local pipeline), ``sweep`` (hyperparameter trials sharing one run's services), ``serve`` (each service on its own), ``bench`` (benchmarks
 that print their figures), ``doctor`` (saintpipe's files in /dev/shm, and
 removing those of dead processes) and ``certs`` (TLS material for the feature
 shards). Each group lives in its own module and registers its
@@ -51,7 +51,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from saintpipe.cli import bench, certs, data, doctor, predict, run, serve
+    from saintpipe.cli import bench, certs, data, doctor, predict, run, serve, sweep
 
     parser = Parser(
         prog="saintpipe",
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups = parser.add_subparsers(dest="group", metavar="COMMAND", required=True)
     data.register(groups)
     run.register(groups)
+    sweep.register(groups)
     predict.register(groups)  # predict and embed: use a run's model
     serve.register(groups)
     bench.register(groups)

@@ -38,6 +38,7 @@ class PipelineAddress:
     data: Path
     pool: PoolConfig
     trainer: TrainerConfig
+    group: str | None = None
 
     @property
     def job(self) -> str:

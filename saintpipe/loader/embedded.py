@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +50,8 @@ class EmbeddedPipeline(LocalPipeline):
     Args:
         config: the pipeline's configuration (``config.run.data`` must be set); its ``[trainer]`` feeding
             fields (``pool_timeout_s``, ``prefetch``, ...) are the loader's, its model fields unused.
+        groups: consumer groups registered in the job's pool before the samplers start, each then seeing the
+            whole stream (loaders read one with ``SubgraphLoader.connect(..., group=NAME)``; a sweep's trials).
 
     Example::
 
@@ -61,12 +64,22 @@ class EmbeddedPipeline(LocalPipeline):
         DatasetError: the dataset directory is unreadable.
     """
 
-    def __init__(self, config: PipelineConfig) -> None:
+    def __init__(self, config: PipelineConfig, groups: Sequence[str] = ()) -> None:
         super().__init__(config, out=io.StringIO())
+        self.groups = list(groups)
         self.supervisor = _LibrarySupervisor(interval=config.run.watch_interval_s, budget=self.supervisor.budget)
         self.dataset: Dataset | None = None
         self.redis_url = ""
         self._started = False
+
+    def _start_samplers(self, dataset: Any) -> None:
+        if self.groups:  # before the first put: each group sees every entry
+            from saintpipe.services.pool.pool import SubgraphPool
+
+            with SubgraphPool.from_config(self.config.pool, url=self.redis_url) as pool:
+                for group in self.groups:
+                    pool.add_group(group)
+        super()._start_samplers(dataset)
 
     @classmethod
     def from_options(cls, data: Path | str, config_file: Path | str | None = None,

@@ -49,7 +49,7 @@ class Session:
         self.degrees = dataset.degrees() if sampled is None else sampled
         self._inputs: PoolInputs | None = PoolInputs(dataset, consumer=consumer, features=address.features,
                                                      pool=address.pool, redis_url=address.redis_url,
-                                                     **cfg.feed_options())
+                                                     group=address.group, **cfg.feed_options())
         try:
             self._inputs.start_feed()
         except BaseException:

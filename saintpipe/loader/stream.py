@@ -99,7 +99,8 @@ class SubgraphLoader(IterableDataset[Minibatch]):
                 features: str | list[list[str]] | None = None, data: Path | str | None = None, *,
                 config_file: Path | str | None = None, trainer: TrainerConfig | None = None,
                 pool: PoolConfig | None = None, steps: int | None = None, epochs: float | None = None,
-                name: str = "loader", connect_timeout_s: float = 10.0, **unknown: Never) -> SubgraphLoader:
+                name: str = "loader", connect_timeout_s: float = 10.0, group: str | None = None,
+                **unknown: Never) -> SubgraphLoader:
         """A loader on a pipeline that runs elsewhere (``saintpipe serve ...``, compose, Kubernetes).
 
         Args:
@@ -111,6 +112,11 @@ class SubgraphLoader(IterableDataset[Minibatch]):
             trainer, pool: those sections as objects instead (then the file's are not read).
             steps, epochs, name, connect_timeout_s: the loader's options
                 (:class:`~saintpipe.loader.config.LoaderConfig`, which checks them).
+            group: read in this consumer group of the job's pool (registered here if it is not yet), so that
+                several loaders (the trials of your own Tune or Optuna loop) each see every subgraph; it sees
+                those put after it joined: register every group before the samplers start
+                (:class:`~saintpipe.loader.embedded.EmbeddedPipeline`'s ``groups``) for the whole stream. None:
+                the job's default group, shared with its trainers.
             unknown: no option has another name: one is refused with a ConfigError that names it (a type
                 checker refuses it already).
 
@@ -138,7 +144,12 @@ class SubgraphLoader(IterableDataset[Minibatch]):
             raise ConfigError(f"SubgraphLoader.connect needs {', '.join(missing)} (the pipeline's "
                               "--redis-url, --features, --data and --job)")
         address = PipelineAddress(redis_url=redis_url_with_password(url), features=features, data=Path(data),
-                                  pool=pool, trainer=trainer)
+                                  pool=pool, trainer=trainer, group=group)
+        if group is not None:
+            from saintpipe.services.pool.pool import SubgraphPool
+
+            with SubgraphPool.from_config(pool, url=address.redis_url) as joined:
+                joined.add_group(group)
         return cls(address, config)
 
     @classmethod

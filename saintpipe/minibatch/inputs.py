@@ -41,6 +41,9 @@ class PoolInputs:
             through a shard's restart, its TLS and token (``[trainer] feature_*``).
         prefetch: fetch the next subgraph and its features while the current one is used.
         cache: the feature client's trainer-side cache, or None.
+        group: the pool's consumer group this consumer reads in (None: the job's default group); a sweep's
+            trial, or a loader sharing the stream with others, reads in a group of its own
+            (:meth:`~saintpipe.services.pool.pool.SubgraphPool.add_group`).
 
     Raises:
         ServiceUnavailable: Redis or a feature shard cannot be reached (nothing stays open).
@@ -50,7 +53,7 @@ class PoolInputs:
                  pool: PoolConfig, redis_url: str,
                  shared_memory: str = "auto", retry_deadline_s: float = 60.0,
                  security: ClientSecurity | None = None, prefetch: bool = True,
-                 cache: CacheConfig | None = None) -> None:
+                 cache: CacheConfig | None = None, group: str | None = None) -> None:
         from saintpipe.services.feature_shard.client import FeatureClient
         from saintpipe.services.pool.pool import SubgraphPool
 
@@ -63,7 +66,8 @@ class PoolInputs:
                                         degrees=dataset.degrees() if cache and cache.static_rows else None,
                                         shared_memory=shared_memory, retry_deadline_s=retry_deadline_s,
                                         security=security)
-            self.pool = SubgraphPool.from_config(pool, url=redis_url)
+            self.pool = (SubgraphPool.from_config(pool, url=redis_url) if group is None
+                         else SubgraphPool.from_config(pool, url=redis_url, group=group))
         except BaseException:
             self.close()
             raise

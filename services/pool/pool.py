@@ -218,8 +218,8 @@ class SubgraphPool:
         self._link.call(self._link.client.ping, "connect")
 
     @classmethod
-    def from_config(cls, config: PoolConfig, url: str | None = None) -> SubgraphPool:
-        """Build a pool from a :class:`PoolConfig` (``url`` overrides ``config.url``)."""
+    def from_config(cls, config: PoolConfig, url: str | None = None, group: str = GROUP) -> SubgraphPool:
+        """Build a pool from a :class:`PoolConfig` (``url`` overrides ``config.url``), for consumer ``group``."""
         url = url or config.url
         if url is None:
             raise InvalidArgument("pool config has no url: start a RedisServer and pass its url")
@@ -227,7 +227,7 @@ class SubgraphPool:
                                     config.reconnect_timeout)
         settings = config.model_dump(include={"capacity", "visibility_timeout", "socket_timeout", "transport", "wire",
                                               "max_deliveries", "dead_letter_limit"})
-        return cls(url, config.job_id, reconnect=reconnect, **settings)
+        return cls(url, config.job_id, reconnect=reconnect, group=group, **settings)
 
     # -- producing ---------------------------------------------------------------------------------------
 

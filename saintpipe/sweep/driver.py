@@ -1,0 +1,289 @@
+"""Run a sweep: one set of services, a pool group per trial, the trials as Ray Tune trials.
+
+The services are the loader's embedded pipeline (:class:`~saintpipe.loader.embedded.EmbeddedPipeline`:
+Redis, the feature shards, a local Ray, the sampler service), which registers the first trials' pool groups
+before its samplers start, so those trials train on the very same stream of subgraphs from its first entry. A group that is registered but not read holds the pool
+back (an entry is released only once every registered group is done with it), so only the trials that can
+run at once have a group: when a trial ends, the next trial's group is registered before the ended one is
+removed (the job never falls back to its default group while trials remain) and the next trial, which
+starts in order, reads from there.
+
+Each trial is a Ray Tune function trainable (:func:`_trial`, one CPU) that assembles its trainer through
+:func:`saintpipe.trainer.assemble.assemble_trainer` with the trial's ``[trainer]`` settings, its pool
+group and its run directory ``<sweep dir>/trials/<trial>/``, and reports each validation to Tune (the
+scheduler, ASHA by default, stops the trials that fall behind). The driver's :class:`_GroupKeeper` (a Tune
+callback) reads the trial's pool account and removes its group as soon as it ends, whatever ended it, and
+adds its row to the results table (:mod:`saintpipe.sweep.results`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from saintpipe.core.config import load_config, read_config_file
+from saintpipe.core.errors import ConfigError
+from saintpipe.core.files import write_atomic
+from saintpipe.loader.embedded import EmbeddedPipeline
+from saintpipe.pipeline.config import PipelineConfig
+from saintpipe.pipeline.run_dir import CHECKPOINTS, stored_config, write_config
+from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.sweep.config import SweepConfig, Trial, check_space, expand
+from saintpipe.sweep.results import TRIALS, Results, TrialRow
+from saintpipe.trainer.assemble import TrainerSpec
+
+log = logging.getLogger(__name__)
+
+CONFIG = "config.json"  # the sweep's resolved configuration (what --resume reads back)
+SUMMARY = "summary.json"
+RESULT = "result.json"  # in a trial's directory: what its trainer returned (absent: it did not finish)
+
+
+@dataclass
+class SweepSummary:
+    """How the sweep went: its directory, its table, whether it was interrupted, the groups left at its end."""
+
+    sweep_dir: Path
+    results: Results
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    groups_left: list[str] = field(default_factory=list)
+
+    def best(self) -> TrialRow | None:
+        rows = [r for r in self.results.sorted() if not math.isnan(r.best_val)]
+        return rows[0] if rows else None
+
+    def to_json(self) -> str:
+        best = self.best()
+        return json.dumps({"sweep_dir": str(self.sweep_dir), "ran": self.ran, "skipped": self.skipped,
+                           "interrupted": self.interrupted, "groups_left": self.groups_left,
+                           "best_trial": best.trial if best else None,
+                           "best_run_dir": best.run_dir if best else None}, indent=2)
+
+
+def load_sweep(config_file: Path | None, data: Path | None, resume: Path | None,
+               environ: dict[str, str] | None = None) -> SweepConfig:
+    """The sweep's configuration: ``config_file`` (over the stored one of ``resume``), the environment,
+    ``--data``; its space checked.
+
+    Raises:
+        ConfigError: one line naming the file, variable or key at fault.
+    """
+    base = None
+    if resume is not None:
+        stored = resume / CONFIG
+        if not stored.is_file():
+            raise ConfigError(f"--resume {resume}: not a sweep directory (no {CONFIG})")
+        base = (str(stored), read_config_file(stored))
+    elif config_file is None:
+        raise ConfigError("--config: a sweep file is needed ([sweep] and [sweep.space]; docs/how-to/sweeps.md)")
+    config = load_config(SweepConfig, config_file, {"run": {"data": data}} if data is not None else None,
+                         environ, base=base)
+    check_space(config)
+    return config
+
+
+def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: TextIO | None = None) -> SweepSummary:
+    """Run the trials of ``config`` not done yet in ``sweep_dir``; returns how it went.
+
+    Raises:
+        ConfigError: bad input (found before anything starts).
+        ServiceUnavailable: a shared service did not come up.
+    """
+    import sys
+
+    out = out or sys.stdout
+    trials = expand(config)
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    sweep_dir = sweep_dir.resolve()
+    results = Results.read(sweep_dir) if resume else Results(sweep_dir)
+    done = {r.trial for r in results.rows.values() if r.done}
+    todo = [t for t in trials if t.trial_id not in done]
+    summary = SweepSummary(sweep_dir, results, ran=[t.trial_id for t in todo], skipped=sorted(done))
+    write_atomic(sweep_dir / CONFIG, stored_config(config).encode(), mode=0o600)  # [sweep] too
+    if done:
+        print(f"resuming: {len(done)} trial(s) done before ({', '.join(sorted(done))}), {len(todo)} to run "
+              f"({'from their checkpoints where they have one' if config.run.checkpoints else 'from scratch'})",
+              file=out, flush=True)
+    if not todo:
+        return summary
+    concurrent = min(config.trials_at_a_time(), len(todo))
+    services_cfg = config.services_config()
+    print(f"sweep: {len(trials)} trial(s), {len(todo)} to run, {concurrent} at a time, scheduler "
+          f"{config.sweep.scheduler}; sweep directory {sweep_dir}", file=out, flush=True)
+    services = EmbeddedPipeline(services_cfg, [t.trial_id for t in todo[:concurrent]])
+    interrupted = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: interrupted.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with services:
+            for s in previous:  # ray.init installed its own
+                signal.signal(s, lambda *_: interrupted.set())
+            specs = {t.trial_id: _trial_spec(config, services, t, sweep_dir) for t in todo}
+            with SubgraphPool.from_config(services_cfg.pool, url=services.redis_url) as pool:
+                keeper = _GroupKeeper(pool, results, todo, concurrent, interrupted)
+                if not interrupted.is_set():
+                    _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
+                summary.groups_left = pool.groups()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    summary.interrupted = interrupted.is_set()
+    write_atomic(sweep_dir / SUMMARY, (summary.to_json() + "\n").encode())
+    return summary
+
+
+def _trial_spec(config: SweepConfig, services: EmbeddedPipeline, trial: Trial, sweep_dir: Path) -> TrainerSpec:
+    """The trial's trainer: its settings, its pool group, its run directory (with the config.json ``saintpipe
+    run`` writes, so that ``saintpipe predict <trial dir>`` and ``embed`` work there)."""
+    run_dir = sweep_dir / TRIALS / trial.trial_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = trial.trainer.model_copy(update={
+        "feature_token_file": services.feature_token_file, "sample_graph": config.samplers.graph,
+        "checkpoint_dir": run_dir / CHECKPOINTS if config.run.checkpoints else None})
+    run = config.run.model_copy(update={"run_dir": run_dir, "data": services.data_dir.resolve(), "trainers": 1})
+    fields = {name: getattr(config, name) for name in PipelineConfig.model_fields}
+    write_config(run_dir, PipelineConfig.model_construct(**{**fields, "run": run, "trainer": trainer}))
+    return TrainerSpec(job=config.pool.job_id, dataset_dir=str(services.data_dir.resolve()),
+                       pool_url=services.redis_url, feature_addresses=services.shards.addresses, config=trainer,
+                       pool=config.pool, output_dir=str(run_dir), group=trial.trial_id)
+
+
+def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec]) -> None:
+    """One trial, in its Tune actor: train on its group's stream, report each validation, keep the result."""
+    from ray import tune
+
+    from saintpipe.trainer.assemble import assemble_trainer
+
+    spec = specs[config["trial"]]
+
+    def report(epoch: float, score: float, step: int) -> None:
+        tune.report({"val_score": score, "epoch": epoch, "step": step})
+
+    result = assemble_trainer(spec, threads=1, on_validation=report).run()
+    out = {"test_score": result.test_score, "val_score": result.val_score, "steps": result.steps,
+           "epochs": result.epochs, "stopped_early": result.stopped_early}
+    assert spec.output_dir is not None
+    write_atomic(Path(spec.output_dir) / RESULT, json.dumps(out).encode())
+
+
+class _GroupKeeper:
+    """Keeps the pool's groups to the trials that run or start next, and the results table, as trials end."""
+
+    def __init__(self, pool: SubgraphPool, results: Results, todo: list[Trial], concurrent: int,
+                 interrupted: threading.Event) -> None:
+        self.pool, self.results, self.interrupted = pool, results, interrupted
+        self.trials = {t.trial_id: t for t in todo}
+        self.waiting = [t.trial_id for t in todo[concurrent:]]  # in Tune's order; no group yet
+        self.lock = threading.Lock()
+
+    def started(self, trial_id: str) -> None:
+        with self.lock:
+            if trial_id in self.waiting:  # Tune started it out of order: it joins the stream from here
+                self.waiting.remove(trial_id)
+            self.pool.add_group(trial_id)
+
+    def ended(self, trial_id: str, run_dir: Path, error: str = "") -> None:
+        with self.lock:
+            s = self.pool.stats(group=trial_id)
+            account = {"produced": s.produced, "acknowledged": s.acknowledged, "waiting": s.depth,
+                       "pending": s.pending, "dead_lettered": s.dead_lettered}
+            if self.waiting and not self.interrupted.is_set():  # never zero groups while trials remain
+                self.pool.add_group(self.waiting.pop(0))
+            self.pool.remove_group(trial_id)
+            self.results.add(_row(self.trials[trial_id], run_dir, account, error, self.interrupted.is_set()))
+
+
+def _row(trial: Trial, run_dir: Path, account: dict[str, int], error: str, interrupted: bool) -> TrialRow:
+    """The trial's line: from its result.json when its trainer finished, else from its metrics.jsonl."""
+    best, test, steps = math.nan, math.nan, 0
+    finished: dict[str, Any] | None = None
+    if (run_dir / RESULT).is_file():
+        finished = json.loads((run_dir / RESULT).read_text())
+    metrics = run_dir / "metrics.jsonl"
+    if metrics.is_file():
+        for line in metrics.read_text().splitlines():
+            row = json.loads(line)
+            steps = max(steps, int(row.get("step") or 0))
+            if row.get("val_score") is not None and (math.isnan(best) or row["val_score"] > best):
+                best = float(row["val_score"])
+    if error:
+        stopped_by = "failed"
+    elif finished is not None:
+        stopped_by = "early stopped" if finished["stopped_early"] else "finished"
+        best, test, steps = float(finished["val_score"]), float(finished["test_score"]), int(finished["steps"])
+    else:
+        stopped_by = "interrupted" if interrupted else "ASHA"
+    return TrialRow(trial.trial_id, trial.settings, best, test, steps, stopped_by, str(run_dir), account, error)
+
+
+def _tune(config: SweepConfig, specs: dict[str, TrainerSpec], todo: list[Trial], concurrent: int,
+          keeper: _GroupKeeper, interrupted: threading.Event, sweep_dir: Path) -> None:
+    os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # the sweep's own handler ends it (and says so)
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    class Keeper(tune.Callback):
+        """Tells the group keeper when a trial starts and ends (Tune pickles its callbacks with the experiment's
+        state: the keeper, its lock and its pool stay out of the pickle)."""
+
+        def __init__(self, keeper: _GroupKeeper | None) -> None:
+            self.keeper = keeper
+
+        def __getstate__(self) -> dict[str, Any]:
+            return {"keeper": None}
+
+        def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            if self.keeper is not None:
+                self.keeper.started(trial.config["trial"])
+
+        def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            if self.keeper is not None:
+                self.keeper.ended(trial.config["trial"], sweep_dir / TRIALS / trial.config["trial"])
+
+        def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+            if self.keeper is not None:
+                self.keeper.ended(trial.config["trial"], sweep_dir / TRIALS / trial.config["trial"],
+                                  error=str(trial.error_file or "failed"))
+
+    class Interrupt(tune.Stopper):
+        """Ends the whole experiment once the sweep was asked to stop (SIGINT, SIGTERM)."""
+
+        def __init__(self, event: threading.Event | None) -> None:
+            self.event = event
+
+        def __getstate__(self) -> dict[str, Any]:
+            return {"event": None}
+
+        def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return self.event is not None and self.event.is_set()
+
+    s = config.sweep
+    if s.scheduler == "asha":
+        longest = max(math.ceil(t.trainer.epochs / t.trainer.eval_every) for t in todo)
+        scheduler: Any = ASHAScheduler(time_attr="training_iteration", grace_period=s.grace_period,
+                                       reduction_factor=s.reduction_factor,
+                                       # past the last validation: a trial's end is its own (result.json), not a cut
+                                       max_t=max(longest, s.grace_period) + 1)
+    else:
+        scheduler = FIFOScheduler()
+    trainable = tune.with_resources(tune.with_parameters(_trial, specs=specs), {"cpu": 1})
+    tuner = tune.Tuner(
+        trainable, param_space={"trial": tune.grid_search([t.trial_id for t in todo])},
+        tune_config=tune.TuneConfig(metric=s.metric, mode="max", scheduler=scheduler,
+                                    max_concurrent_trials=concurrent),
+        run_config=tune.RunConfig(name=f"tune-{time.strftime('%Y%m%d-%H%M%S')}", storage_path=str(sweep_dir),
+                                  callbacks=[Keeper(keeper)], stop=Interrupt(interrupted), verbose=0,
+                                  failure_config=tune.FailureConfig(max_failures=0)))
+    tuner.fit()

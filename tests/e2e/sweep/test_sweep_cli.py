@@ -1,0 +1,129 @@
+"""``saintpipe sweep`` through the real console script: trials on one set of services, each in a pool group of
+its own; the results table; ASHA stopping a trial and its group gone; predict on the best trial; --resume after
+an interrupt without running the finished trial again; bad input refused before anything starts."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tests.support.cli import ROOT, run_cli, saintpipe_command
+from tests.support.pipeline import small_dataset
+
+pytestmark = pytest.mark.serial
+
+SHARED = """
+[run]
+progress = false
+metrics = false
+[samplers]
+workers = 1
+[trainer]
+patience = 0
+{trainer}
+[trainer.model]
+hidden = [32, 32]
+"""
+
+
+def sweep_file(path: Path, trainer: str, sweep: str, space: str) -> Path:
+    path.write_text(f"{SHARED.format(trainer=trainer)}\n[sweep]\n{sweep}\n[sweep.space]\n{space}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return small_dataset(tmp_path_factory.mktemp("sweep-data") / "demo")
+
+
+def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account(data, tmp_path):
+    # the lr 1e-5 trial comes last: at its first rung two better trials are there already, so ASHA stops it
+    config = sweep_file(tmp_path / "sweep.toml", "epochs = 3", "concurrent = 2\ngrace_period = 1\nreduction_factor = 2",
+                        '"model.lr" = {grid = [0.02, 0.01, 0.00001]}')
+    sweep_dir = tmp_path / "sweep"
+    done = run_cli("sweep", "--config", str(config), "--data", str(data), "--sweep-dir", str(sweep_dir), "--json",
+                   env={"SAINTPIPE_HOME": str(tmp_path / "home")}, timeout=240)
+    rows = json.loads((sweep_dir / "results.json").read_text())["trials"]
+    assert sorted(r["trial"] for r in rows) == ["trial-000", "trial-001", "trial-002"]
+    vals = [r["best_val"] for r in rows]
+    assert vals == sorted(vals, reverse=True)  # best validation first
+    with open(sweep_dir / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [r["trial"] for r in table] == [r["trial"] for r in rows]
+    assert {r["settings"] for r in table} == {"model.lr=0.02", "model.lr=0.01", "model.lr=1e-05"}
+    for r in rows:
+        assert r["stopped_by"] in ("finished", "ASHA") and r["steps"] > 0
+        run_dir = Path(r["run_dir"])
+        assert run_dir == sweep_dir / "trials" / r["trial"]
+        assert (run_dir / "config.json").is_file() and (run_dir / "metrics.jsonl").is_file()
+        assert (run_dir / "best.pt").is_file()
+        p = r["pool"]  # read just before its group was removed
+        assert p["produced"] > 0 and p["acknowledged"] > 0
+        assert p["produced"] == p["acknowledged"] + p["waiting"] + p["pending"] + p["dead_lettered"]
+        if r["stopped_by"] == "finished":
+            assert (run_dir / "final.pt").is_file() and r["test_score"] is not None
+    by_id = {r["trial"]: r for r in rows}
+    assert by_id["trial-002"]["stopped_by"] == "ASHA"
+    summary = json.loads((sweep_dir / "summary.json").read_text())
+    assert summary["groups_left"] == [] and summary["interrupted"] is False
+    assert done.stdout.rstrip().splitlines()[-1].startswith("{") or "best trial" in done.stdout
+    best = rows[0]
+    assert f"best trial       {best['trial']}" in done.stdout and best["run_dir"] in done.stdout
+    # the best trial's model works as a run's does
+    predicted = run_cli("predict", best["run_dir"], "--nodes", "test", "--out", str(tmp_path / "p.npy"))
+    assert "predictions" in predicted.stderr
+    run_cli("embed", best["run_dir"], "--out", str(tmp_path / "e.npy"))
+    assert (tmp_path / "e.npy").is_file()
+
+
+def test_resume_goes_on_without_running_the_finished_trial_again(data, tmp_path):
+    config = sweep_file(tmp_path / "sweep.toml", "epochs = 2", 'trials = 2\nconcurrent = 1\nscheduler = "none"',
+                        '"model.lr" = {loguniform = [0.005, 0.05]}')
+    sweep_dir = tmp_path / "sweep"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "SAINTPIPE_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([*saintpipe_command(), "sweep", "--config", str(config), "--data", str(data),
+                             "--sweep-dir", str(sweep_dir)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    results = sweep_dir / "results.json"
+    deadline = time.monotonic() + 150
+    while not results.is_file() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert results.is_file(), "the first trial never ended"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"saintpipe sweep --resume {sweep_dir}" in err
+    first = json.loads(results.read_text())["trials"]
+    finished = [r for r in first if r["stopped_by"] == "finished"]
+    assert [r["trial"] for r in finished] == ["trial-000"]
+    kept = (sweep_dir / "trials" / "trial-000" / "metrics.jsonl").read_text()
+
+    done = run_cli("sweep", "--resume", str(sweep_dir), env={"SAINTPIPE_HOME": str(tmp_path / "home")}, timeout=200)
+    assert "resuming: 1 trial(s) done before (trial-000), 1 to run" in done.stdout
+    summary = json.loads((sweep_dir / "summary.json").read_text())
+    assert summary["ran"] == ["trial-001"] and summary["skipped"] == ["trial-000"]
+    rows = {r["trial"]: r for r in json.loads(results.read_text())["trials"]}
+    assert rows["trial-000"] == finished[0]  # not run again
+    assert rows["trial-001"]["stopped_by"] == "finished"
+    assert (sweep_dir / "trials" / "trial-000" / "metrics.jsonl").read_text() == kept
+
+
+@pytest.mark.parametrize("space, words", [
+    ('"sampler.roots" = {choice = [100]}', "sampler settings are shared by the sweep's trials: set them in [samplers]"),
+    ('"model.lr" = {loguniform = [0, 0.1]}', 'sweep.space."model.lr": loguniform cannot be sampled'),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_started(tmp_path, space, words):
+    config = sweep_file(tmp_path / "sweep.toml", "", "", space)
+    sweep_dir = tmp_path / "sweep"
+    done = run_cli("sweep", "--config", str(config), "--sweep-dir", str(sweep_dir), check=False,
+                   env={"SAINTPIPE_HOME": str(tmp_path / "home")})
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+    assert not sweep_dir.exists() and not (tmp_path / "home").exists()  # no directory, no demo dataset
