@@ -14,7 +14,7 @@ def test_every_command_is_on_the_page(reference) -> None:
     for sub, _, _ in reference.commands(parser):
         if sub is not parser:
             assert f"# {sub.prog} {{#" in page, sub.prog
-    top = {"data", "run", "warmup", "predict", "embed", "serve", "bench", "doctor", "certs"}
+    top = {"data", "run", "sweep", "warmup", "predict", "embed", "serve", "bench", "doctor", "certs"}
     # one page per command, titled with it, its subcommands on it
     assert all(pages[f"reference/cli/{name}.md"].startswith(f"# saintpipe {name} {{#") for name in top)
     assert "## saintpipe data import {#" in pages["reference/cli/data.md"]
