@@ -425,10 +425,13 @@ def config_roots() -> list[ConfigRoot]:
     from saintpipe.services.feature_shard import config as feature_shard
     from saintpipe.services.pool.config import PoolConfig
     from saintpipe.services.sampler_service import config as sampler_service
+    from saintpipe.sweep.config import SweepConfig
     from saintpipe.trainer.config import TrainerConfig
 
     return [
         ConfigRoot("saintpipe run", (), PipelineConfig, PipelineConfig.model_validate({})),
+        # a sweep file is a run's config plus [sweep]: the run's sections are referred to, not repeated
+        ConfigRoot("saintpipe sweep", (), SweepConfig, SweepConfig.model_validate({})),
         ConfigRoot("saintpipe serve samplers", (sampler_service.SECTION,), sampler_service.SamplerServiceConfig),
         ConfigRoot("saintpipe serve trainer", ("trainer",), TrainerConfig),
         ConfigRoot("saintpipe serve trainer", ("pool",), PoolConfig),
