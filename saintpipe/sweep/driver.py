@@ -49,7 +49,8 @@ RESULT = "result.json"  # in a trial's directory: what its trainer returned (abs
 
 @dataclass
 class SweepSummary:
-    """How the sweep went: its directory, its table, whether it was interrupted, the groups left at its end."""
+    """How the sweep went: its directory, its table, whether it was interrupted, the pool groups of trials
+    that had not ended when it did (a trial's group is released as it ends; the last one with the job)."""
 
     sweep_dir: Path
     results: Results
@@ -132,7 +133,8 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
                 keeper = _GroupKeeper(pool, results, todo, concurrent, interrupted)
                 if not interrupted.is_set():
                     _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
-                summary.groups_left = pool.groups()
+                # groups of trials that had not ended (a trial's group is released when it ends)
+                summary.groups_left = [g for g in pool.groups() if g not in keeper.ended_trials]
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
@@ -183,6 +185,7 @@ class _GroupKeeper:
         self.pool, self.results, self.interrupted = pool, results, interrupted
         self.trials = {t.trial_id: t for t in todo}
         self.waiting = [t.trial_id for t in todo[concurrent:]]  # in Tune's order; no group yet
+        self.ended_trials: set[str] = set()
         self.lock = threading.Lock()
 
     def started(self, trial_id: str) -> None:
@@ -198,7 +201,11 @@ class _GroupKeeper:
                        "pending": s.pending, "dead_lettered": s.dead_lettered}
             if self.waiting and not self.interrupted.is_set():  # never zero groups while trials remain
                 self.pool.add_group(self.waiting.pop(0))
-            self.pool.remove_group(trial_id)
+            # The job's last group stays (the pool refuses to remove it: producers would fill a stream no
+            # group reads); it goes with the services when the sweep ends.
+            if self.pool.groups() != [trial_id]:
+                self.pool.remove_group(trial_id)
+            self.ended_trials.add(trial_id)
             self.results.add(_row(self.trials[trial_id], run_dir, account, error, self.interrupted.is_set()))
 
 
