@@ -220,11 +220,9 @@ class ConfigRoot(NamedTuple):
 
 
 def _optional(annotation: Any) -> Any:
-    if get_origin(annotation) in (Union, types.UnionType):
-        rest = [a for a in get_args(annotation) if a is not type(None)]
-        if len(rest) == 1:
-            return rest[0]
-    return annotation
+    from saintpipe.core.model_flags import without_none
+
+    return without_none(annotation)
 
 
 def _members(annotation: Any) -> list[Any]:

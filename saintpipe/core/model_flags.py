@@ -110,7 +110,7 @@ def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str)
     if not info.description:
         raise TypeError(f"{where}: the field has no description (its flag's help)")
     description = " ".join(info.description.split()).rstrip(".")
-    base = _base(info.annotation)
+    base = without_none(info.annotation)
     default = None if info.is_required() else info.get_default(call_default_factory=True)
     notes: list[str] = []
     kwargs: dict[str, Any] = {}
@@ -139,7 +139,7 @@ def _argument(model: type[pydantic.BaseModel], field: str, info: Any, flag: str)
     return kwargs
 
 
-def _base(annotation: Any) -> Any:
+def without_none(annotation: Any) -> Any:
     """The annotation without ``None`` (``int | None`` is ``int``); a union of other types stays a union."""
     if get_origin(annotation) in (Union, types.UnionType):
         rest = [a for a in get_args(annotation) if a is not type(None)]
@@ -164,7 +164,7 @@ def field_bounds(info: Any) -> Bounds:
             high, high_open = item.le, False
         elif isinstance(item, annotated_types.Lt):
             high, high_open = item.lt, True
-    if _base(info.annotation) is int:
+    if without_none(info.annotation) is int:
         return Bounds(low if math.isinf(low) else int(low) + low_open,
                       high if math.isinf(high) else int(high) - high_open)
     return Bounds(float(low), float(high), low_open, high_open)
