@@ -18,7 +18,8 @@ defaults, ``[run]``) with a ``[sweep]`` section::
 
 Every key of the space is a dotted ``[trainer]`` field; every value is checked against the trainer's own
 validation before anything starts (:func:`check_space`), and :func:`expand` draws the trial list from
-``seed`` up front: the sweep registers one pool group per trial before the samplers put anything.
+``seed`` up front: the sweep registers the pool groups of the first trials to run before the samplers put
+anything, and each later trial's as an earlier one ends (:mod:`saintpipe.sweep.driver`).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ SWEEP_OWNED = {"checkpoint_dir": "the sweep keeps each trial's checkpoints in it
                "feature_token_file": "the sweep's feature shards make their own token",
                "sample_graph": "it follows [samplers] graph, shared by the trials"}
 # Sections shared by every trial, for the message that refuses a key of theirs in the space.
-SHARED: dict[str, tuple[type[pydantic.BaseModel], str]] = {"samplers": (SamplersSection, "sampler settings are shared by the sweep's trials: set them in [samplers]"),
-          "pool": (PoolConfig, "pool settings are shared by the sweep's trials: set them in [pool]"),
-          "run": (RunConfig, "run settings are shared by the sweep's trials: set them in [run]")}
+SHARED: dict[str, tuple[type[pydantic.BaseModel], str]] = {
+    section: (model, f"{kind} settings are shared by the sweep's trials: set them in [{section}]")
+    for section, model, kind in (("samplers", SamplersSection, "sampler"), ("pool", PoolConfig, "pool"),
+                                 ("run", RunConfig, "run"))}
 
 
 class SweepSection(StrictModel):
@@ -128,13 +130,9 @@ class Trial:
 
 def nested(key: str, value: Any) -> dict[str, Any]:
     """``"model.lr", 0.01`` -> ``{"model": {"lr": 0.01}}``."""
-    out: dict[str, Any] = {}
-    node = out
-    parts = key.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = value
-    return out
+    for part in reversed(key.split(".")):
+        value = {part: value}
+    return value
 
 
 def _field_problem(key: str) -> str | None:

@@ -37,6 +37,19 @@ def leftovers(client, job: str) -> tuple[int, list[bytes]]:
     return len(keys), fields
 
 
+def put_in_background(url: str, job: str, capacity: int, subgraph) -> threading.Event:
+    """A producer's put on a thread of its own (it may wait for room); the event is set once it returned."""
+    done = threading.Event()
+
+    def put() -> None:
+        with SubgraphPool(url, job, capacity=capacity) as pool:
+            pool.put(subgraph)
+        done.set()
+
+    threading.Thread(target=put, daemon=True).start()
+    return done
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_every_group_sees_every_entry_exactly_once(redis_server, n):
     job = f"fan{n}"
@@ -82,14 +95,7 @@ def test_backpressure_follows_the_slowest_group(redis_server):
     with pytest.raises(SaintpipeTimeout):
         producer.put(sg(3, "slow"), timeout=0.3)
 
-    done = threading.Event()
-
-    def blocked() -> None:
-        with SubgraphPool(redis_server.url, "slow", capacity=3) as p:
-            p.put(sg(4, "slow"))
-        done.set()
-
-    threading.Thread(target=blocked, daemon=True).start()
+    done = put_in_background(redis_server.url, "slow", 3, sg(4, "slow"))
     assert not done.wait(0.5), "put returned although the slow group held capacity entries"
     entry = c["slow"].get("s", timeout=0)
     assert not done.wait(0.3), "a delivered entry still counts"
@@ -107,14 +113,7 @@ def test_removing_the_slow_group_releases_its_entries_and_unblocks_the_producer(
         c["fast"].ack(c["fast"].get("f", timeout=0).entry_id)
     held = c["slow"].get("s", timeout=0)  # one delivered and pending (its bytes copied), three never delivered
     assert held is not None
-    done = threading.Event()
-
-    def blocked() -> None:
-        with SubgraphPool(redis_server.url, "gone", capacity=4) as p:
-            p.put(sg(9, "gone"))
-        done.set()
-
-    threading.Thread(target=blocked, daemon=True).start()
+    done = put_in_background(redis_server.url, "gone", 4, sg(9, "gone"))
     assert not done.wait(0.3)
     started = time.monotonic()
     assert producer.remove_group("slow") == 4
