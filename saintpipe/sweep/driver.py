@@ -50,7 +50,8 @@ RESULT = "result.json"  # in a trial's directory: what its trainer returned (abs
 @dataclass
 class SweepSummary:
     """How the sweep went: its directory, its table, whether it was interrupted, the pool groups of trials
-    that had not ended when it did (a trial's group is released as it ends; the last one with the job)."""
+    that had not ended when it did (a trial's group is released as it ends; the last one with the job), and
+    the shared samplers' CPU seconds (:meth:`LocalPipeline.sampler_cpu_seconds`; NaN when not read)."""
 
     sweep_dir: Path
     results: Results
@@ -58,6 +59,8 @@ class SweepSummary:
     skipped: list[str] = field(default_factory=list)
     interrupted: bool = False
     groups_left: list[str] = field(default_factory=list)
+    sampler_cpu_s: float = math.nan
+    sampler_producing_cpu_s: float = math.nan
 
     def best(self) -> TrialRow | None:
         rows = [r for r in self.results.sorted() if not math.isnan(r.best_val)]
@@ -65,10 +68,12 @@ class SweepSummary:
 
     def to_json(self) -> str:
         best = self.best()
+        cpu = {"sampler_cpu_s": self.sampler_cpu_s, "sampler_producing_cpu_s": self.sampler_producing_cpu_s}
         return json.dumps({"sweep_dir": str(self.sweep_dir), "ran": self.ran, "skipped": self.skipped,
                            "interrupted": self.interrupted, "groups_left": self.groups_left,
                            "best_trial": best.trial if best else None,
-                           "best_run_dir": best.run_dir if best else None}, indent=2)
+                           "best_run_dir": best.run_dir if best else None,
+                           **{k: None if math.isnan(v) else v for k, v in cpu.items()}}, indent=2)
 
 
 def load_sweep(config_file: Path | None, data: Path | None, resume: Path | None,
@@ -135,6 +140,10 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
                     _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
                 # groups of trials that had not ended (a trial's group is released when it ends)
                 summary.groups_left = [g for g in pool.groups() if g not in keeper.ended_trials]
+            try:
+                summary.sampler_cpu_s, summary.sampler_producing_cpu_s = services.sampler_cpu_seconds()
+            except Exception as exc:  # noqa: BLE001 - a figure for benchmarks: the sweep's results stand without it
+                log.warning("the samplers' CPU seconds could not be read: %s", exc)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
