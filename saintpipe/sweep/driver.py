@@ -37,7 +37,7 @@ from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.run_dir import CHECKPOINTS, stored_config, write_config
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.sweep.config import SweepConfig, Trial, check_space, expand
-from saintpipe.sweep.results import TRIALS, Results, TrialRow
+from saintpipe.sweep.results import TRIALS, Results, TrialRow, best_test_score
 from saintpipe.trainer.assemble import TrainerSpec
 
 log = logging.getLogger(__name__)
@@ -238,6 +238,8 @@ def _row(trial: Trial, run_dir: Path, account: dict[str, int], error: str, inter
         best, test, steps = float(finished["val_score"]), float(finished["test_score"]), int(finished["steps"])
     else:
         stopped_by = "interrupted" if interrupted else "ASHA"
+    if finished is None:  # Tune stopped it before its final scoring: its best weights' own test score
+        test = best_test_score(run_dir)
     return TrialRow(trial.trial_id, trial.settings, best, test, steps, stopped_by, str(run_dir), account, error)
 
 
