@@ -177,7 +177,8 @@ def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec]) -> None:
     spec = specs[config["trial"]]
 
     def report(epoch: float, score: float, step: int) -> None:
-        tune.report({"val_score": score, "epoch": epoch, "step": step})
+        # reported_at: when, so that the moment ASHA stopped a trial on this report can be read back
+        tune.report({"val_score": score, "epoch": epoch, "step": step, "reported_at": time.time()})
 
     result = assemble_trainer(spec, threads=1, on_validation=report).run()
     out = {"test_score": result.test_score, "val_score": result.val_score, "steps": result.steps,
