@@ -167,7 +167,7 @@ def _bench(args: argparse.Namespace) -> int:
               "concurrent": setup.concurrent, "seeds": setup.seeds, "sampler workers": 1,
               "hidden": setup.hidden or "the run's default", **({"workdir": str(work)} if args.workdir else {})}
     emit_report("sweep", rows, params=params, summary=summary, as_json=args.json,
-                columns=["arm", "trainings", "wall_s", "sampler_cpu_s", "producing_cpu_s", "steps",
+                columns=["arm", "trainings", "wall_s", "subgraphs", "sampler_cpu_s", "producing_cpu_s", "steps",
                          "cpu_ms_per_step", "best_lr", "best_val", "best_test", "accounts_add_up"])
     return 0
 
@@ -235,7 +235,7 @@ def run_once(setup: Setup, run_dir: Path, env: dict[str, str], lr: float, job: s
     adds_up = bool(pool) and pool["produced"] == (pool["trained"] + pool["waiting"] + pool["pending"]
                                                   + pool["dead_lettered"])
     return {"lr": lr, "seed": seed, "wall_s": wall, "steps": int(summary["steps"]),
-            "sampler_cpu_s": _or(summary.get("sampler_cpu_s"), math.nan),
+            "subgraphs": int(pool.get("produced", 0)), "sampler_cpu_s": _or(summary.get("sampler_cpu_s"), math.nan),
             "producing_cpu_s": _or(summary.get("sampler_producing_cpu_s"), math.nan),
             "val_score": _or(summary.get("val_score"), math.nan), "test_score": _or(summary.get("test_score"), math.nan),
             "account_adds_up": adds_up}
@@ -272,6 +272,8 @@ def figures(setup: Setup, sweep: dict[str, Any], runs: list[dict[str, Any]], bes
     s_cpu = _or(sweep["summary"].get("sampler_cpu_s"), math.nan)
     s_producing = _or(sweep["summary"].get("sampler_producing_cpu_s"), math.nan)
     sweep_row = {"arm": "sweep", "trainings": f"1 sweep, {len(trials)} trials", "wall_s": sweep["wall_s"],
+                 # the job's count when the last trial's group was read (the samplers stop soon after)
+                 "subgraphs": max((t["pool"].get("produced", 0) for t in trials), default=0),
                  "sampler_cpu_s": s_cpu, "producing_cpu_s": s_producing, "steps": s_steps,
                  "cpu_ms_per_step": _per_step_ms(s_cpu, s_steps),
                  "best_lr": lr_of[top["trial"]] if top else math.nan,
@@ -281,6 +283,7 @@ def figures(setup: Setup, sweep: dict[str, Any], runs: list[dict[str, Any]], bes
     r_steps = sum(r["steps"] for r in runs)
     r_cpu = sum(r["sampler_cpu_s"] for r in runs)
     separate_row = {"arm": "separate", "trainings": f"{len(runs)} runs", "wall_s": sum(r["wall_s"] for r in runs),
+                    "subgraphs": sum(r["subgraphs"] for r in runs),
                     "sampler_cpu_s": r_cpu, "producing_cpu_s": sum(r["producing_cpu_s"] for r in runs),
                     "steps": r_steps, "cpu_ms_per_step": _per_step_ms(r_cpu, r_steps), "best_lr": runs[best]["lr"],
                     "best_val": runs[best]["val_score"], "best_test": runs[best]["test_score"],

@@ -19,7 +19,7 @@ def trial(name: str, lr: float, val: float | None, test: float | None, steps: in
 
 
 def run(lr: float, val: float, test: float, steps: int = 30, cpu: float = 6.0, seed: int = 0) -> dict:
-    return {"lr": lr, "seed": seed, "wall_s": 20.0, "steps": steps, "sampler_cpu_s": cpu, "producing_cpu_s": cpu / 2,
+    return {"lr": lr, "seed": seed, "wall_s": 20.0, "steps": steps, "subgraphs": 40, "sampler_cpu_s": cpu, "producing_cpu_s": cpu / 2,
             "val_score": val, "test_score": test, "account_adds_up": True}
 
 
@@ -37,6 +37,7 @@ def test_the_rows_sum_each_arm_and_the_summary_holds_the_ratios_beside_their_tar
     rows, s = figures(SETUP, sweep(TRIALS), RUNS, best=0, noise=[run(0.02, 0.89, 0.88, seed=1)])
     swept, separate = rows
     assert (swept["steps"], separate["steps"]) == (70, 90)
+    assert (swept["subgraphs"], separate["subgraphs"]) == (40, 120)  # the stream drawn once, and three times
     assert swept["cpu_ms_per_step"] == 1e3 * 4.5 / 70 and separate["cpu_ms_per_step"] == 1e3 * 18.0 / 90
     assert (swept["best_lr"], swept["best_test"], separate["best_lr"], separate["best_test"]) == (0.02, 0.91, 0.02, 0.9)
     assert math.isclose(s["sampler_cpu_per_step_ratio"], (4.5 / 70) / (18.0 / 90))
