@@ -42,6 +42,7 @@ def test_the_rows_sum_each_arm_and_the_summary_holds_the_ratios_beside_their_tar
     assert (swept["best_lr"], swept["best_test"], separate["best_lr"], separate["best_test"]) == (0.02, 0.91, 0.02, 0.9)
     assert math.isclose(s["sampler_cpu_per_step_ratio"], (4.5 / 70) / (18.0 / 90))
     assert s["sampler_cpu_per_step_target"] == "<= 0.35: met"  # 0.32
+    assert s["sampler_cpu_total_ratio"] == 4.5 / 18.0
     assert s["wall_ratio"] == 0.5 and s["wall_target"] == "<= 0.7: met"
     assert math.isclose(s["best_test_difference"], 0.01) and math.isclose(s["seed_noise"], 0.02)
     assert s["within_noise"] is True
