@@ -206,15 +206,12 @@ class SubgraphPool:
         self.group = group
         keys = JobKeys(job_id, group)
         self.stream_key, self.counters_key, self.at_key = keys.stream, keys.counters, keys.at
-        acks = AckQueue(job_id)
-        self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, acks)
+        self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, AckQueue(job_id))
         self._slots = ProducerSlots(url, job_id, keys.stream, self._link)
-        self._producer = Producer(job_id, capacity, self.transport, keys, self._link, acks, self._slots)
-        self._dead = DeadLetters(job_id, keys, self._link, dead_letter_limit)
-        self._consumer = Consumer(
-            job_id, self.visibility_timeout, socket_timeout, keys, self._link, acks, self._dead, max_deliveries
-        )
-        self._accounting = Accounting(job_id, capacity, keys, self._link, self._slots)
+        self._producer = Producer(capacity, self.transport, self._link, self._slots)
+        self._dead = DeadLetters(self._link, dead_letter_limit)
+        self._consumer = Consumer(self.visibility_timeout, socket_timeout, self._link, self._dead, max_deliveries)
+        self._accounting = Accounting(capacity, self._link, self._slots)
         self._link.call(self._link.client.ping, "connect")
 
     @classmethod
