@@ -117,23 +117,23 @@ _CLIP = np.uint64(0x8CB92BA72F3D8DD7)  # separates the clipping keys from the sl
 
 
 @njit(cache=True, nogil=True)
-def _sift_down_max(keys, idx, i, size):
-    """Restore the max-heap property of ``keys`` (with ``idx`` alongside) below position ``i``."""
+def sift_down(keys, values, i, size):
+    """Restore the min-heap property of ``keys[:size]`` (with ``values`` alongside) below position ``i``."""
     key = keys[i]
-    at = idx[i]
+    value = values[i]
     while True:
         child = 2 * i + 1
         if child >= size:
             break
-        if child + 1 < size and keys[child + 1] > keys[child]:
+        if child + 1 < size and keys[child + 1] < keys[child]:
             child += 1
-        if keys[child] <= key:
+        if keys[child] >= key:
             break
         keys[i] = keys[child]
-        idx[i] = idx[child]
+        values[i] = values[child]
         i = child
     keys[i] = key
-    idx[i] = at
+    values[i] = value
 
 
 @njit(cache=True, nogil=True)
@@ -152,20 +152,21 @@ def clip_nodes_dependent(chain, step, kappa, bits, sel, count, multiple):
     if drop == 0:
         return count
     c, t, k = np.uint64(chain) ^ _CLIP, np.uint64(step), np.uint64(kappa)
-    keys = np.empty(drop, dtype=np.uint64)  # a max-heap of the drop smallest keys seen so far
+    # The drop smallest keys seen so far, complemented (~key) so that the min-heap holds the largest on top.
+    keys = np.empty(drop, dtype=np.uint64)
     idx = np.empty(drop, dtype=np.int64)
     for i in range(count):
         key = slot_seed(c, np.uint64(sel[i]), t, k)
         if i < drop:
-            keys[i] = key
+            keys[i] = ~key
             idx[i] = i
             if i == drop - 1:
                 for j in range(drop // 2 - 1, -1, -1):
-                    _sift_down_max(keys, idx, j, drop)
-        elif key < keys[0]:
-            keys[0] = key
+                    sift_down(keys, idx, j, drop)
+        elif key < ~keys[0]:
+            keys[0] = ~key
             idx[0] = i
-            _sift_down_max(keys, idx, 0, drop)
+            sift_down(keys, idx, 0, drop)
     for j in range(drop):
         unmark_node(bits, sel[idx[j]])
     kept = 0
