@@ -286,6 +286,9 @@ def _row(trial: Trial, run_dir: Path, account: dict[str, int], error: str, inter
 def _tune(config: SweepConfig, specs: dict[str, TrainerSpec], todo: list[Trial], concurrent: int,
           keeper: _GroupKeeper, interrupted: threading.Event, sweep_dir: Path) -> None:
     os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = "1"  # the sweep's own handler ends it (and says so)
+    # A dead trainer is the sweep's to report (one line, restarted or failed; the row names Tune's error file),
+    # not a traceback on the console.
+    os.environ["TUNE_PRINT_ALL_TRIAL_ERRORS"] = "0"
     from ray import tune
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
