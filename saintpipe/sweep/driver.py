@@ -217,7 +217,7 @@ class _GroupKeeper:
               file=self.out, flush=True)
 
     def started(self, trial_id: str) -> None:
-        with self.lock:
+        with self.lock:  # a restarted trial starts again: its group is there still (add_group changes nothing)
             if trial_id in self.waiting:  # Tune started it out of order: it joins the stream from here
                 self.waiting.remove(trial_id)
             self.pool.add_group(trial_id)
