@@ -5,8 +5,8 @@ trial-000 is killed once after its first validation: it is restarted, resumes fr
 and trial-001 trains on meanwhile. trial-001 is then killed twice: past the budget it is ``failed`` in the table
 with the reason, its group is gone from the pool at once, and trial-002 takes its place. Every row's pool account
 adds up. Cost: one sweep on the 3,000-node demo graph (three trial starts, three restarts, ~90 steps); it runs
-about as long as one of test_sweep_cli.py's two sweeps (167 s against their 272 s together, both measured on two
-cores shared at a load average of 20).
+about as long as one of test_sweep_cli.py's two sweeps (106-167 s against their 272 s together, all measured on
+two cores shared at a load average of about 20).
 """
 
 from __future__ import annotations
