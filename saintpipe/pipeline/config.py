@@ -65,8 +65,9 @@ class RunConfig(StrictModel):
         None, gt=0, le=366 * 86_400,
         description="stop training after this long (the summary still runs); none: no limit")
     max_restarts: int = Field(
-        3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis) allowed "
-                                      "within restart_window_s; one failure more ends the run (0: never restart)")
+        3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis; a sweep's "
+                                      "trial) allowed within restart_window_s; one failure more ends the run (a "
+                                      "sweep: fails the trial) (0: never restart)")
     restart_window_s: float = Field(600.0, gt=0, le=7 * 86_400,
                                     description="the sliding window of max_restarts, in seconds")
     run_dir: Path | None = Field(
