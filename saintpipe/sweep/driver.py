@@ -20,6 +20,11 @@ restart budget (``[run] max_restarts`` per ``restart_window_s``, per trial): the
 trainer again, which resumes from its latest checkpoint and takes back what its group still held for it, while
 the other trials train on. Only the failure past the budget ends the trial (its group removed, its row
 ``failed``).
+
+With ``[run] metrics`` on (the default), each trial's trainer serves its Prometheus endpoint on a free port
+while it trains, its series labelled with the trial (``trial``), and the sweep lists the endpoints, the shared
+services' too, in ``<sweep dir>/prometheus/*.json`` for Prometheus's file-based discovery
+(:mod:`saintpipe.sweep.targets`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.run_dir import CHECKPOINTS, stored_config, write_config
 from saintpipe.services.pool.pool import SubgraphPool
+from saintpipe.sweep import targets
 from saintpipe.sweep.config import SweepConfig, Trial, check_space, expand
 from saintpipe.sweep.results import TRIALS, Results, TrialRow
 from saintpipe.trainer.assemble import TrainerSpec
@@ -137,15 +143,21 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
             for s in previous:  # ray.init installed its own
                 signal.signal(s, lambda *_: interrupted.set())
             specs = {t.trial_id: _trial_spec(config, services, t, sweep_dir) for t in todo}
+            targets.clear(sweep_dir)  # a crashed sweep's, on --resume
+            listed = targets.write_services(sweep_dir, services.endpoints.metrics)
+            if listed is not None:
+                print(f"metrics: Prometheus file_sd targets in {listed.parent}/*.json (the services, and each "
+                      "trial's trainer while it trains)", file=out, flush=True)
             with SubgraphPool.from_config(services_cfg.pool, url=services.redis_url) as pool:
                 keeper = _GroupKeeper(pool, results, todo, concurrent, interrupted, out,
                                       RestartBudget(config.run.max_restarts, config.run.restart_window_s),
-                                      config.run.checkpoints)
+                                      config.run.checkpoints, sweep_dir)
                 if not interrupted.is_set():
                     _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
                 # groups of trials that had not ended (a trial's group is released when it ends)
                 summary.groups_left = [g for g in pool.groups() if g not in keeper.ended_trials]
     finally:
+        targets.clear(sweep_dir)  # the services are stopped: no endpoint is left
         for s, handler in previous.items():
             signal.signal(s, handler)
     summary.interrupted = interrupted.is_set()
@@ -166,14 +178,17 @@ def _trial_spec(config: SweepConfig, services: EmbeddedPipeline, trial: Trial, s
     write_config(run_dir, PipelineConfig.model_construct(**{**fields, "run": run, "trainer": trainer}))
     return TrainerSpec(job=config.pool.job_id, dataset_dir=str(services.data_dir.resolve()),
                        pool_url=services.redis_url, feature_addresses=services.shards.addresses, config=trainer,
-                       pool=config.pool, output_dir=str(run_dir), group=trial.trial_id)
+                       pool=config.pool, output_dir=str(run_dir), group=trial.trial_id, trial=trial.trial_id,
+                       metrics_port=0 if config.run.metrics else None, metrics_host=config.run.metrics_host)
 
 
-def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec]) -> None:
-    """One trial, in its Tune actor: train on its group's stream, report each validation, keep the result."""
+def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec], sweep_dir: str) -> None:
+    """One trial, in its Tune actor: train on its group's stream, report each validation, keep the result;
+    its metrics endpoint listed for Prometheus while it trains."""
     from ray import tune
 
     from saintpipe.trainer.assemble import assemble_trainer
+    from saintpipe.trainer.metrics import serve_metrics
 
     spec = specs[config["trial"]]
     assert spec.output_dir is not None
@@ -182,7 +197,19 @@ def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec]) -> None:
     def report(epoch: float, score: float, step: int) -> None:
         tune.report({"val_score": score, "epoch": epoch, "step": step})
 
-    result = assemble_trainer(spec, threads=1, on_validation=report).run()
+    # The trial serves its process's metrics itself from its first moment (the trainer's series join them as
+    # it assembles): listed for Prometheus while it starts as well as while it trains.
+    http = None
+    if spec.metrics_port is not None:
+        http = serve_metrics(spec.metrics_port, spec.metrics_host)
+        targets.write_trial(Path(sweep_dir), spec.trial, f"http://{spec.metrics_host}:{http.server_address[1]}")
+    try:
+        result = assemble_trainer(spec, threads=1, on_validation=report).run()
+    finally:
+        targets.remove_trial(Path(sweep_dir), spec.trial)
+        if http is not None:
+            http.shutdown()
+            http.server_close()
     out = {"test_score": result.test_score, "val_score": result.val_score, "steps": result.steps,
            "epochs": result.epochs, "stopped_early": result.stopped_early,
            "resumed_from_step": result.resumed_from_step}
@@ -193,8 +220,10 @@ class _GroupKeeper:
     """Keeps the pool's groups to the trials that run or start next, and the results table, as trials end."""
 
     def __init__(self, pool: SubgraphPool, results: Results, todo: list[Trial], concurrent: int,
-                 interrupted: threading.Event, out: TextIO, budget: RestartBudget, checkpoints: bool) -> None:
+                 interrupted: threading.Event, out: TextIO, budget: RestartBudget, checkpoints: bool,
+                 sweep_dir: Path) -> None:
         self.pool, self.results, self.interrupted, self.out, self.budget = pool, results, interrupted, out, budget
+        self.sweep_dir = sweep_dir
         self.resumes = "from its latest checkpoint" if checkpoints else "from scratch ([run] checkpoints is off)"
         self.trials = {t.trial_id: t for t in todo}
         self.waiting = [t.trial_id for t in todo[concurrent:]]  # in Tune's order; no group yet
@@ -234,6 +263,7 @@ class _GroupKeeper:
             if self.pool.groups() != [trial_id]:
                 self.pool.remove_group(trial_id)
             self.ended_trials.add(trial_id)
+            targets.remove_trial(self.sweep_dir, trial_id)  # the trial removes it itself, unless it was killed
             self.results.add(_row(self.trials[trial_id], run_dir, account, error, self.interrupted.is_set(),
                                   self.restarts[trial_id]))
         if error:
@@ -353,7 +383,7 @@ def _tune(config: SweepConfig, specs: dict[str, TrainerSpec], todo: list[Trial],
                                        max_t=max(longest, s.grace_period) + 1)
     else:
         scheduler = FIFOScheduler()
-    trainable = tune.with_resources(tune.with_parameters(_trial, specs=specs), {"cpu": 1})
+    trainable = tune.with_resources(tune.with_parameters(_trial, specs=specs, sweep_dir=str(sweep_dir)), {"cpu": 1})
     tuner = tune.Tuner(
         trainable, param_space={"trial": tune.grid_search([t.trial_id for t in todo])},
         tune_config=tune.TuneConfig(metric=s.metric, mode="max", scheduler=scheduler,

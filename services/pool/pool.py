@@ -444,6 +444,21 @@ class SubgraphPool:
         """The registered consumer groups of the job, sorted; empty while it has only its default group."""
         return self._accounting.groups()
 
+    def group_stats(self) -> dict[str, PoolStats]:
+        """:meth:`stats` of every registered group (a sweep's trials), by name; of the default group
+        (:data:`~saintpipe.services.pool.keys.GROUP`) alone while none is registered. A group removed between
+        the listing and its read is left out (its trial ended)."""
+        groups = self.groups()
+        if not groups:
+            return {GROUP: self.stats(GROUP)}
+        out = {}
+        for group in groups:
+            try:
+                out[group] = self.stats(group)
+            except InvalidArgument:
+                continue
+        return out
+
     def dead_letters(self, count: int = 100) -> list[DeadLetter]:
         """The newest ``count`` records of the job's dead-letter stream, oldest first.
 

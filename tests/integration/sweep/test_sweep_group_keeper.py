@@ -29,7 +29,7 @@ def test_a_restart_keeps_the_group_and_the_failure_past_the_budget_removes_it(re
         producer.put(sg(i), timeout=0)
     out = io.StringIO()
     keeper = _GroupKeeper(producer, Results(tmp_path), trials, 2, threading.Event(), out,
-                          RestartBudget(max_restarts=1, window_s=600), checkpoints=True)
+                          RestartBudget(max_restarts=1, window_s=600), checkpoints=True, sweep_dir=tmp_path)
     first = SubgraphPool(redis_server.url, "keeper", group="trial-000")
     held = [first.get(CONSUMER, timeout=0) for _ in range(2)]  # then its trainer dies, holding two
     assert all(e is not None for e in held)
