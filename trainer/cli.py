@@ -40,8 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--metrics-port", type=port(), help="trainer r serves /metrics on PORT+r (0: free ports)"
     )
     parser.add_argument(
-        "--metrics-host",
-        default="127.0.0.1",
+        "--metrics-host", default="127.0.0.1",
         help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
@@ -96,10 +95,7 @@ def _serve(args: argparse.Namespace) -> int:
     missing = [
         flag
         for flag, value in (
-            ("--redis-url", url),
-            ("--features", args.features),
-            ("--data", args.data),
-            ("--job", args.job),
+            ("--redis-url", url), ("--features", args.features), ("--data", args.data), ("--job", args.job),
         )
         if not value
     ]
@@ -113,16 +109,8 @@ def _serve(args: argparse.Namespace) -> int:
     from saintpipe.trainer.actor import train  # torch and Ray load only once the arguments are known to be good
 
     result = train(
-        args.job,
-        str(args.data),
-        url,
-        args.features,
-        config,
-        trainers=args.trainers,
-        pool=pool,
-        metrics_port=args.metrics_port,
-        metrics_host=args.metrics_host,
-        ray_address=args.ray_address,
+        args.job, str(args.data), url, args.features, config, trainers=args.trainers, pool=pool,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host, ray_address=args.ray_address,
     )
     _print_summary(result.summary(), args.json)
     return 0
@@ -145,14 +133,8 @@ def _serve_rank(args: argparse.Namespace, config: TrainerConfig, pool: PoolConfi
     from saintpipe.trainer.assemble import TrainerSpec, run_trainer
 
     spec = TrainerSpec(
-        job=args.job,
-        dataset_dir=str(args.data),
-        pool_url=url,
-        feature_addresses=args.features,
-        config=config,
-        pool=pool,
-        metrics_port=args.metrics_port,
-        metrics_host=args.metrics_host,
+        job=args.job, dataset_dir=str(args.data), pool_url=url, feature_addresses=args.features,
+        config=config, pool=pool, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
     )
     result = run_trainer(spec, args.rank, args.world_size, args.master)
     summary = {"rank": args.rank, "world_size": args.world_size, **result.summary(),

@@ -62,8 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-fp16", action="store_true", help="skip the float16-transfer rows")
     parser.add_argument(
-        "--in-process",
-        action="store_true",
+        "--in-process", action="store_true",
         help="run the shard servers as threads of this process instead of subprocesses",
     )
     parser.add_argument(
@@ -136,12 +135,8 @@ def _bench(args: argparse.Namespace) -> int:
         summary["veth_skipped"] = skipped
     summary.update(decode_ratios)
     params = {
-        "rows": args.rows,
-        "nodes": args.nodes,
-        "shards": args.shards,
-        "repeats": args.repeats,
-        "servers": "in-process threads" if args.in_process else "subprocesses",
-        "cross_host": args.cross_host,
+        "rows": args.rows, "nodes": args.nodes, "shards": args.shards, "repeats": args.repeats,
+        "servers": "in-process threads" if args.in_process else "subprocesses", "cross_host": args.cross_host,
         "warmup_rounds": WARMUP,
     }
     emit_report(
@@ -151,18 +146,8 @@ def _bench(args: argparse.Namespace) -> int:
         summary=summary,
         as_json=args.json,
         columns=[
-            "dim",
-            "path",
-            "rows_per_s",
-            "MB_per_s",
-            "p50_ms",
-            "iqr_pct",
-            "p99_ms",
-            "cpu_ms",
-            "wait_ms",
-            "wire_MB",
-            "shm_MB",
-            "ratio",
+            "dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "iqr_pct", "p99_ms", "cpu_ms", "wait_ms",
+            "wire_MB", "shm_MB", "ratio",
         ],
     )
     return 0
@@ -268,20 +253,13 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
         per_round = summarize((base / t).tolist())
         out.append(
             {
-                "dim": dim,
-                "path": name,
-                "rows_per_s": args.rows / times.median,
-                "MB_per_s": mb / times.median,
-                "p50_ms": times.median * 1e3,
-                "iqr_pct": times.iqr_pct,
-                "p99_ms": float(np.percentile(t, 99)) * 1e3,
-                "cpu_ms": float(np.mean(cpu[name])) * 1e3,
+                "dim": dim, "path": name, "rows_per_s": args.rows / times.median,
+                "MB_per_s": mb / times.median, "p50_ms": times.median * 1e3, "iqr_pct": times.iqr_pct,
+                "p99_ms": float(np.percentile(t, 99)) * 1e3, "cpu_ms": float(np.mean(cpu[name])) * 1e3,
                 "wait_ms": float(np.mean(waited[name])) * 1e3,
                 "wire_MB": float(np.median(wire[name])) / 1e6 if name in wire else 0.0,
                 "shm_MB": float(np.median(shared[name])) / 1e6 if name in shared else 0.0,
-                "ratio": per_round.median,
-                "ratio_min": per_round.min,
-                "ratio_max": per_round.max,
+                "ratio": per_round.median, "ratio_min": per_round.min, "ratio_max": per_round.max,
             }
         )
     return out, _bench_decode(dataset.gather_features(id_sets[0][: -(-args.rows // args.shards)]), dim)
@@ -319,13 +297,9 @@ def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
     for name, times in took.items():
         median = float(np.median(times))
         out.append({
-            "dim": dim,
-            "path": name,
-            "rows_per_s": rows.shape[0] / median,
-            "MB_per_s": rows.nbytes / 1e6 / median,
-            "p50_ms": median * 1e3,
-            "p99_ms": float(np.percentile(times, 99)) * 1e3,
-            "wire_MB": len(message) / 1e6,
+            "dim": dim, "path": name, "rows_per_s": rows.shape[0] / median,
+            "MB_per_s": rows.nbytes / 1e6 / median, "p50_ms": median * 1e3,
+            "p99_ms": float(np.percentile(times, 99)) * 1e3, "wire_MB": len(message) / 1e6,
         })
     return out
 

@@ -31,9 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--edges", type=integer(0, 2**30), default=60000, help="about this many CSR entries (default 60000)"
     )
     parser.add_argument(
-        "--count",
-        type=integer(1, 10_000_000),
-        default=200,
+        "--count", type=integer(1, 10_000_000), default=200,
         help="timed cycles of each path, in rounds of --batch cycles that interleave the paths (default 200)",
     )
     parser.add_argument(
@@ -97,8 +95,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     with (
         RedisServer(
-            args.redis_url,
-            persistent=args.persistence != "none",
+            args.redis_url, persistent=args.persistence != "none",
             appendfsync="everysec" if args.persistence == "none" else args.persistence,
         ) as server,
         SubgraphPool(server.url, job, capacity=16) as pool,
@@ -190,8 +187,7 @@ def _bench(args: argparse.Namespace) -> int:
         "redispy": "redis SET+GET (baseline: redis-py, pool's settings)",
         "pool_wait": "pool put+get+ack (ack waits for reply)",
         "floor": "redis SET+GET (floor: pool's zero-copy I/O)",
-        "default": "redis SET+GET (default redis-py client)",
-        "codec": "encode (pieces)+decode only",
+        "default": "redis SET+GET (default redis-py client)", "codec": "encode (pieces)+decode only",
         "decode": "decode: hand reader, compiled walk+hash+checks",
         "decode_walked": "decode: hand reader, Python walk (protowire)",
         "decode_generated": "decode: generated class (FromString)",
@@ -202,14 +198,9 @@ def _bench(args: argparse.Namespace) -> int:
         timed_cycles = cycles[name][batch:]  # the warm-up round's batch left out
         rows.append(
             {
-                "path": label,
-                "subgraphs_per_s": 1 / s.median,
-                "MB_per_s": mb / s.median,
-                "median_ms": s.median * 1e3,
-                "iqr_pct": s.iqr_pct,
-                "min_ms": s.min * 1e3,
-                "max_ms": s.max * 1e3,
-                "mean_ms": statistics.fmean(timed_cycles) * 1e3,
+                "path": label, "subgraphs_per_s": 1 / s.median, "MB_per_s": mb / s.median,
+                "median_ms": s.median * 1e3, "iqr_pct": s.iqr_pct, "min_ms": s.min * 1e3,
+                "max_ms": s.max * 1e3, "mean_ms": statistics.fmean(timed_cycles) * 1e3,
             }
         )
     per_s = {name: 1 / result.summary(name).median for name in paths}
@@ -226,17 +217,11 @@ def _bench(args: argparse.Namespace) -> int:
         "pool",
         rows,
         params={
-            "nodes": sg.num_nodes,
-            "edges": sg.num_edges,
-            "message_bytes": len(data),
-            "count": rounds * batch,
-            "rounds": rounds,
-            "batch": batch,
-            "warmup_rounds": 1,
+            "nodes": sg.num_nodes, "edges": sg.num_edges, "message_bytes": len(data), "count": rounds * batch,
+            "rounds": rounds, "batch": batch, "warmup_rounds": 1,
             "redis": "external" if server.external else "private",
             "persistence": "external" if server.external else args.persistence,
-            "redis_version": redis_version,
-            "malloc": malloc,
+            "redis_version": redis_version, "malloc": malloc,
         },
         summary={
             "ratio_pool_to_baseline": ratio,
