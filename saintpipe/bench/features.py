@@ -1,23 +1,9 @@
 """``saintpipe bench features``: gather throughput of the feature service vs. the in-process numpy gather.
 
-For each feature width, a dataset of random float32 features is written in
-``--shards`` shard files; the shard servers run as subprocesses (``saintpipe
-serve feature-shard``, as deployed) and :class:`FeatureClient` s gather
-``--rows`` random distinct rows per call: float32 rows over gRPC ("service
-bytes", ``shared_memory="off"``), float32 rows written by the servers into the
-client's ``/dev/shm`` region ("service shm", same host only), and float16 rows
-over gRPC ("service fp16"). In the same run, on the same id sets and the same
-memory-mapped files, ``Dataset.gather_features`` (numpy fancy indexing
-in-process) is the baseline; the ratio is service MB/s over baseline MB/s (MB
-of float32 rows delivered to the caller). The target figure (ratio >= 0.5 at
-dim 500) is read from the shared-memory path, the one a same-host deployment
-uses; where shared memory is unavailable, from the bytes path.
-
-Per width, in the same process, one answer chunk of the bytes path (a shard's
-share of a gather, float32, framed as the server frames it) is decoded by the
-hand-written reader (``wire.decode_chunk``) and by the generated class
-(``GatherChunk.FromString``), interleaved: rows "decode chunk: ...", and
-``ratio_decode_dimD_hand_to_generated`` (protowire's docstring quotes them).
+Per feature width, shard servers run as subprocesses and :class:`FeatureClient` s gather random rows over
+gRPC (float32 and float16) and through shared memory; ``Dataset.gather_features`` on the same ids and files is
+the baseline. Also decodes one answer chunk by the hand-written reader and the generated class (protowire's
+docstring quotes those rows). Method and targets: docs/benchmarks/features.md.
 """
 
 from __future__ import annotations
