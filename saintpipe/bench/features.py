@@ -2,8 +2,8 @@
 
 Per feature width, shard servers run as subprocesses and :class:`FeatureClient` s gather random rows over
 gRPC (float32 and float16) and through shared memory; ``Dataset.gather_features`` on the same ids and files is
-the baseline. Also decodes one answer chunk by the hand-written reader and the generated class (protowire's
-docstring quotes those rows). Method and targets: docs/benchmarks/features.md.
+the baseline. Also decodes one answer chunk by the hand-written reader and the generated class
+(docs/explanation/decisions.md quotes those rows). Method and targets: docs/benchmarks/features.md.
 """
 
 from __future__ import annotations

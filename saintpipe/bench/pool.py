@@ -3,7 +3,7 @@
 Also, in the same run, decoding alone of the same message by three readers:
 the codec's compiled path, its Python walk over :mod:`saintpipe.core.protowire`,
 and the generated class (``Subgraph.FromString``), each with the same checksum
-and checks; protowire's docstring quotes these rows.
+and checks (docs/explanation/decisions.md quotes these rows).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def _bench(args: argparse.Namespace) -> int:
             "redispy": redispy_cycle,
             "default": default_cycle,
             # Decoding alone, three readers of the same bytes: which hand-written reader earns its place
-            # (saintpipe/core/protowire.py's docstring quotes these rows).
+            # (docs/explanation/decisions.md quotes these rows).
             "decode": lambda: decode_subgraph(data),
             "decode_walked": lambda: decode_walked(data),
             "decode_generated": lambda: decode_generated(data),
