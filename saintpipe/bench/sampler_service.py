@@ -9,6 +9,7 @@ The method, the columns and the targets: docs/benchmarks/sampler-service.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import statistics
@@ -17,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Self, cast
 
 log = logging.getLogger(__name__)
@@ -61,13 +63,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_bench)
 
 
+@contextlib.contextmanager
+def _pinned() -> Iterator[None]:
+    """This thread (only) on the first core it may use, for the block."""
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
     from saintpipe.services.sampler.parallel import subgraph_seed, subgraph_seeds
 
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
-    try:
+    with _pinned():
         sampler.sample(subgraph_seed(job_seed, 0, 2**32))  # warm-up: compiled code, touched pages
         count, start, cpu = 0, time.perf_counter(), time.thread_time()
         seeds: list[int] = []
@@ -80,8 +91,6 @@ def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
             if elapsed >= seconds:
                 break
         cpu = time.thread_time() - cpu
-    finally:
-        os.sched_setaffinity(0, saved)
     return {"subgraphs": count, "seconds": elapsed, "sample_s": elapsed, "cpu_s": cpu, "kernel_cpu_s": cpu,
             "pool_wait_s": 0.0}
 
@@ -119,10 +128,8 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
     # Node-set entries (encode_nodes): decode_entry gives SubgraphNodes.
     equal = all(expander(cast(SubgraphNodes, decode_entry(b))).equals(sg) for b, sg in zip(nodes, wholes, strict=True))
 
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})  # this thread only, as the plain loop; restored below
     decode_ms, expand_ms, encode_ms = [], [], []
-    try:
+    with _pinned():  # as the plain loop
         for round_ in range(rounds + 1):  # round 0: warm-up (compilation, page cache), discarded
             t0 = time.perf_counter()
             for data in full:
@@ -138,8 +145,6 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
                 decode_ms.append(1000 * (t1 - t0) / count)
                 expand_ms.append(1000 * (t2 - t1) / count)
                 encode_ms.append(1000 * (t3 - t2) / count)
-    finally:
-        os.sched_setaffinity(0, saved)
     return {
         "bytes_full": sum(map(len, full)) / count, "bytes_nodes": sum(map(len, nodes)) / count,
         "decode_full_ms": statistics.median(decode_ms),

@@ -19,8 +19,11 @@ from saintpipe.services.dataset.params import DEMO_FLAGS, KRONECKER_FLAGS, MAX_N
 MAX_SHARDS = 4096
 
 
-def _writer_flags(parser: argparse.ArgumentParser, shards: int = 1) -> None:
-    """Flags of every command that writes a dataset."""
+def _writer_flags(parser: argparse.ArgumentParser, shards: int = 1, symmetrize: str = "") -> None:
+    """Flags of every command that writes a dataset; ``--symmetrize`` too where ``symmetrize`` says what of."""
+    if symmetrize:
+        parser.add_argument("--symmetrize", action="store_true",
+                            help=f"sort, deduplicate and symmetrize {symmetrize}")
     parser.add_argument("--out", type=Path, required=True, help="dataset directory to create")
     parser.add_argument("--force", action="store_true", help="replace an existing dataset at --out (once the new one is complete)")
     parser.add_argument("--shards", type=integer(1, MAX_SHARDS), default=shards,
@@ -149,9 +152,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                             "graph, and samplers draw from it by default (GraphSAINT's inductive protocol; "
                             "[samplers] graph overrides).")
     saint.add_argument("dir", type=Path, help="the GraphSAINT dataset directory")
-    saint.add_argument("--symmetrize", action="store_true",
-                       help="sort, deduplicate and symmetrize both adjacencies instead of refusing them")
-    _writer_flags(saint)
+    _writer_flags(saint, symmetrize="both adjacencies instead of refusing them")
     saint.set_defaults(func=_import_graphsaint)
 
     ogb = isub.add_parser("ogb", help="OGB's raw node property prediction layout (raw/*.csv.gz, split/NAME/)",
@@ -168,9 +169,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                           description="Import an .npz holding indptr, indices, features, labels and "
                           "train_mask/val_mask/test_mask (or train/val/test id arrays).")
     npz.add_argument("file", type=Path)
-    npz.add_argument("--symmetrize", action="store_true",
-                     help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
-    _writer_flags(npz)
+    _writer_flags(npz, symmetrize="the adjacency instead of refusing it")
     npz.set_defaults(func=_import_npz)
 
     edges = isub.add_parser("edgelist", help="a CSV/TSV edge list (integer ids, or strings with --string-ids)",
@@ -204,9 +203,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
     arrays.add_argument("dir", type=Path, nargs="?", help="directory holding the arrays")
     for role in ("indptr", "indices", "features", "labels", "train", "val", "test", "split"):
         arrays.add_argument(f"--{role}", type=Path, help=f"the {role} .npy file")
-    arrays.add_argument("--symmetrize", action="store_true",
-                        help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
-    _writer_flags(arrays)
+    _writer_flags(arrays, symmetrize="the adjacency instead of refusing it")
     arrays.set_defaults(func=_import_arrays)
 
 

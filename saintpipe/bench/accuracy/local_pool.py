@@ -1,7 +1,7 @@
 """A subgraph pool inside one process: subgraphs go through a real pool on their way to the training loop.
 
 For experiments that train in this process (``saintpipe bench accuracy``) but must read their subgraphs the
-way training does: a private ``redis-server``, a producer thread that ``put``\s one subgraph per seed in seed
+way training does: a private ``redis-server``, a producer thread that puts one subgraph per seed in seed
 order into a :class:`~saintpipe.services.pool.pool.SubgraphPool` (transport ``auto``: shared memory), and a
 :class:`~saintpipe.minibatch.feed.PoolFeed` that gets, decodes and acknowledges them. One producer and one
 consumer, so the loop sees the subgraphs in seed order: the same run as drawing them directly.
