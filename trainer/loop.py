@@ -7,12 +7,11 @@ carry training labels. The loop counts labelled nodes as they go by (summed
 over all data-parallel trainers) and closes an epoch each time they add up to
 |V_train|, so every trainer agrees on where epochs end.
 
-After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the
-loop scores the validation split, keeps the best weights, checkpoints, and
-stops after ``patience`` validations without improvement. The final test score
-is that of the best weights: each validation scores the test split from the
-same full-graph pass (selection still looks at validation only), so the end
-of training needs no pass of its own unless nothing was validated yet.
+After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the loop scores the validation split,
+keeps the best weights, checkpoints, and stops after ``patience`` validations without improvement. The final
+test score is that of the best weights: each validation scores the test split from the same full-graph pass
+(selection still looks at validation only), so the end of training needs no pass of its own unless nothing was
+validated yet.
 
 Evaluation is followed and bounded through the loop's
 :class:`~saintpipe.trainer.eval_watch.EvalWatch` (``loop.watch``): another
@@ -21,9 +20,8 @@ which the final scoring is cut; a cut evaluation leaves NaN scores and
 ``TrainResult.evaluation`` says so. :meth:`TrainLoop.snapshot` is the result so
 far, for a run that is interrupted before the loop returns.
 
-Every step's loss and the epoch it belonged to, and every validation's
-(epoch, score), are recorded and travel back in the :class:`TrainResult`
-(and in checkpoints, so a resumed run still has them all): the run summary
+Every step's loss and the epoch it belonged to, and every validation's (epoch, score), are recorded and travel
+back in the :class:`TrainResult` (and in checkpoints, so a resumed run still has them all): the run summary
 reads its loss-spike ratio and validation history from them.
 """
 

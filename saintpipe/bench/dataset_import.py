@@ -1,13 +1,11 @@
 """``saintpipe bench import``: text edge-list import against pyarrow's CSV reader alone, with its peak memory.
 
-The edge list is a Kronecker graph written as text once (``source target``
-per line, every directed entry) or a file you give. In the same run:
-pyarrow's ``read_csv`` reads its two columns alone (all threads), then
-``data import edgelist`` imports it in a fresh process, whose maximum
-resident set size is its peak. Reported: the import's read stage and the
-whole import as ratios to the reader alone (the reader's seconds over
-theirs: 1.0 is as fast as the reader), and the peak over the bytes of the
-dataset written (its fixed interpreter footprint shown apart).
+The edge list is a Kronecker graph written as text once (``source target`` per line, every directed entry) or
+a file you give. In the same run: pyarrow's ``read_csv`` reads its two columns alone (all threads), then
+``data import edgelist`` imports it in a fresh process, whose maximum resident set size is its peak. Reported:
+the import's read stage and the whole import as ratios to the reader alone (the reader's seconds over theirs:
+1.0 is as fast as the reader), and the peak over the bytes of the dataset written (its fixed interpreter
+footprint shown apart).
 """
 
 from __future__ import annotations

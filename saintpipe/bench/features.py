@@ -293,13 +293,12 @@ def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
 class _Meter:
     """Wall time, CPU time and run-queue wait of one call.
 
-    CPU is summed over this process and the server processes; other processes'
-    CPU times tick at 10 ms, but per-call deltas are unbiased, so their mean is
-    fair. The wait is the time the threads of all these processes spent ready to
-    run but waiting for a CPU, summed over threads (Linux
-    ``/proc/PID/task/TID/schedstat``; 0 where unavailable): near zero on a quiet
-    machine; large values mean other jobs held the CPUs and the wall times are
-    inflated by the load, most for the path with the most hand-offs between threads.
+    CPU is summed over this process and the server processes; other processes' CPU times tick at 10 ms, but
+    per-call deltas are unbiased, so their mean is fair. The wait is the time the threads of all these
+    processes spent ready to run but waiting for a CPU, summed over threads (Linux
+    ``/proc/PID/task/TID/schedstat``; 0 where unavailable): near zero on a quiet machine; large values mean
+    other jobs held the CPUs and the wall times are inflated by the load, most for the path with the most
+    hand-offs between threads.
     """
 
     def __init__(self, pids: list[int]) -> None:

@@ -1,9 +1,8 @@
 """``saintpipe bench generate``: time and peak memory of the Kronecker generator.
 
-The generator runs in a fresh Python process so that its peak memory is its
-own, not the CLI's: the child reports the peak of traced allocations
-(``tracemalloc``, which numpy's array buffers report to) and its maximum
-resident set size, next to its resident size before generating.
+The generator runs in a fresh Python process so that its peak memory is its own, not the CLI's: the child
+reports the peak of traced allocations (``tracemalloc``, which numpy's array buffers report to) and its
+maximum resident set size, next to its resident size before generating.
 """
 
 from __future__ import annotations

@@ -259,9 +259,8 @@ def _scanned_entries(sampler, seed: int) -> float:
     """Neighbour-list entries induction reads per subgraph, mean of a few: the lengths of the node set's
     oriented lists (``induction = "oriented"``), or of its rows (the sum of its degrees) with ``"scan"``.
 
-    The samplers reach nodes in proportion to their degree, so the sum of the
-    degrees grows with the graph's degree tail (E[d^2] / E[d]) even at a fixed
-    mean degree; the oriented lists of hubs stay short.
+    The samplers reach nodes in proportion to their degree, so the sum of the degrees grows with the graph's
+    degree tail (E[d^2] / E[d]) even at a fixed mean degree; the oriented lists of hubs stay short.
     """
     import numpy as np
 

@@ -1,9 +1,8 @@
 """``saintpipe bench pool``: put+get+ack throughput of the pool vs plain Redis SET+GET of the same bytes.
 
-Also, in the same run, decoding alone of the same message by three readers:
-the codec's compiled path, its Python walk over :mod:`saintpipe.core.protowire`,
-and the generated class (``Subgraph.FromString``), each with the same checksum
-and checks (docs/explanation/decisions.md quotes these rows).
+Also, in the same run, decoding alone of the same message by three readers: the codec's compiled path, its
+Python walk over :mod:`saintpipe.core.protowire`, and the generated class (``Subgraph.FromString``), each with
+the same checksum and checks (docs/explanation/decisions.md quotes these rows).
 """
 
 from __future__ import annotations

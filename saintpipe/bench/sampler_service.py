@@ -167,10 +167,9 @@ def _redis_cpu(pid: int | None) -> float:
 class Drain:
     """A consumer that acknowledges every entry of the job's pool without fetching its bytes.
 
-    It plays the trainers' part in the benchmark at a fraction of their cost:
-    acknowledged entries are deleted, so Redis recycles their memory. Entries
-    are taken in batches and acknowledged in one round trip a batch (as a
-    trainer's acknowledgement rides with its next get); ``hold`` stills it.
+    It plays the trainers' part in the benchmark at a fraction of their cost: acknowledged entries are
+    deleted, so Redis recycles their memory. Entries are taken in batches and acknowledged in one round trip a
+    batch (as a trainer's acknowledgement rides with its next get); ``hold`` stills it.
     """
 
     def __init__(self, url: str, job_id: str) -> None:

@@ -90,10 +90,9 @@ class _ImportFormat(argparse._SubParsersAction):
     """``data import``'s format subcommands, which may also be left out: ``import [FORMAT] PATH ...``.
 
     ``import npz FILE`` names the format; ``import PATH`` detects it from the path
-    (:func:`saintpipe.services.dataset.importers.detect.detect_format`), and ``--format F``
-    (anywhere after ``import``) overrides detection. Either way the format's own
-    parser takes the arguments, so its flags (``--symmetrize``, ``--split-name``, ...)
-    work as in the explicit form.
+    (:func:`saintpipe.services.dataset.importers.detect.detect_format`), and ``--format F`` (anywhere after
+    ``import``) overrides detection. Either way the format's own parser takes the arguments, so its flags
+    (``--symmetrize``, ``--split-name``, ...) work as in the explicit form.
     """
 
     def __init__(self, *args, **kwargs) -> None:

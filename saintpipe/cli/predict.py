@@ -1,8 +1,7 @@
 """``saintpipe predict`` and ``saintpipe embed``: use the model a run kept in its run directory.
 
-Both run layer-wise full-graph inference in bounded memory
-(:mod:`saintpipe.trainer.inference`): one layer at a time over all nodes in row
-blocks, layer outputs too large for memory in temporary memory-mapped files.
+Both run layer-wise full-graph inference in bounded memory (:mod:`saintpipe.trainer.inference`): one layer at
+a time over all nodes in row blocks, layer outputs too large for memory in temporary memory-mapped files.
 """
 
 from __future__ import annotations

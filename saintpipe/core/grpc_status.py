@@ -23,9 +23,8 @@ from saintpipe.core import errors
 
 log = logging.getLogger(__name__)
 
-# Status code -> the error class a client raises. INVALID_ARGUMENT maps to
-# InvalidArgument (ConfigError shares the code, but a remote caller's mistake
-# is an argument, not its own configuration).
+# Status code -> the error class a client raises. INVALID_ARGUMENT maps to InvalidArgument (ConfigError shares
+# the code, but a remote caller's mistake is an argument, not its own configuration).
 _ERROR_FOR_CODE: dict[grpc.StatusCode, type[errors.SaintpipeError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: errors.InvalidArgument,
@@ -90,9 +89,8 @@ def _safe_deserializer(deserialize: Callable[[bytes], object], method: str) -> C
 class StatusInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no annotations
     """Maps exceptions raised by unary-unary and unary-stream handlers to status codes.
 
-    A request that the handler's deserializer refuses becomes INVALID_ARGUMENT
-    too (gRPC itself would answer INTERNAL and log a traceback per message);
-    services that want the field named parse raw bytes themselves.
+    A request that the handler's deserializer refuses becomes INVALID_ARGUMENT too (gRPC itself would answer
+    INTERNAL and log a traceback per message); services that want the field named parse raw bytes themselves.
 
     Args:
         on_error: called with (method, status code) for every failed call, e.g.

@@ -36,12 +36,10 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 def with_parent_death_signal(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
     """``(argv, preexec_fn)`` that make the child get SIGTERM when its parent dies.
 
-    ``setpriv --pdeathsig`` is preferred over a ``preexec_fn``: a preexec_fn
-    makes Python fork() and run code in the child, and in a process where gRPC
-    is active gRPC's fork handlers restart its poller threads in the child,
-    whose epoll descriptor ``close_fds`` then closes: the child aborts before
-    exec (seen as redis-server dying with SIGABRT). Without a preexec_fn Python
-    uses vfork and no handler runs.
+    ``setpriv --pdeathsig`` is preferred over a ``preexec_fn``: a preexec_fn makes Python fork() and run code
+    in the child, and in a process where gRPC is active gRPC's fork handlers restart its poller threads in the
+    child, whose epoll descriptor ``close_fds`` then closes: the child aborts before exec (seen as
+    redis-server dying with SIGABRT). Without a preexec_fn Python uses vfork and no handler runs.
     """
     if not sys.platform.startswith("linux"):
         return list(argv), None

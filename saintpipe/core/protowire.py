@@ -106,10 +106,9 @@ def iter_fields(
 ) -> Iterator[tuple[int, int, int, int]]:
     """Walk the fields of the message in ``buf[start:end]``, checking each lies within it.
 
-    Yields ``(field number, wire type, value, length)``: for VARINT, I64 and I32
-    fields ``value`` is the integer and ``length`` is 0; for LEN fields ``value``
-    is the offset of the payload in ``buf`` and ``length`` its size. Groups
-    (deprecated, unused by saintpipe) are refused.
+    Yields ``(field number, wire type, value, length)``: for VARINT, I64 and I32 fields ``value`` is the
+    integer and ``length`` is 0; for LEN fields ``value`` is the offset of the payload in ``buf`` and
+    ``length`` its size. Groups (deprecated, unused by saintpipe) are refused.
 
     Args:
         buf, start, end: the message.

@@ -24,11 +24,10 @@ thread, overlapping the step in progress. It tells two failures apart:
 
 * :class:`~saintpipe.core.errors.DecodeError`: the entry itself is unusable
   (the pool dead-letters it, with the reason);
-* :class:`~saintpipe.core.errors.ConfigError`: the entry is fine but this
-  trainer cannot induce it: another graph, another training split, or a
-  normalization its dataset directory does not hold. The pool leaves the
-  entry for another consumer and the error ends this trainer, naming the path
-  to fix (or use ``wire = "full"``).
+* :class:`~saintpipe.core.errors.ConfigError`: the entry is fine but this trainer cannot induce it: another
+  graph, another training split, or a normalization its dataset directory does not hold. The pool leaves the
+  entry for another consumer and the error ends this trainer, naming the path to fix (or use ``wire =
+  "full"``).
 """
 
 from __future__ import annotations
