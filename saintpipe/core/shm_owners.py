@@ -17,13 +17,8 @@ pool (``services/pool/shared_memory.py``), the feature shards
 their names from here, and ``saintpipe doctor`` lists and cleans every kind
 without importing any of them.
 
-Why removing a dead owner's file is safe: a name is created once (``O_EXCL``) by the process it names, so a
-name whose owner is dead can never again belong to a live process, and checking the owner then unlinking by
-name has no race with a live writer. Unlinking never changes a file another process has open or mapped: a
-reader that opened it keeps reading whole bytes; one that comes later gets ENOENT, which the pool and the
-shard servers report as such, never a crash. The pool's consumer then treats the entry as malformed, and its
-subgraph is lost: so a starting producer removes a dead producer's slots only where no Redis entry can name
-them (``services/pool/slots.py``).
+Why removing a dead owner's file is safe, and why a dead producer's pool slots may still be needed:
+docs/explanation/shared-memory.md.
 """
 
 from __future__ import annotations
