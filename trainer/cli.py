@@ -92,13 +92,8 @@ def _serve(args: argparse.Namespace) -> int:
     url = pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
     if url:  # trainer actors may run elsewhere, without this host's password file: the URL carries it (in memory)
         url = redis_url_with_password(url)
-    missing = [
-        flag
-        for flag, value in (
-            ("--redis-url", url), ("--features", args.features), ("--data", args.data), ("--job", args.job),
-        )
-        if not value
-    ]
+    given = (("--redis-url", url), ("--features", args.features), ("--data", args.data), ("--job", args.job))
+    missing = [flag for flag, value in given if not value]
     if missing or not url:  # (a missing URL is in ``missing``)
         raise ConfigError(f"serve trainer needs {', '.join(missing)}")
     config.feature_security().load()  # a bad TLS file or token fails here, before Ray or torch start

@@ -168,9 +168,8 @@ def choose_order(shape: ChainShape, order: str = "auto") -> ChainPlan:
 
     Args:
         shape: the chain's shapes.
-        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the
-            forward pass and both gradients to that order (dA, when needed, still
-            takes the cheaper of its two forms).
+        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the forward pass and both
+            gradients to that order (dA, when needed, still takes the cheaper of its two forms).
 
     Returns:
         The chosen :class:`ChainPlan`; ties go to the sparse-first order.

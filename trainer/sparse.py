@@ -130,9 +130,6 @@ class SparseOperand:
         """The rows of ``x`` (indexed like A's columns) that are A's own rows' nodes: all of a square A's."""
         return x if self.cols is None else x[self.first : self.first + self.n]
 
-    def row_lengths(self) -> torch.Tensor:
-        return (self.crow[1:] - self.crow[:-1]).to(self.values.dtype)
-
     def with_weights(
         self, values: torch.Tensor, values_t: torch.Tensor, diag: torch.Tensor | None
     ) -> SparseOperand:

@@ -17,8 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
-        "pool",
-        help="subgraph pool throughput vs plain Redis SET+GET",
+        "pool", help="subgraph pool throughput vs plain Redis SET+GET",
         description="Times put+get+ack of subgraphs through the pool (encode and decode included) and, "
         "in the same run, plain Redis SET+GET of the same message bytes through redis-py as the baseline, "
         "and through the pool's own zero-copy I/O path as a stricter floor; then decoding alone of the same "
@@ -26,31 +25,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.",
     )
     parser.add_argument("--nodes", type=integer(1, 2**24), default=8000, help="nodes per subgraph (default 8000)")
-    parser.add_argument(
-        "--edges", type=integer(0, 2**30), default=60000, help="about this many CSR entries (default 60000)"
-    )
+    parser.add_argument("--edges", type=integer(0, 2**30), default=60000,
+                        help="about this many CSR entries (default 60000)")
     parser.add_argument(
         "--count", type=integer(1, 10_000_000), default=200,
         help="timed cycles of each path, in rounds of --batch cycles that interleave the paths (default 200)",
     )
     parser.add_argument(
-        "--batch",
-        type=integer(1, 10_000_000),
-        default=None,
+        "--batch", type=integer(1, 10_000_000), default=None,
         help="consecutive cycles of one path per round, the round's figure their median (default: COUNT/20, "
         "so 20 rounds)",
     )
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of a private one")
     parser.add_argument(
-        "--default-malloc",
-        action="store_true",
+        "--default-malloc", action="store_true",
         help="leave glibc's malloc thresholds as they are in this process (default: fixed, as the trainer's "
         "feature client fixes them; left to glibc, redis-py's SET+GET ran 0.68 ms in one run, 1.58 in the next)",
     )
     parser.add_argument(
-        "--persistence",
-        choices=("everysec", "always", "none"),
-        default="none",
+        "--persistence", choices=("everysec", "always", "none"), default="none",
         help="the private redis-server's AOF fsync policy, or none (no AOF, the default: the benchmark "
         "compares the pool's own work with plain SET+GET, and the AOF's disk writes blur it; "
         "docs/benchmarks/pool.md has both). Ignored with --redis-url",
@@ -195,13 +188,9 @@ def _bench(args: argparse.Namespace) -> int:
     for name, label in labels.items():
         s = result.summary(name)  # of the rounds' median cycles
         timed_cycles = cycles[name][batch:]  # the warm-up round's batch left out
-        rows.append(
-            {
-                "path": label, "subgraphs_per_s": 1 / s.median, "MB_per_s": mb / s.median,
-                "median_ms": s.median * 1e3, "iqr_pct": s.iqr_pct, "min_ms": s.min * 1e3,
-                "max_ms": s.max * 1e3, "mean_ms": statistics.fmean(timed_cycles) * 1e3,
-            }
-        )
+        rows.append({"path": label, "subgraphs_per_s": 1 / s.median, "MB_per_s": mb / s.median,
+                     "median_ms": s.median * 1e3, "iqr_pct": s.iqr_pct, "min_ms": s.min * 1e3,
+                     "max_ms": s.max * 1e3, "mean_ms": statistics.fmean(timed_cycles) * 1e3})
     per_s = {name: 1 / result.summary(name).median for name in paths}
 
     def paired(name: str, baseline: str, key: str) -> dict:
@@ -213,9 +202,7 @@ def _bench(args: argparse.Namespace) -> int:
     # stricter: it shows what the pool's own work (codec, scripts, bookkeeping) costs on top of moving bytes.
     ratio = per_s["pool"] / per_s["redispy"]
     emit_report(
-        "pool",
-        rows,
-        params={
+        "pool", rows, params={
             "nodes": sg.num_nodes, "edges": sg.num_edges, "message_bytes": len(data), "count": rounds * batch,
             "rounds": rounds, "batch": batch, "warmup_rounds": 1,
             "redis": "external" if server.external else "private",

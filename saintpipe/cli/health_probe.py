@@ -69,8 +69,7 @@ def probe_grpc(target: str, service: str = "", timeout: float = 3.0, *, tls_ca: 
         The status name (``"SERVING"``).
 
     Raises:
-        ProbeFailed: on any other status, an unreachable server or a server
-            without the health service.
+        ProbeFailed: on any other status, an unreachable server or a server without the health service.
         ValueError: a TLS option without ``tls_ca``, a certificate without its key, a file unreadable or not PEM.
     """
     import grpc

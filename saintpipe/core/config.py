@@ -51,9 +51,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a TOML, YAML or JSON config file into a plain dict.
 
     Raises:
-        ConfigError: one line naming the file and what is wrong: missing, a
-            directory, unreadable, too large, not UTF-8 (with the byte offset
-            and line), not valid TOML/YAML/JSON (with the line), or not a
+        ConfigError: one line naming the file and what is wrong: missing, a directory, unreadable, too large,
+            not UTF-8 (with the byte offset and line), not valid TOML/YAML/JSON (with the line), or not a
             mapping at the top.
     """
     path = Path(path)

@@ -58,8 +58,7 @@ def error_from_rpc_error(exc: grpc.RpcError, where: str) -> errors.SaintpipeErro
 
     Args:
         exc: the ``grpc.RpcError`` a stub raised (it is also a ``grpc.Call``).
-        where: what was called, e.g. ``"feature shard 1 at 127.0.0.1:50051"``;
-            it prefixes the message.
+        where: what was called, e.g. ``"feature shard 1 at 127.0.0.1:50051"``; it prefixes the message.
     """
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     details = exc.details() if hasattr(exc, "details") else str(exc)
@@ -93,8 +92,7 @@ class StatusInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc s
     INTERNAL and log a traceback per message); services that want the field named parse raw bytes themselves.
 
     Args:
-        on_error: called with (method, status code) for every failed call, e.g.
-            to count errors in a metric.
+        on_error: called with (method, status code) for every failed call, e.g. to count errors in a metric.
         log_failure: called for every failed call to log it (default
             :func:`log_unexpected`: a traceback for unexpected errors only).
     """

@@ -1,10 +1,9 @@
 """Child processes that never outlive their parent.
 
-Every server a saintpipe process starts for the user (redis-server, feature
-shards) is launched through :func:`spawn`: on Linux the child asks the kernel
-for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), so even a parent
-killed with SIGKILL leaves no orphan behind; :func:`terminate` stops a child
-gracefully, then forcefully.
+Every server a saintpipe process starts for the user (redis-server, feature shards) is launched through
+:func:`spawn`: on Linux the child asks the kernel for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), so
+even a parent killed with SIGKILL leaves no orphan behind; :func:`terminate` stops a child gracefully, then
+forcefully.
 """
 
 from __future__ import annotations
@@ -54,10 +53,9 @@ def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout: int
     """Start ``argv`` as a child that receives SIGTERM when this process dies.
 
     Args:
-        own_process_group: put the child in a process group of its own, so a
-            Ctrl-C at the terminal reaches only this process, which then stops
-            the child in its own order (a supervisor wants that; a tool that
-            simply exits on Ctrl-C does not need it).
+        own_process_group: put the child in a process group of its own, so a Ctrl-C at the terminal reaches
+            only this process, which then stops the child in its own order (a supervisor wants that; a tool
+            that simply exits on Ctrl-C does not need it).
     """
     log.debug("spawning %s", " ".join(argv))
     full_argv, preexec = with_parent_death_signal(argv)
