@@ -87,7 +87,7 @@ def _bench(args: argparse.Namespace) -> int:
             model, graph, InferenceLimits(args.block_rows, args.block_mb << 20, spill_bytes=0)).logits(),
     }
     reference = None if args.no_one_pass else one_pass()
-    # The floor layer-wise inference is held to (issue 23: at most 3x): per layer, one sparse-dense product of the
+    # The floor layer-wise inference is held to (at most 3x): per layer, one sparse-dense product of the
     # whole graph's mean aggregator with a dense matrix as wide as that layer's input, with the same spmm kernel.
     mean = np.repeat(1.0 / np.maximum(np.diff(indptr), 1), np.diff(indptr)).astype(np.float32)
     op = SparseOperand.from_csr(indptr, indices, mean, mean)  # the weights and their transpose: the same array

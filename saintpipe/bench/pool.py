@@ -74,9 +74,8 @@ def _bench(args: argparse.Namespace) -> int:
         raise InvalidArgument("--edges must be >= 1")
     batch = args.batch or max(1, args.count // ROUNDS)
     rounds = -(-args.count // batch)  # at least --count timed cycles of each path
-    # The trainer, the pool's reader, runs with fixed malloc thresholds (its feature client sets them); left to
-    # glibc's own moving threshold, which of two modes a run gets (megabyte buffers faulted in on every cycle,
-    # or kept in the heap) depends on the order of its first frees, and the ratio swung from 0.63 to 1.8.
+    # Fixed malloc thresholds, as the trainer (the pool's reader) has them: left to glibc, which of two modes a run
+    # gets depends on the order of its first frees (saintpipe.core.malloc), and the ratio swung from 0.63 to 1.8.
     malloc = "default" if args.default_malloc else ("fixed" if tune_malloc() else "default (not glibc)")
     sg = random_subgraph(args.nodes, args.edges, seed=0, job_id="bench")
     data = encode_subgraph(sg)

@@ -24,10 +24,9 @@ from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.trainer.config import TrainerConfig
 
-# The local run's workers all share this one host, so by default they share processes too (docs/explanation/local-run.md):
-# a worker in a process of its own costs another interpreter with numpy, Numba and Ray (about 127 MiB), 11 % of
-# a scale-24 graph's CSR, where a further thread costs its scratch (18 MiB). The cap bounds the workers that
-# take turns on one interpreter lock for their Python part (the pushes); only up to two were measured here.
+# The local run's workers share this one host, so by default they share processes too: a further thread
+# costs its scratch, a further process another interpreter (docs/explanation/local-run.md). The cap bounds
+# the workers that take turns on one interpreter lock for their Python part (the pushes).
 LOCAL_WORKERS_PER_PROCESS = 8
 
 # Defaults of the local run where they differ from the services' own, sized for the demo dataset (30,000
