@@ -1,11 +1,9 @@
 """How often a component may be restarted: a budget of restarts per sliding window, per component.
 
-A run of hours meets faults that a restart cures (a preempted trainer, a
-shard process killed by the OOM killer, a Redis that was restarted). A
-component that keeps failing is another matter: restarting it forever hides
-the fault and burns the machine. So each component may be restarted at most
-``max_restarts`` times within any ``window_s`` seconds; the next failure
-inside the window ends the run.
+A run of hours meets faults that a restart cures (a preempted trainer, a shard process killed by the OOM
+killer, a Redis that was restarted). A component that keeps failing is another matter: restarting it forever
+hides the fault and burns the machine. So each component may be restarted at most ``max_restarts`` times
+within any ``window_s`` seconds; the next failure inside the window ends the run.
 
 Example::
 
