@@ -229,6 +229,7 @@ class _GroupKeeper:
         self.waiting = [t.trial_id for t in todo[concurrent:]]  # in Tune's order; no group yet
         self.ended_trials: set[str] = set()
         self.restarts = {t.trial_id: 0 for t in todo}
+        self.carried: dict[str, dict[str, int]] = {}  # accounts of groups removed while their trial restarted
         self.lock = threading.Lock()
 
     def restarts_left(self, trial_id: str) -> int:
@@ -236,31 +237,47 @@ class _GroupKeeper:
             return self.budget.left(trial_id, time.monotonic())
 
     def restarted(self, trial_id: str, reason: str) -> None:
-        """Tune retries the trial (the budget allowed it): its group stays, with what it held for the trainer
-        (the restarted one takes it back under the same consumer name)."""
+        """Tune retries the trial (the budget allowed it). Its group is removed until the trial starts again,
+        so that what it held is released at once and the other trials train on instead of waiting at the
+        pool's capacity for a trainer that is starting; the restarted trainer resumes from its checkpoint and
+        reads the stream from where it then is (subgraphs are drawn independently: the ones it missed change
+        nothing but which ones it saw). Its account so far is kept and added to the next one's. A job's only
+        group stays (nobody else waits on it), and the restarted trainer takes back what it held."""
         with self.lock:
             self.budget.allow(trial_id, time.monotonic())
             self.restarts[trial_id] += 1
             used = self.budget.used(trial_id)
+            if self.pool.groups() != [trial_id]:
+                self.carried[trial_id] = self._account(trial_id)
+                self.pool.remove_group(trial_id)
         print(f"{trial_id}: {reason}: restarting it {self.resumes} ({used} of {self.budget.describe()})",
               file=self.out, flush=True)
 
     def started(self, trial_id: str) -> None:
-        with self.lock:  # a restarted trial starts again: its group is there still (add_group changes nothing)
+        with self.lock:  # Tune calls it before the trial's function runs, a restarted trial's too
             if trial_id in self.waiting:  # Tune started it out of order: it joins the stream from here
                 self.waiting.remove(trial_id)
             self.pool.add_group(trial_id)
 
+    def _account(self, trial_id: str) -> dict[str, int]:
+        """The group's account, with what it counted before its trial's restarts."""
+        before = self.carried.get(trial_id, {})
+        if trial_id not in self.pool.groups():  # removed at a restart, and the sweep ended before it started again
+            return dict(before)
+        s = self.pool.stats(group=trial_id)
+        now = {"produced": s.produced, "acknowledged": s.acknowledged, "waiting": s.depth,
+               "pending": s.pending, "dead_lettered": s.dead_lettered}
+        return {k: v + before.get(k, 0) for k, v in now.items()}
+
     def ended(self, trial_id: str, run_dir: Path, error: str = "") -> None:
         with self.lock:
-            s = self.pool.stats(group=trial_id)
-            account = {"produced": s.produced, "acknowledged": s.acknowledged, "waiting": s.depth,
-                       "pending": s.pending, "dead_lettered": s.dead_lettered}
+            account = self._account(trial_id)
             if self.waiting and not self.interrupted.is_set():  # never zero groups while trials remain
                 self.pool.add_group(self.waiting.pop(0))
             # The job's last group stays (the pool refuses to remove it: producers would fill a stream no
             # group reads); it goes with the services when the sweep ends.
-            if self.pool.groups() != [trial_id]:
+            groups = self.pool.groups()
+            if trial_id in groups and groups != [trial_id]:
                 self.pool.remove_group(trial_id)
             self.ended_trials.add(trial_id)
             targets.remove_trial(self.sweep_dir, trial_id)  # the trial removes it itself, unless it was killed

@@ -1,8 +1,8 @@
 """``saintpipe sweep`` when trials' trainers are killed (SIGKILL of the Tune actor's process), within and past
 ``[run] max_restarts``: one sweep of three trials, two at a time, a restart budget of 1.
 
-trial-000 is killed once after its first validation: it is restarted, resumes from its latest checkpoint (step > 0) in its own pool group,
-and trial-001 trains on meanwhile. trial-001 is then killed twice: past the budget it is ``failed`` in the table
+trial-000 is killed once after its first validation: it is restarted, resumes from its latest checkpoint (step > 0) in its pool group, registered
+again (released while it was down), and trial-001 trains on meanwhile. trial-001 is then killed twice: past the budget it is ``failed`` in the table
 with the reason, its group is gone from the pool at once, and trial-002 takes its place. Every row's pool account
 adds up. Cost: one sweep on the 3,000-node demo graph (three trial starts, three restarts, ~90 steps); it runs
 about as long as one of test_sweep_cli.py's two sweeps (106-167 s against their 272 s together, all measured on
