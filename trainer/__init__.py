@@ -20,7 +20,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.trainer.models import GNN, build_model
 
 __all__ = [
-    "GNN", "Checkpointer", "ModelConfig", "TrainLoop", "TrainResult", "TrainerConfig", "TrainerGroup",
-    "build_model", "train",
+    "GNN",
+    "Checkpointer",
+    "ModelConfig",
+    "TrainLoop",
+    "TrainResult",
+    "TrainerConfig",
+    "TrainerGroup",
+    "build_model",
+    "train"
 ]
 __getattr__, __dir__ = lazy_exports(__name__)

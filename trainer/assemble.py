@@ -151,8 +151,14 @@ class AssembledTrainer:
 
 
 def assemble_trainer(
-    spec: TrainerSpec, rank: int = 0, world_size: int = 1, master: str | None = None, *, threads: int = 0,
-    metrics_port: int | None = None, cache: CacheConfig | None = None,
+    spec: TrainerSpec,
+    rank: int = 0,
+    world_size: int = 1,
+    master: str | None = None,
+    *,
+    threads: int = 0,
+    metrics_port: int | None = None,
+    cache: CacheConfig | None = None,
     on_validation: Callable[[float, float, int], None] | None = None,
 ) -> AssembledTrainer:
     """Open the dataset, the pool, the feature client (and its cache), join the group, build the loop.

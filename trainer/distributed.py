@@ -41,7 +41,10 @@ class DataParallel:
         self.rank, self.world_size, self.device = rank, world_size, device
         backend = "nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(
-            backend, init_method=f"tcp://{master}", rank=rank, world_size=world_size,
+            backend,
+            init_method=f"tcp://{master}",
+            rank=rank,
+            world_size=world_size,
             timeout=datetime.timedelta(seconds=timeout_s),
         )
         log.info("trainer %d/%d joined the %s group at %s", rank, world_size, backend, master)

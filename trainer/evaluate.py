@@ -72,20 +72,31 @@ class EvalGraph:
 
     @classmethod
     def from_arrays(
-        cls, indptr: np.ndarray, indices: np.ndarray, features: np.ndarray, labels: np.ndarray,
+        cls,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        features: np.ndarray,
+        labels: np.ndarray,
         splits: dict[str, np.ndarray],
     ) -> EvalGraph:
         return cls(
-            indptr=indptr, indices=indices, labels=labels, gather=lambda ids: features[ids],
-            feature_dim=int(features.shape[1]), splits=splits,
+            indptr=indptr,
+            indices=indices,
+            labels=labels,
+            gather=lambda ids: features[ids],
+            feature_dim=int(features.shape[1]),
+            splits=splits,
         )
 
     @classmethod
     def from_dataset(cls, dataset) -> EvalGraph:
         """From an opened :class:`saintpipe.services.dataset.store.Dataset` (features read from its shards)."""
         return cls(
-            indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
-            gather=dataset.gather_features, feature_dim=dataset.manifest.feature_dim,
+            indptr=dataset.indptr,
+            indices=dataset.indices,
+            labels=dataset.labels,
+            gather=dataset.gather_features,
+            feature_dim=dataset.manifest.feature_dim,
             splits=dict(dataset.splits),
         )
 
@@ -93,8 +104,12 @@ class EvalGraph:
         if self._full is None:
             feats = self.gather(np.arange(self.num_nodes, dtype=np.int64))
             self._full = full_graph_batch(
-                np.asarray(self.indptr), np.asarray(self.indices), feats, np.asarray(self.labels),
-                self.train_mask(), device=device,
+                np.asarray(self.indptr),
+                np.asarray(self.indices),
+                feats,
+                np.asarray(self.labels),
+                self.train_mask(),
+                device=device,
             )
         return self._full
 
@@ -128,8 +143,14 @@ def score(logits: torch.Tensor, labels: np.ndarray, multilabel: bool) -> float:
 
 @torch.no_grad()
 def predict(
-    model: GNN, graph: EvalGraph, *, max_full_bytes: int = 2 << 30, batch_nodes: int = 65_536,
-    device: torch.device | str = "cpu", progress: bool = False, watch: EvalWatch | None = None,
+    model: GNN,
+    graph: EvalGraph,
+    *,
+    max_full_bytes: int = 2 << 30,
+    batch_nodes: int = 65_536,
+    device: torch.device | str = "cpu",
+    progress: bool = False,
+    watch: EvalWatch | None = None,
 ) -> torch.Tensor:
     """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer
     (:class:`~saintpipe.trainer.inference.LayerwiseInference`, ``batch_nodes`` rows per block).

@@ -354,8 +354,11 @@ class LayerwiseInference:
         # w twice: Aᵀ's weights serve backward passes only, and a row block has none
         adj = SparseOperand.from_csr(block_indptr, block_indices, w, w, device=self.device, cols=sources.size)
         return GraphBatch(
-            adj=adj, x=as_tensor(rows(sources), np.float32).to(self.device), labels=torch.zeros(0),
-            loss_weights=torch.zeros(0), degrees=torch.from_numpy(self.degrees[sources]).to(self.device),
+            adj=adj,
+            x=as_tensor(rows(sources), np.float32).to(self.device),
+            labels=torch.zeros(0),
+            loss_weights=torch.zeros(0),
+            degrees=torch.from_numpy(self.degrees[sources]).to(self.device),
             node_ids=sources[:n],
         )
 

@@ -26,8 +26,13 @@ def _glorot(rows: int, cols: int) -> nn.Parameter:
 def _shape(op: SparseOperand, x: torch.Tensor, f_out: int, values_grad: bool = False) -> ChainShape:
     backward = torch.is_grad_enabled()
     return ChainShape(
-        n=op.n, nnz=op.nnz, f_in=x.shape[1], f_out=f_out, x_grad=backward and x.requires_grad,
-        values_grad=backward and values_grad, backward=backward,
+        n=op.n,
+        nnz=op.nnz,
+        f_in=x.shape[1],
+        f_out=f_out,
+        x_grad=backward and x.requires_grad,
+        values_grad=backward and values_grad,
+        backward=backward,
     )
 
 
@@ -145,8 +150,13 @@ class MixHopLayer(GraphLayer):
         op = batch.adj_hat
         backward = torch.is_grad_enabled()
         shape = MixHopShape(
-            n=op.n, nnz=op.nnz, f_in=self.f_in, f_out=self.part, powers=self.powers,
-            x_grad=backward and x.requires_grad, backward=backward,
+            n=op.n,
+            nnz=op.nnz,
+            f_in=self.f_in,
+            f_out=self.part,
+            powers=self.powers,
+            x_grad=backward and x.requires_grad,
+            backward=backward,
         )
         if scheduler.mixhop(self.name, shape) == AX_FIRST:
             outs = self._sparse_first(x, op)

@@ -122,7 +122,9 @@ def macs(shape: ChainShape, plan: ChainPlan) -> MacCount:
     """
     n, e, fi, fo = shape.n, shape.nnz, shape.f_in, shape.f_out
     intermediate = {
-        "P": MacCount(0, e * fi), "Q": MacCount(n * fi * fo, 0), "R": MacCount(0, e * fo),
+        "P": MacCount(0, e * fi),
+        "Q": MacCount(n * fi * fo, 0),
+        "R": MacCount(0, e * fo),
         "S": MacCount(n * fo * fi, 0),
     }
     needed: set[str] = set()
@@ -247,8 +249,15 @@ class Scheduler:
         plan = choose_order(shape, self.order)
         self._log_once(
             (layer, shape.f_in, shape.f_out, shape.x_grad, shape.values_grad, plan),
-            "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer, shape.f_in, shape.f_out,
-            plan.describe(), self.order, macs(shape, plan).total, shape.n, shape.nnz,
+            "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
+            layer,
+            shape.f_in,
+            shape.f_out,
+            plan.describe(),
+            self.order,
+            macs(shape, plan).total,
+            shape.n,
+            shape.nnz,
         )
         return plan
 
@@ -256,9 +265,16 @@ class Scheduler:
         order = choose_mixhop_order(shape, self.order)
         self._log_once(
             (layer, shape.f_in, shape.f_out, shape.powers, shape.x_grad, order),
-            "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer,
-            list(shape.powers), shape.f_in, shape.f_out, order, self.order, mixhop_macs(shape, order).total,
-            shape.n, shape.nnz,
+            "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
+            layer,
+            list(shape.powers),
+            shape.f_in,
+            shape.f_out,
+            order,
+            self.order,
+            mixhop_macs(shape, order).total,
+            shape.n,
+            shape.nnz,
         )
         return order
 

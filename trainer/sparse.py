@@ -80,8 +80,14 @@ class SparseOperand:
 
     @classmethod
     def from_csr(
-        cls, indptr: np.ndarray, indices: np.ndarray, values: np.ndarray, values_t: np.ndarray,
-        device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32, cols: int | None = None,
+        cls,
+        indptr: np.ndarray,
+        indices: np.ndarray,
+        values: np.ndarray,
+        values_t: np.ndarray,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype = torch.float32,
+        cols: int | None = None,
         first: int = 0,
     ) -> SparseOperand:
         """Build from numpy CSR arrays (a :class:`~saintpipe.core.subgraph.Subgraph`'s or a whole graph's;
@@ -90,9 +96,13 @@ class SparseOperand:
         if int(indptr[-1]) >= 2**31:
             raise ValueError(f"{int(indptr[-1])} entries do not fit int32 CSR indices")
         return cls(
-            n=n, crow=as_tensor(indptr, np.int32).to(device), col=as_tensor(indices, np.int32).to(device),
+            n=n,
+            crow=as_tensor(indptr, np.int32).to(device),
+            col=as_tensor(indices, np.int32).to(device),
             values=as_tensor(values, np.float32).to(device=device, dtype=dtype),
-            values_t=as_tensor(values_t, np.float32).to(device=device, dtype=dtype), cols=cols, first=first,
+            values_t=as_tensor(values_t, np.float32).to(device=device, dtype=dtype),
+            cols=cols,
+            first=first,
         )
 
     @property

@@ -497,7 +497,8 @@ def metric_sources() -> dict[str, Any]:
     return {
         "saintpipe.services.sampler_service.metrics": SamplerCollector(lambda: one_worker),
         "saintpipe.services.pool.metrics": PoolMetrics(CollectorRegistry()),
-        "saintpipe.services.feature_shard.metrics": feature_shard, "saintpipe.trainer.metrics": trainer,
+        "saintpipe.services.feature_shard.metrics": feature_shard,
+        "saintpipe.trainer.metrics": trainer,
     }
 
 
@@ -536,7 +537,8 @@ def pages(root: Path = ROOT) -> dict[str, str]:
 
     parser, flags = model_flag_index(build_parser)
     return {
-        **cli_pages(parser), "reference/configuration.md": config_page(config_roots(), flags),
+        **cli_pages(parser),
+        "reference/configuration.md": config_page(config_roots(), flags),
         "reference/metric-list.md": metrics_page(metric_sources()),
         "reference/alert-rules.md": alerts_page((root / "deploy" / "prometheus" / "alerts.yml").read_text()),
     }

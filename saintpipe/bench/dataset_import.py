@@ -82,8 +82,11 @@ def measure(edges: Path, out: Path) -> dict[str, float | int]:
     figures = child_figures(__name__, [str(edges), str(out)], "the import process", stderr_tail=800)
     dataset = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     figures.update({
-        "text_gb": edges.stat().st_size / GB, "reader_s": reader, "read_ratio": reader / figures["read_s"],
-        "import_ratio": reader / figures["import_s"], "dataset_gb": dataset / GB,
+        "text_gb": edges.stat().st_size / GB,
+        "reader_s": reader,
+        "read_ratio": reader / figures["read_s"],
+        "import_ratio": reader / figures["import_s"],
+        "dataset_gb": dataset / GB,
         "peak_over_dataset": figures["peak_rss_gb"] / (dataset / GB),
     })
     return figures
@@ -130,9 +133,15 @@ def _child(edges: Path, out: Path) -> dict[str, float | int]:
     if built is None:
         raise SystemExit(f"{edges}: the import did not stream (the table was read in memory)")
     return {
-        "lines": built.lines, "nodes": int(built.indptr.size - 1), "edges_directed": int(built.indptr[-1]),
-        "buckets": built.buckets, "read_s": built.read_seconds, "build_s": built.build_seconds,
-        "import_s": seconds, "peak_rss_gb": _status_bytes("VmHWM") / GB, "base_rss_gb": base / GB,
+        "lines": built.lines,
+        "nodes": int(built.indptr.size - 1),
+        "edges_directed": int(built.indptr[-1]),
+        "buckets": built.buckets,
+        "read_s": built.read_seconds,
+        "build_s": built.build_seconds,
+        "import_s": seconds,
+        "peak_rss_gb": _status_bytes("VmHWM") / GB,
+        "base_rss_gb": base / GB,
     }
 
 

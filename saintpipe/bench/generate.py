@@ -79,11 +79,19 @@ def _child(spec: dict) -> dict[str, float | int]:
     output = csr + data["features"].nbytes + data["labels"].nbytes + sum(s.nbytes for s in data["splits"].values())
     n = int(indptr.size - 1)
     return {
-        "seconds": seconds, "nodes": n, "edges_directed": int(indices.size),
-        "mean_degree": float(indices.size / n), "max_degree": int(deg.max()),
-        "isolated_nodes": int((deg == 0).sum()), "csr_mb": csr / MB, "output_mb": output / MB,
-        "peak_traced_mb": traced_peak / MB, "peak_rss_mb": peak_rss / MB, "rss_before_mb": base_rss / MB,
-        "peak_over_csr": traced_peak / csr, "peak_over_output": traced_peak / output,
+        "seconds": seconds,
+        "nodes": n,
+        "edges_directed": int(indices.size),
+        "mean_degree": float(indices.size / n),
+        "max_degree": int(deg.max()),
+        "isolated_nodes": int((deg == 0).sum()),
+        "csr_mb": csr / MB,
+        "output_mb": output / MB,
+        "peak_traced_mb": traced_peak / MB,
+        "peak_rss_mb": peak_rss / MB,
+        "rss_before_mb": base_rss / MB,
+        "peak_over_csr": traced_peak / csr,
+        "peak_over_output": traced_peak / output,
     }
 
 

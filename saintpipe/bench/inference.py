@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
-        "inference", help="time layer-wise full-graph inference on a power-law graph",
+        "inference",
+        help="time layer-wise full-graph inference on a power-law graph",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--scale", type=integer(4, 30), default=16, help="2^scale nodes (default 16)")

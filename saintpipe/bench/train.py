@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
-        "train", help="time one training iteration: scheduled vs fixed matmul orders",
+        "train",
+        help="time one training iteration: scheduled vs fixed matmul orders",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--nodes", type=integer(1, 2**24), default=8000, help="subgraph nodes (default 8000)")

@@ -48,8 +48,12 @@ OLD_INFIX = ".saintpipe-old-"
 _MAX_STEM = 120
 
 _KINDS = {
-    stat.S_IFDIR: "a directory", stat.S_IFREG: "a regular file", stat.S_IFLNK: "a symbolic link",
-    stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFREG: "a regular file",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
     stat.S_IFSOCK: "a socket",
 }
 

@@ -197,8 +197,11 @@ def given(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def load_config(
-    model: type[M], path: Path | str | None = None, flags: Mapping[str, Any] | None = None,
-    environ: Mapping[str, str] | None = None, section: str | None = None,
+    model: type[M],
+    path: Path | str | None = None,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    section: str | None = None,
     base: tuple[str, Mapping[str, Any]] | None = None,
 ) -> M:
     """Build ``model`` from defaults < file < environment < flags.

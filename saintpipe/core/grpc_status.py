@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 _ERROR_FOR_CODE: dict[grpc.StatusCode, type[errors.SaintpipeError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: errors.InvalidArgument,
-    grpc.StatusCode.FAILED_PRECONDITION: errors.DatasetError, grpc.StatusCode.DATA_LOSS: errors.DecodeError,
+    grpc.StatusCode.FAILED_PRECONDITION: errors.DatasetError,
+    grpc.StatusCode.DATA_LOSS: errors.DecodeError,
     grpc.StatusCode.UNAVAILABLE: errors.ServiceUnavailable,
     grpc.StatusCode.DEADLINE_EXCEEDED: errors.SaintpipeTimeout,
 }

@@ -58,8 +58,11 @@ class ModelFlags:
 
 
 def add_model_flags(
-    parser: argparse.ArgumentParser | argparse._ArgumentGroup, model: type[pydantic.BaseModel],
-    fields: Iterable[str] | Mapping[str, str], *, under: str | tuple[str, ...] = (),
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    model: type[pydantic.BaseModel],
+    fields: Iterable[str] | Mapping[str, str],
+    *,
+    under: str | tuple[str, ...] = (),
     required: Iterable[str] = (),
 ) -> ModelFlags:
     """Add one flag per field of ``model`` to ``parser``.

@@ -326,7 +326,8 @@ FEATURE_REGIONS = OwnedNames(
 ONLINE_STATES = OwnedNames(ONLINE_PREFIX, re.compile(re.escape(ONLINE_PREFIX) + OWNER_PATTERN + r"-[0-9a-f]{16}"))
 
 POOL_KINDS = (
-    POOL_SLOTS.kind("pool slot"), Kind("pool namespace", POOL_NAMESPACE_FILE, POOL_SLOTS.owner_of, keep=True),
+    POOL_SLOTS.kind("pool slot"),
+    Kind("pool namespace", POOL_NAMESPACE_FILE, POOL_SLOTS.owner_of, keep=True),
 )
 FEATURE_KINDS = (FEATURE_REGIONS.kind("feature region"),)
 ONLINE_KINDS = (ONLINE_STATES.kind("online normalization"),)

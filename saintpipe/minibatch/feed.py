@@ -72,8 +72,14 @@ class PoolFeed:
     """
 
     def __init__(
-        self, pool, consumer: str, gather: Callable[[np.ndarray], np.ndarray], *, prefetch: bool = True,
-        get_timeout: float = 1.0, expand: Callable[[SubgraphNodes], Subgraph] | None = None,
+        self,
+        pool,
+        consumer: str,
+        gather: Callable[[np.ndarray], np.ndarray],
+        *,
+        prefetch: bool = True,
+        get_timeout: float = 1.0,
+        expand: Callable[[SubgraphNodes], Subgraph] | None = None,
     ) -> None:
         self.pool, self.consumer, self.gather, self.expand = pool, consumer, gather, expand
         self.prefetch, self.get_timeout = prefetch, get_timeout

@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     d = SamplingSetup()
     parser = sub.add_parser(
-        "accuracy", help="each sampler's subgraph training vs full-batch GCN accuracy on Cora/CiteSeer",
+        "accuracy",
+        help="each sampler's subgraph training vs full-batch GCN accuracy on Cora/CiteSeer",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--datasets", default="cora,citeseer", help="comma-separated names of NAME.npz files")

@@ -95,8 +95,10 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
     }
     features = arrays["features"].astype(np.float32)
     return EvalGraph.from_arrays(
-        arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int32),
-        row_normalize(features) if normalize_features else features, arrays["labels"].astype(np.int64),
+        arrays["indptr"].astype(np.int64),
+        arrays["indices"].astype(np.int32),
+        row_normalize(features) if normalize_features else features,
+        arrays["labels"].astype(np.int64),
         splits,
     )
 
@@ -115,7 +117,10 @@ def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: Samp
     """
     from saintpipe.services.sampler.config import config_key
     from saintpipe.services.sampler.normalization import (
-        DEFAULT_STRENGTH, Normalization, build_normalization, closed_form_coefficients,
+        DEFAULT_STRENGTH,
+        Normalization,
+        build_normalization,
+        closed_form_coefficients,
     )
 
     method = sampling.method(kind)
@@ -137,8 +142,14 @@ def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: Samp
 
 
 def train_subgraphs(
-    graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, kind: str = "random_walk",
-    sampling: SamplingSetup = SamplingSetup(), *, redis_url: str | None = None,
+    graph: EvalGraph,
+    model: ModelConfig,
+    epochs: int,
+    seed: int,
+    kind: str = "random_walk",
+    sampling: SamplingSetup = SamplingSetup(),
+    *,
+    redis_url: str | None = None,
     sampled: SampledGraph | None = None,
 ) -> dict:
     """Training on ``kind``'s subgraphs (normalized as ``sampling`` says) with the trainer's loop.
@@ -163,7 +174,10 @@ def train_subgraphs(
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
     return {
-        "val": result.val_score, "test": result.test_score, "epochs": result.epochs, "steps": result.steps,
+        "val": result.val_score,
+        "test": result.test_score,
+        "epochs": result.epochs,
+        "steps": result.steps,
     }
 
 
@@ -192,9 +206,14 @@ _SIZE_STREAM = 0x512E
 
 
 def compare(
-    datasets: dict[str, Path], seeds: list[int], epochs: int, model: ModelConfig = DEFAULT_MODEL,
-    sampling: SamplingSetup = SamplingSetup(), samplers: Sequence[str] = SAMPLERS,
-    recipe: KipfRecipe = KipfRecipe(), graphs: Sequence[str] = ("full",),
+    datasets: dict[str, Path],
+    seeds: list[int],
+    epochs: int,
+    model: ModelConfig = DEFAULT_MODEL,
+    sampling: SamplingSetup = SamplingSetup(),
+    samplers: Sequence[str] = SAMPLERS,
+    recipe: KipfRecipe = KipfRecipe(),
+    graphs: Sequence[str] = ("full",),
 ) -> list[dict]:
     """Mean ± std test accuracy per dataset: Kipf's full-batch GCN, then each sampler's subgraph runs on
     each graph of ``graphs`` (the protocols: ``full``, ``train``; see the module docstring).
@@ -238,13 +257,20 @@ def _rows(name: str, runs: dict[tuple[str, str], list[float]], sampling: Samplin
         mean = statistics.fmean(scores)
         size = sizes.get((training, graph), {})
         rows.append({
-            "dataset": name, "training": training, "graph": graph,
+            "dataset": name,
+            "training": training,
+            "graph": graph,
             "normalization": "" if training == FULL_BATCH else sampling.method(training),
             "subgraph_nodes": round(size["nodes"], 1) if size else "",
-            "subgraph_train_nodes": round(size["train_nodes"], 1) if size else "", "test_mean": mean,
-            "test_std": statistics.pstdev(scores), "minus_full_points": 100 * (mean - full),
-            "published": PUBLISHED_GCN.get(name, "") if training == FULL_BATCH else "", "seeds": len(scores),
-            "min": min(scores), "max": max(scores), "scores": [round(x, 4) for x in scores],
+            "subgraph_train_nodes": round(size["train_nodes"], 1) if size else "",
+            "test_mean": mean,
+            "test_std": statistics.pstdev(scores),
+            "minus_full_points": 100 * (mean - full),
+            "published": PUBLISHED_GCN.get(name, "") if training == FULL_BATCH else "",
+            "seeds": len(scores),
+            "min": min(scores),
+            "max": max(scores),
+            "scores": [round(x, 4) for x in scores],
         })
     return rows
 

@@ -176,8 +176,10 @@ def train_kipf_gcn(graph: EvalGraph, seed: int, recipe: KipfRecipe = KipfRecipe(
     with torch.no_grad():
         logits = model(adj, x)
     return {
-        "val": _accuracy(logits, labels, split["val"]), "test": _accuracy(logits, labels, split["test"]),
-        "best_epoch": best_epoch, "epochs": recipe.epochs,
+        "val": _accuracy(logits, labels, split["val"]),
+        "test": _accuracy(logits, labels, split["test"]),
+        "best_epoch": best_epoch,
+        "epochs": recipe.epochs,
     }
 
 

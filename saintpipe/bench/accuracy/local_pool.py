@@ -62,8 +62,15 @@ class InProcessPool:
     """
 
     def __init__(
-        self, sampler: Sampler, seeds: Iterable[int], gather: Callable[[np.ndarray], np.ndarray], *,
-        redis_url: str | None = None, capacity: int = 16, transport: str = "auto", prefetch: bool = True,
+        self,
+        sampler: Sampler,
+        seeds: Iterable[int],
+        gather: Callable[[np.ndarray], np.ndarray],
+        *,
+        redis_url: str | None = None,
+        capacity: int = 16,
+        transport: str = "auto",
+        prefetch: bool = True,
         job_id: str | None = None,
     ) -> None:
         self.sampler, self.seeds, self.gather = sampler, iter(seeds), gather
