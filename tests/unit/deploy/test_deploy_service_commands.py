@@ -110,6 +110,7 @@ EXPECTED_COMPOSE = {
     "samplers": {"ray start", "serve samplers"},
     "sampler-node": {"ray start"},
     "trainer": {"serve trainer"},
+    "sweep": {"sweep /etc/saintpipe/sweep.toml"},
 }
 SECRET_VALUES = [COMPOSE_ENV[name] for name in ("REDIS_PASSWORD", "RAY_AUTH_TOKEN", "GRAFANA_ADMIN_PASSWORD")]
 
@@ -175,7 +176,7 @@ def test_compose_health_check_command_parses(name):
     argv = healthcheck_argv(COMPOSE["services"][name])
     if not argv:
         # The one-shots: they must exit 0 instead.
-        assert name in ("prepare-data", "certs")
+        assert name in ("prepare-data", "certs", "sweep")
         return
     if argv[0] == "ray":
         parse_ray(argv[1:])
