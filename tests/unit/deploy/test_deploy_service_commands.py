@@ -243,6 +243,7 @@ HELM_VALUES = {
         "ray": {"workers": {"replicas": 2, "numCpus": 4}},
         "monitoring": {"serviceMonitor": {"enabled": True}},
     },
+    "sweep": {"sweep": {"enabled": True}},
 }
 
 
@@ -258,13 +259,14 @@ def test_helm_container_commands_parse(case, stub_path, tmp_path):
             exec_argv = container.get(probe, {}).get("exec", {}).get("command")
             if exec_argv and exec_argv[0] == "ray":
                 parse_ray(exec_argv[1:])
+    readers = {"sweep": {"sweep /etc/saintpipe/sweep.toml"}} if case == "sweep" else {"trainer": {"serve trainer"}}
     assert seen == {
         "prepare-data": {"data generate demo"},
         "feature-shard": {"serve feature-shard"},
         "ray-head": {"ray start"},
         "ray-worker": {"ray start"},
         "samplers": {"ray start", "serve samplers"},
-        "trainer": {"serve trainer"},
+        **readers,
     }
 
 
