@@ -92,7 +92,7 @@ class RunningServices:
         self.groups = list(groups)
         self.cpus = cpus
         self.redis_url = redis_url_with_password(url)
-        self.feature_addresses = config.sweep.features
+        self.feature_addresses: str | list[list[str]] = config.sweep.features
         self.data_dir = Path(config.run.data)
         self.feature_token_file = config.trainer.feature_token_file
         self._ray = False
