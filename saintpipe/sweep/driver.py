@@ -124,7 +124,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
     concurrent = min(config.trials_at_a_time(), len(todo))
     print(f"sweep: {len(trials)} trial(s), {len(todo)} to run, {concurrent} at a time, scheduler "
           f"{config.sweep.scheduler}; sweep directory {sweep_dir}", file=out, flush=True)
-    services = open_services(config, [t.trial_id for t in todo[:concurrent]], concurrent)
+    services = open_services(config, [t.trial_id for t in todo], concurrent)
     interrupted = threading.Event()
     previous = {s: signal.signal(s, lambda *_: interrupted.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

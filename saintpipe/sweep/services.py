@@ -79,23 +79,26 @@ class RunningServices:
 
     Args:
         config: the sweep's configuration (``[sweep] features`` set).
-        groups: the pool groups of the first trials, registered on start (:func:`claim_stream`).
-        cpus: the local Ray's CPUs (one per concurrent trial).
+        trials: the trials to run, in order: the groups of the first ``concurrent`` are registered on start
+            (:func:`claim_stream`), any of them still there is removed on the way out.
+        concurrent: trials at a time: the local Ray's CPUs.
     """
 
-    def __init__(self, config: SweepConfig, groups: Sequence[str], cpus: int) -> None:
+    def __init__(self, config: SweepConfig, trials: Sequence[str], concurrent: int) -> None:
         from saintpipe.core.credentials import redis_url_with_password
 
         url = running_redis_url(config)
         assert url is not None and config.sweep.features is not None and config.run.data is not None  # checked
         self.config = config
-        self.groups = list(groups)
-        self.cpus = cpus
+        self.trials = list(trials)
+        self.groups = self.trials[:concurrent]
+        self.cpus = concurrent
         self.redis_url = redis_url_with_password(url)
         self.feature_addresses: str | list[list[str]] = config.sweep.features
         self.data_dir = Path(config.run.data)
         self.feature_token_file = config.trainer.feature_token_file
         self._ray = False
+        self._claimed = False  # the trials' groups are in the job: it is handed back on the way out
 
     def __enter__(self) -> RunningServices:
         from saintpipe.core.ray_cluster import connect_ray
@@ -106,10 +109,15 @@ class RunningServices:
         check_reachable(address, timeout_s=10.0)  # names the address that does not answer
         with SubgraphPool.from_config(self.config.pool, url=self.redis_url) as pool:
             claim_stream(pool, self.groups, self.config.pool.visibility_timeout)
+        self._claimed = True
         verbose = logging.getLogger().isEnabledFor(logging.INFO)
-        self._ray = connect_ray("local", num_cpus=self.cpus, log_to_driver=verbose,
-                                logging_level=logging.INFO if verbose else logging.WARNING,
-                                configure_logging=verbose)
+        try:
+            self._ray = connect_ray("local", num_cpus=self.cpus, log_to_driver=verbose,
+                                    logging_level=logging.INFO if verbose else logging.WARNING,
+                                    configure_logging=verbose)
+        except BaseException:
+            self.__exit__()
+            raise
         log.info("sweep on running services: %s; a local Ray of %d CPU(s) for the trials", address.describe(),
                  self.cpus)
         return self
@@ -120,10 +128,14 @@ class RunningServices:
 
             ray.shutdown()
             self._ray = False
+        if self._claimed:  # the sweep failed before it left the job: hand it back all the same
+            with SubgraphPool.from_config(self.config.pool, url=self.redis_url) as pool:
+                self.leave(pool, set(self.trials), set())
 
     def leave(self, pool: SubgraphPool, trials: set[str], ended: set[str]) -> list[str]:
         """Hand the job back to its default group (:func:`hand_back`); returns the trial groups left (none)."""
         hand_back(pool, [g for g in pool.groups() if g in trials])
+        self._claimed = False
         return [g for g in pool.groups() if g in trials]
 
 
@@ -172,8 +184,8 @@ def claim_stream(pool: SubgraphPool, ours: Sequence[str], quiet_after_s: float,
         c = min(live[GROUP], key=lambda c: c.idle_s)
         raise ConfigError(f"pool job {pool.job_id}: its default group {GROUP!r} is being read (consumer {c.name} "
                           f"read it {c.idle_s:.1f} s ago): a sweep does not take a live trainer's "
-                          "group; stop that trainer first (docker compose: --scale trainer=0; Helm: "
-                          "trainer.enabled=false) or let it finish")
+                          "group; stop that trainer first (docker compose: --scale trainer=0; Helm: the "
+                          "sweep Job replaces the trainer Job) or let it finish")
     unread = [g for g, cs in live.items() if not cs]
     if GROUP in unread:
         pool.add_group(GROUP)  # registered, its entries are released for it by remove_group (none is lost)
@@ -182,12 +194,12 @@ def claim_stream(pool: SubgraphPool, ours: Sequence[str], quiet_after_s: float,
     released: dict[str, int] = {}
     for group in unread:
         s = pool.stats(group=group)
-        seen = max((c.idle_s for c in others[group]), default=None)
+        seen = min((c.idle_s for c in others[group]), default=None)  # its latest reader
         released[group] = pool.remove_group(group)
         log.info("sweep: pool job %s: group %r had no active consumer (%s): removed once the trials' groups "
                  "were registered, releasing %d subgraph(s) (its account: produced %d, acknowledged %d, "
                  "waiting %d, pending %d, dead-lettered %d)", pool.job_id, group,
-                 "none" if seen is None else f"last seen {min(c.idle_s for c in others[group]):.0f} s ago",
+                 "none" if seen is None else f"last read {seen:.0f} s ago",
                  released[group], s.produced, s.acknowledged, s.depth, s.pending, s.dead_lettered)
     return released
 
@@ -253,8 +265,9 @@ class SweepServices(Protocol):
         groups of trials left in it."""
 
 
-def open_services(config: SweepConfig, groups: Sequence[str], concurrent: int) -> SweepServices:
-    """The sweep's services: the running ones when ``[sweep] features`` names feature shards, else its own."""
+def open_services(config: SweepConfig, trials: Sequence[str], concurrent: int) -> SweepServices:
+    """The sweep's services: the running ones when ``[sweep] features`` names feature shards, else its own; the
+    groups of the first ``concurrent`` of ``trials`` (the trials to run, in order) are registered as they start."""
     if config.sweep.features is not None:
-        return RunningServices(config, groups, cpus=concurrent)
-    return EmbeddedServices(config.services_config(), groups)
+        return RunningServices(config, trials, concurrent)
+    return EmbeddedServices(config.services_config(), trials[:concurrent])
