@@ -22,12 +22,7 @@ from typing import Any
 import ray
 
 from saintpipe.core.errors import (
-    AuthenticationFailed,
-    ConfigError,
-    DatasetError,
-    InvalidArgument,
-    SaintpipeError,
-    ServiceUnavailable,
+    AuthenticationFailed, ConfigError, DatasetError, InvalidArgument, SaintpipeError, ServiceUnavailable,
 )
 from saintpipe.services.feature_shard.cache import CacheConfig
 from saintpipe.services.pool.config import PoolConfig
@@ -151,14 +146,8 @@ class TrainerGroup:
     """
 
     def __init__(
-        self,
-        spec: TrainerSpec,
-        trainers: int = 1,
-        *,
-        cpus_per_trainer: float = 1.0,
-        use_gpus: bool | None = None,
-        threads: int = 0,
-        cache: CacheConfig | None = None,
+        self, spec: TrainerSpec, trainers: int = 1, *, cpus_per_trainer: float = 1.0,
+        use_gpus: bool | None = None, threads: int = 0, cache: CacheConfig | None = None,
         max_concurrency: int = 1,
     ) -> None:
         if trainers < 1:
@@ -392,8 +381,7 @@ def merge_results(results: list[TrainResult], check: bool = True) -> TrainResult
     if check and len(digests) > 1:
         raise RuntimeError(f"data-parallel trainers ended with different weights: {sorted(digests)}")
     return replace(
-        lead,
-        subgraphs=sum(r.subgraphs for r in results),
+        lead, subgraphs=sum(r.subgraphs for r in results),
         times=TimeBreakdown.merged([r.times for r in results]),
         redelivered=sum(r.redelivered for r in results),
         feature_gathers=sum(r.feature_gathers for r in results),
@@ -404,24 +392,14 @@ def merge_results(results: list[TrainResult], check: bool = True) -> TrainResult
 
 
 def train(
-    job: str,
-    dataset_dir: str,
-    pool_url: str,
-    feature_addresses,
-    config: TrainerConfig | None = None,
-    *,
-    trainers: int = 1,
-    pool: PoolConfig | None = None,
-    metrics_port: int | None = None,
-    metrics_host: str = "127.0.0.1",
-    cpus_per_trainer: float = 1.0,
-    ray_address: str | None = None,
+    job: str, dataset_dir: str, pool_url: str, feature_addresses, config: TrainerConfig | None = None, *,
+    trainers: int = 1, pool: PoolConfig | None = None, metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1", cpus_per_trainer: float = 1.0, ray_address: str | None = None,
 ) -> TrainResult:
     """Train ``job`` with ``trainers`` Ray actors fed by the pool and the feature service.
 
-    Starts a private local Ray when this process has none and ``ray_address``
-    is not given, and stops it again at the end; an existing connection is reused
-    (:func:`saintpipe.core.ray_cluster.connect_ray`).
+    Starts a private local Ray when this process has none and ``ray_address`` is not given, and stops it again
+    at the end; an existing connection is reused (:func:`saintpipe.core.ray_cluster.connect_ray`).
 
     Args:
         job: the training job; its subgraphs are in the pool stream of that name.
@@ -442,13 +420,8 @@ def train(
     from saintpipe.core.ray_cluster import connect_ray
 
     spec = TrainerSpec(
-        job=job,
-        dataset_dir=str(dataset_dir),
-        pool_url=pool_url,
-        feature_addresses=feature_addresses,
-        config=config or TrainerConfig(),
-        pool=pool or PoolConfig(),
-        metrics_port=metrics_port,
+        job=job, dataset_dir=str(dataset_dir), pool_url=pool_url, feature_addresses=feature_addresses,
+        config=config or TrainerConfig(), pool=pool or PoolConfig(), metrics_port=metrics_port,
         metrics_host=metrics_host,
     )
     started = connect_ray(ray_address)

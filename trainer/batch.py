@@ -10,8 +10,7 @@ Conventions:
   aggregator-normalized weights, or D⁻¹A (mean over neighbours) for a whole graph.
 * ``degrees`` are the nodes' degrees in the full graph; GCN, GAT and MixHop mix
   in the self-loop from them (:meth:`~saintpipe.trainer.sparse.SparseOperand.with_self_loops`).
-* ``loss_weights`` are zero for nodes without a training label; the loss is
-  Σ λ_v L_v / Σ λ_v over the batch.
+* ``loss_weights`` are zero for nodes without a training label; the loss is Σ λ_v L_v / Σ λ_v over the batch.
 """
 
 from __future__ import annotations
@@ -86,11 +85,7 @@ def _labels_tensor(labels: np.ndarray) -> torch.Tensor:
 
 
 def batch_from_subgraph(
-    sub: Subgraph,
-    features: np.ndarray,
-    labels: np.ndarray,
-    train_mask: np.ndarray,
-    degrees: np.ndarray,
+    sub: Subgraph, features: np.ndarray, labels: np.ndarray, train_mask: np.ndarray, degrees: np.ndarray,
     device: torch.device | str = "cpu",
 ) -> GraphBatch:
     """A training batch from a sampled subgraph.
@@ -111,22 +106,16 @@ def batch_from_subgraph(
     lw = np.asarray(sub.loss_weights, dtype=np.float32) * np.asarray(train_mask[ids], dtype=np.float32)
     adj = SparseOperand.from_csr(sub.indptr, sub.indices, sub.edge_weights, sub.edge_weights_t, device=device)
     return GraphBatch(
-        adj=adj,
-        x=as_tensor(features, np.float32).to(device),
+        adj=adj, x=as_tensor(features, np.float32).to(device),
         labels=_labels_tensor(np.asarray(labels[ids])).to(device),
         loss_weights=torch.from_numpy(lw).to(device),
-        degrees=torch.from_numpy(np.asarray(degrees[ids], dtype=np.float32)).to(device),
-        node_ids=ids,
+        degrees=torch.from_numpy(np.asarray(degrees[ids], dtype=np.float32)).to(device), node_ids=ids,
     )
 
 
 def full_graph_batch(
-    indptr: np.ndarray,
-    indices: np.ndarray,
-    features: np.ndarray,
-    labels: np.ndarray,
-    train_mask: np.ndarray | None = None,
-    device: torch.device | str = "cpu",
+    indptr: np.ndarray, indices: np.ndarray, features: np.ndarray, labels: np.ndarray,
+    train_mask: np.ndarray | None = None, device: torch.device | str = "cpu",
 ) -> GraphBatch:
     """The whole graph as one batch: Ã = D⁻¹A, every training node weighted equally."""
     n = indptr.size - 1
@@ -135,8 +124,7 @@ def full_graph_batch(
     lw = mask.astype(np.float32) / max(1, int(mask.sum()))
     return GraphBatch(
         adj=SparseOperand.from_csr(indptr, indices, w, w_t, device=device),
-        x=as_tensor(features, np.float32).to(device),
-        labels=_labels_tensor(np.asarray(labels)).to(device),
+        x=as_tensor(features, np.float32).to(device), labels=_labels_tensor(np.asarray(labels)).to(device),
         loss_weights=torch.from_numpy(lw).to(device),
         degrees=torch.from_numpy(np.diff(indptr).astype(np.float32)).to(device),
         node_ids=np.arange(n, dtype=np.int64),

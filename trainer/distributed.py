@@ -1,10 +1,9 @@
 """Data-parallel trainers: gradients averaged with torch.distributed (gloo on CPU, nccl on GPU).
 
-Every step each trainer all-reduces one flat buffer: its gradients followed by
-the number of labelled nodes it trained on, so all trainers apply the same
-averaged update *and* agree on how far the shared epoch has got. Validation
-runs on rank 0 only; :meth:`DataParallel.decide` broadcasts its decision
-(stop or go on, the score) to the others.
+Every step each trainer all-reduces one flat buffer: its gradients followed by the number of labelled nodes it
+trained on, so all trainers apply the same averaged update *and* agree on how far the shared epoch has got.
+Validation runs on rank 0 only; :meth:`DataParallel.decide` broadcasts its decision (stop or go on, the score)
+to the others.
 """
 
 from __future__ import annotations
@@ -42,10 +41,7 @@ class DataParallel:
         self.rank, self.world_size, self.device = rank, world_size, device
         backend = "nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(
-            backend,
-            init_method=f"tcp://{master}",
-            rank=rank,
-            world_size=world_size,
+            backend, init_method=f"tcp://{master}", rank=rank, world_size=world_size,
             timeout=datetime.timedelta(seconds=timeout_s),
         )
         log.info("trainer %d/%d joined the %s group at %s", rank, world_size, backend, master)

@@ -1,12 +1,10 @@
 """Validation and test scores on the full graph: accuracy, or F1-micro for multi-label data.
 
-Evaluation runs the trained model on the whole graph with Ã = D⁻¹A (no
-sampling, so no sampling normalization). When the graph's features and
-activations fit the configured memory bound it is one forward pass; otherwise
-it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output
-is computed for a block of rows from their one-hop neighbours' rows of layer
-ℓ-1's stored output, never from an induced k-hop neighbourhood. The same layer
-code runs in both modes. An :class:`~saintpipe.trainer.eval_watch.EvalWatch`
+Evaluation runs the trained model on the whole graph with Ã = D⁻¹A (no sampling, so no sampling
+normalization). When the graph's features and activations fit the configured memory bound it is one forward
+pass; otherwise it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output is computed for
+a block of rows from their one-hop neighbours' rows of layer ℓ-1's stored output, never from an induced k-hop
+neighbourhood. The same layer code runs in both modes. An :class:`~saintpipe.trainer.eval_watch.EvalWatch`
 shows another thread how far it is and cuts it at a deadline.
 """
 
@@ -74,31 +72,20 @@ class EvalGraph:
 
     @classmethod
     def from_arrays(
-        cls,
-        indptr: np.ndarray,
-        indices: np.ndarray,
-        features: np.ndarray,
-        labels: np.ndarray,
+        cls, indptr: np.ndarray, indices: np.ndarray, features: np.ndarray, labels: np.ndarray,
         splits: dict[str, np.ndarray],
     ) -> EvalGraph:
         return cls(
-            indptr=indptr,
-            indices=indices,
-            labels=labels,
-            gather=lambda ids: features[ids],
-            feature_dim=int(features.shape[1]),
-            splits=splits,
+            indptr=indptr, indices=indices, labels=labels, gather=lambda ids: features[ids],
+            feature_dim=int(features.shape[1]), splits=splits,
         )
 
     @classmethod
     def from_dataset(cls, dataset) -> EvalGraph:
         """From an opened :class:`saintpipe.services.dataset.store.Dataset` (features read from its shards)."""
         return cls(
-            indptr=dataset.indptr,
-            indices=dataset.indices,
-            labels=dataset.labels,
-            gather=dataset.gather_features,
-            feature_dim=dataset.manifest.feature_dim,
+            indptr=dataset.indptr, indices=dataset.indices, labels=dataset.labels,
+            gather=dataset.gather_features, feature_dim=dataset.manifest.feature_dim,
             splits=dict(dataset.splits),
         )
 
@@ -106,12 +93,8 @@ class EvalGraph:
         if self._full is None:
             feats = self.gather(np.arange(self.num_nodes, dtype=np.int64))
             self._full = full_graph_batch(
-                np.asarray(self.indptr),
-                np.asarray(self.indices),
-                feats,
-                np.asarray(self.labels),
-                self.train_mask(),
-                device=device,
+                np.asarray(self.indptr), np.asarray(self.indices), feats, np.asarray(self.labels),
+                self.train_mask(), device=device,
             )
         return self._full
 
@@ -145,14 +128,8 @@ def score(logits: torch.Tensor, labels: np.ndarray, multilabel: bool) -> float:
 
 @torch.no_grad()
 def predict(
-    model: GNN,
-    graph: EvalGraph,
-    *,
-    max_full_bytes: int = 2 << 30,
-    batch_nodes: int = 65_536,
-    device: torch.device | str = "cpu",
-    progress: bool = False,
-    watch: EvalWatch | None = None,
+    model: GNN, graph: EvalGraph, *, max_full_bytes: int = 2 << 30, batch_nodes: int = 65_536,
+    device: torch.device | str = "cpu", progress: bool = False, watch: EvalWatch | None = None,
 ) -> torch.Tensor:
     """Logits [N, C] of every node, in one pass when it fits in ``max_full_bytes``, else layer by layer
     (:class:`~saintpipe.trainer.inference.LayerwiseInference`, ``batch_nodes`` rows per block).

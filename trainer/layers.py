@@ -26,13 +26,8 @@ def _glorot(rows: int, cols: int) -> nn.Parameter:
 def _shape(op: SparseOperand, x: torch.Tensor, f_out: int, values_grad: bool = False) -> ChainShape:
     backward = torch.is_grad_enabled()
     return ChainShape(
-        n=op.n,
-        nnz=op.nnz,
-        f_in=x.shape[1],
-        f_out=f_out,
-        x_grad=backward and x.requires_grad,
-        values_grad=backward and values_grad,
-        backward=backward,
+        n=op.n, nnz=op.nnz, f_in=x.shape[1], f_out=f_out, x_grad=backward and x.requires_grad,
+        values_grad=backward and values_grad, backward=backward,
     )
 
 
@@ -83,12 +78,11 @@ class SAGELayer(GraphLayer):
 class GATLayer(GraphLayer):
     """Eqs. 6-7 with several heads, concatenated.
 
-    Scores e_vu = LeakyReLU(a_dst·W x_v + a_src·W x_u) over v's neighbours and
-    v itself; the attention matrix is their softmax per row, each term weighted
-    by Â's entry, so GraphSAINT's aggregator normalization carries over as an
-    importance weight (on a whole graph with Ã = D⁻¹A the weights are uniform
-    per row and this is the usual GAT softmax). The scores use X·(W a), n·f_in
-    MACs per head, so the scheduler stays free to pick (A_att X) W or A_att (X W).
+    Scores e_vu = LeakyReLU(a_dst·W x_v + a_src·W x_u) over v's neighbours and v itself; the attention matrix
+    is their softmax per row, each term weighted by Â's entry, so GraphSAINT's aggregator normalization
+    carries over as an importance weight (on a whole graph with Ã = D⁻¹A the weights are uniform per row and
+    this is the usual GAT softmax). The scores use X·(W a), n·f_in MACs per head, so the scheduler stays free
+    to pick (A_att X) W or A_att (X W).
     """
 
     def __init__(
@@ -151,13 +145,8 @@ class MixHopLayer(GraphLayer):
         op = batch.adj_hat
         backward = torch.is_grad_enabled()
         shape = MixHopShape(
-            n=op.n,
-            nnz=op.nnz,
-            f_in=self.f_in,
-            f_out=self.part,
-            powers=self.powers,
-            x_grad=backward and x.requires_grad,
-            backward=backward,
+            n=op.n, nnz=op.nnz, f_in=self.f_in, f_out=self.part, powers=self.powers,
+            x_grad=backward and x.requires_grad, backward=backward,
         )
         if scheduler.mixhop(self.name, shape) == AX_FIRST:
             outs = self._sparse_first(x, op)

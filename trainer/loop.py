@@ -1,29 +1,21 @@
 """The training loop: feed → batch → step → acknowledge, epochs, validation, early stopping, checkpoints.
 
-An epoch is |V_train| / (mean labelled nodes per subgraph) subgraphs — the
-paper's |V| / |V_s| when subgraphs are drawn from the training graph, and the
-same idea when they are drawn from the whole graph and only some of their nodes
-carry training labels. The loop counts labelled nodes as they go by (summed
-over all data-parallel trainers) and closes an epoch each time they add up to
-|V_train|, so every trainer agrees on where epochs end.
+An epoch closes each time the labelled nodes trained on, summed over all data-parallel trainers, add up to
+|V_train|, so every trainer agrees on where epochs end (docs/explanation/algorithms.md).
 
-After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the
-loop scores the validation split, keeps the best weights, checkpoints, and
-stops after ``patience`` validations without improvement. The final test score
-is that of the best weights: each validation scores the test split from the
-same full-graph pass (selection still looks at validation only), so the end
-of training needs no pass of its own unless nothing was validated yet.
+After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the loop scores the validation split,
+keeps the best weights, checkpoints, and stops after ``patience`` validations without improvement. The final
+test score is that of the best weights: each validation scores the test split from the same full-graph pass
+(selection still looks at validation only), so the end of training needs no pass of its own unless nothing was
+validated yet.
 
-Evaluation is followed and bounded through the loop's
-:class:`~saintpipe.trainer.eval_watch.EvalWatch` (``loop.watch``): another
-thread sees which pass it is in, cancels a validation, or sets a deadline past
-which the final scoring is cut; a cut evaluation leaves NaN scores and
-``TrainResult.evaluation`` says so. :meth:`TrainLoop.snapshot` is the result so
-far, for a run that is interrupted before the loop returns.
+Evaluation is followed and bounded through the loop's :class:`~saintpipe.trainer.eval_watch.EvalWatch`
+(``loop.watch``): another thread sees which pass it is in, cancels a validation, or sets a deadline past which
+the final scoring is cut (NaN scores; ``TrainResult.evaluation`` says so). :meth:`TrainLoop.snapshot` is the
+result so far, for a run that is interrupted before the loop returns.
 
-Every step's loss and the epoch it belonged to, and every validation's
-(epoch, score), are recorded and travel back in the :class:`TrainResult`
-(and in checkpoints, so a resumed run still has them all): the run summary
+Every step's loss and the epoch it belonged to, and every validation's (epoch, score), are recorded and travel
+back in the :class:`TrainResult` (and in checkpoints, so a resumed run still has them all): the run summary
 reads its loss-spike ratio and validation history from them.
 """
 
@@ -162,20 +154,11 @@ class TrainLoop:
     """
 
     def __init__(
-        self,
-        state: TrainState,
-        graph: EvalGraph,
-        config: TrainerConfig,
-        *,
-        name: str = "trainer-0",
-        metrics: TrainerMetrics | None = None,
-        sync: GradSync | None = None,
-        decide: Callable[[list[float]], list[float]] | None = None,
-        is_leader: bool = True,
-        checkpointer: Checkpointer | None = None,
-        feature_meter: FeatureMeter | None = None,
-        sampled_degrees: np.ndarray | None = None,
-        outputs: RunOutputs | None = None,
+        self, state: TrainState, graph: EvalGraph, config: TrainerConfig, *, name: str = "trainer-0",
+        metrics: TrainerMetrics | None = None, sync: GradSync | None = None,
+        decide: Callable[[list[float]], list[float]] | None = None, is_leader: bool = True,
+        checkpointer: Checkpointer | None = None, feature_meter: FeatureMeter | None = None,
+        sampled_degrees: np.ndarray | None = None, outputs: RunOutputs | None = None,
         on_validation: Callable[[float, float, int], None] | None = None,
     ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
@@ -225,11 +208,8 @@ class TrainLoop:
         else:  # their validations' epochs are unknown; the list stays in step with the stopper's history
             self.val_history = [(float("nan"), float(v)) for _, v in self.stopper.history]
         log.info(
-            "%s: resumed from step %d (epoch %d, best val %.4f)",
-            self.name,
-            self.state.steps,
-            self.progress.epoch,
-            self.stopper.best,
+            "%s: resumed from step %d (epoch %d, best val %.4f)", self.name, self.state.steps,
+            self.progress.epoch, self.stopper.best,
         )
 
     def _checkpoint(self) -> None:
@@ -272,11 +252,7 @@ class TrainLoop:
                 self.first_subgraph_at = time.time()
             compute_start = time.perf_counter()
             batch = batch_from_subgraph(
-                item.subgraph,
-                item.features,
-                self.labels,
-                self.train_mask,
-                self.degrees,
+                item.subgraph, item.features, self.labels, self.train_mask, self.degrees,
                 device=self.state.device,
             )
             labelled = float(batch.num_labelled)
@@ -367,13 +343,8 @@ class TrainLoop:
     def _scores(self, splits: tuple[str, ...]) -> dict[str, float]:
         cfg = self.config
         return evaluate(
-            self.state.model,
-            self.graph,
-            splits,
-            max_full_bytes=cfg.eval_full_graph_max_bytes,
-            batch_nodes=cfg.eval_batch_nodes,
-            device=self.state.device,
-            watch=self.watch,
+            self.state.model, self.graph, splits, max_full_bytes=cfg.eval_full_graph_max_bytes,
+            batch_nodes=cfg.eval_batch_nodes, device=self.state.device, watch=self.watch,
         )
 
     @property
@@ -460,29 +431,16 @@ class TrainLoop:
         losses = self.step_losses
         n = min(len(losses.losses), len(losses.epochs))  # another thread may be appending
         return TrainResult(
-            evaluation=evaluation,
-            evaluation_estimate_seconds=self._estimate_s,
-            final_evaluation_seconds=final_s,
-            test_score=test,
-            val_score=val,
-            epochs=self.progress.epoch,
-            steps=self.state.steps,
-            subgraphs=self.progress.subgraphs,
-            stopped_early=self.progress.stopped_early,
-            resumed_from_step=self.resumed_from,
-            times=times or self.times,
-            history=list(self.stopper.history),
-            redelivered=self.redelivered,
-            last_loss=last_loss,
-            model_digest=model_digest(self.state.model),
-            feature_gathers=features.gathers,
-            feature_rows=features.rows,
-            feature_cache_hits=features.cache_hits,
-            feature_bytes=features.fetched_bytes,
-            device=str(self.state.device),
-            step_losses=losses.losses[:n].tolist(),
-            step_epochs=losses.epochs[:n].tolist(),
-            val_history=list(self.val_history),
+            evaluation=evaluation, evaluation_estimate_seconds=self._estimate_s,
+            final_evaluation_seconds=final_s, test_score=test, val_score=val, epochs=self.progress.epoch,
+            steps=self.state.steps, subgraphs=self.progress.subgraphs,
+            stopped_early=self.progress.stopped_early, resumed_from_step=self.resumed_from,
+            times=times or self.times, history=list(self.stopper.history), redelivered=self.redelivered,
+            last_loss=last_loss, model_digest=model_digest(self.state.model),
+            feature_gathers=features.gathers, feature_rows=features.rows,
+            feature_cache_hits=features.cache_hits, feature_bytes=features.fetched_bytes,
+            device=str(self.state.device), step_losses=losses.losses[:n].tolist(),
+            step_epochs=losses.epochs[:n].tolist(), val_history=list(self.val_history),
             best_val_epoch=self._best_val_epoch(),
         )
 

@@ -22,11 +22,8 @@ from saintpipe.trainer.ops import dense, spmm
 from saintpipe.trainer.schedule import Scheduler
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": nn.functional.relu,
-    "leaky_relu": nn.functional.leaky_relu,
-    "elu": nn.functional.elu,
-    "tanh": torch.tanh,
-    "identity": lambda t: t,
+    "relu": nn.functional.relu, "leaky_relu": nn.functional.leaky_relu, "elu": nn.functional.elu,
+    "tanh": torch.tanh, "identity": lambda t: t,
 }
 
 

@@ -129,11 +129,7 @@ class _SparseChain(torch.autograd.Function):
 
 
 def sparse_chain(
-    op: SparseOperand,
-    x: torch.Tensor,
-    w: torch.Tensor,
-    plan: ChainPlan,
-    values: torch.Tensor | None = None,
+    op: SparseOperand, x: torch.Tensor, w: torch.Tensor, plan: ChainPlan, values: torch.Tensor | None = None,
     diag: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Y = A·X·W following ``plan`` in the forward pass and both gradients.

@@ -122,9 +122,7 @@ def macs(shape: ChainShape, plan: ChainPlan) -> MacCount:
     """
     n, e, fi, fo = shape.n, shape.nnz, shape.f_in, shape.f_out
     intermediate = {
-        "P": MacCount(0, e * fi),
-        "Q": MacCount(n * fi * fo, 0),
-        "R": MacCount(0, e * fo),
+        "P": MacCount(0, e * fi), "Q": MacCount(n * fi * fo, 0), "R": MacCount(0, e * fo),
         "S": MacCount(n * fo * fi, 0),
     }
     needed: set[str] = set()
@@ -170,9 +168,8 @@ def choose_order(shape: ChainShape, order: str = "auto") -> ChainPlan:
 
     Args:
         shape: the chain's shapes.
-        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the
-            forward pass and both gradients to that order (dA, when needed, still
-            takes the cheaper of its two forms).
+        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the forward pass and both
+            gradients to that order (dA, when needed, still takes the cheaper of its two forms).
 
     Returns:
         The chosen :class:`ChainPlan`; ties go to the sparse-first order.
@@ -206,10 +203,9 @@ class MixHopShape:
 def mixhop_macs(shape: MixHopShape, order: Order) -> MacCount:
     """MACs of forward plus backward of a MixHop layer.
 
-    ``ax_first`` propagates X through the shared chain Â X, Â² X, … (the paper's
-    ``Â(ÂX)``) and multiplies each power by its W_k; the backward pass runs the
-    chain transposed once. ``xw_first`` multiplies X by all W_k in one GEMM and
-    propagates the narrow products, power k through k hops.
+    ``ax_first`` propagates X through the shared chain Â X, Â² X, … (the paper's ``Â(ÂX)``) and multiplies
+    each power by its W_k; the backward pass runs the chain transposed once. ``xw_first`` multiplies X by all
+    W_k in one GEMM and propagates the narrow products, power k through k hops.
     """
     n, e, fi, fo = shape.n, shape.nnz, shape.f_in, shape.f_out
     kmax, count = max(shape.powers), len(shape.powers)
@@ -251,15 +247,8 @@ class Scheduler:
         plan = choose_order(shape, self.order)
         self._log_once(
             (layer, shape.f_in, shape.f_out, shape.x_grad, shape.values_grad, plan),
-            "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
-            layer,
-            shape.f_in,
-            shape.f_out,
-            plan.describe(),
-            self.order,
-            macs(shape, plan).total,
-            shape.n,
-            shape.nnz,
+            "%s: f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer, shape.f_in, shape.f_out,
+            plan.describe(), self.order, macs(shape, plan).total, shape.n, shape.nnz,
         )
         return plan
 
@@ -267,16 +256,9 @@ class Scheduler:
         order = choose_mixhop_order(shape, self.order)
         self._log_once(
             (layer, shape.f_in, shape.f_out, shape.powers, shape.x_grad, order),
-            "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)",
-            layer,
-            list(shape.powers),
-            shape.f_in,
-            shape.f_out,
-            order,
-            self.order,
-            mixhop_macs(shape, order).total,
-            shape.n,
-            shape.nnz,
+            "%s: mixhop powers=%s f_in=%d f_out=%d -> %s (%s; %.3g MACs at n=%d nnz=%d)", layer,
+            list(shape.powers), shape.f_in, shape.f_out, order, self.order, mixhop_macs(shape, order).total,
+            shape.n, shape.nnz,
         )
         return order
 

@@ -36,13 +36,8 @@ class TrainState:
     """
 
     def __init__(
-        self,
-        config: ModelConfig,
-        in_dim: int,
-        num_classes: int,
-        multilabel: bool,
-        device: torch.device | str = "cpu",
-        seed: int = 0,
+        self, config: ModelConfig, in_dim: int, num_classes: int, multilabel: bool,
+        device: torch.device | str = "cpu", seed: int = 0,
     ) -> None:
         torch.manual_seed(seed)
         self.device = torch.device(device)
@@ -79,9 +74,7 @@ class TrainState:
 
     def state_dict(self) -> dict:
         return {
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "steps": self.steps,
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "steps": self.steps,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -119,11 +112,8 @@ class EarlyStopping:
 
     def state_dict(self) -> dict:
         return {
-            "best": self.best,
-            "best_step": self.best_step,
-            "best_state": self.best_state,
-            "bad_rounds": self.bad_rounds,
-            "history": list(self.history),
+            "best": self.best, "best_step": self.best_step, "best_state": self.best_state,
+            "bad_rounds": self.bad_rounds, "history": list(self.history),
         }
 
     def load_state_dict(self, state: dict) -> None:

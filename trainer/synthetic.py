@@ -37,10 +37,6 @@ def random_subgraph(n: int, mean_degree: float, seed: int = 0, mean_weights: boo
         w = rng.uniform(0.05, 1.0, len(pairs)).astype(np.float32)
     w_t = w[transpose_permutation(indptr, indices)]
     return Subgraph(
-        node_ids=np.arange(n, dtype=np.int64),
-        indptr=indptr,
-        indices=indices,
-        edge_weights=w,
-        edge_weights_t=w_t,
-        loss_weights=rng.uniform(0.5, 2.0, n).astype(np.float32),
+        node_ids=np.arange(n, dtype=np.int64), indptr=indptr, indices=indices, edge_weights=w,
+        edge_weights_t=w_t, loss_weights=rng.uniform(0.5, 2.0, n).astype(np.float32),
     )

@@ -473,7 +473,9 @@ def metric_docs(source: Any) -> list[MetricDoc]:
 def metrics_page(sources: Mapping[str, Any]) -> str:
     """The metric reference: per module that defines metrics, each metric's name, type, labels and help."""
     out = [f"# Metric list\n\n{NOTE} [Monitoring](../how-to/monitoring.md) says which service exports each, "
-           "how to scrape them, and the dashboard's queries.\n"]
+           "how to scrape them, and the dashboard's queries. `trial` (trainer metrics) and `group` (pool "
+           "gauges) are a sweep's trial and its consumer group, empty (no label) in a run: "
+           "[Watch a sweep](../how-to/sweeps.md#watch-it).\n"]
     for module, source in sources.items():
         rows = [[_code(m.name), m.type, ", ".join(_code(label) for label in m.labels), _text(m.help)]
                 for m in sorted(metric_docs(source))]
@@ -495,8 +497,7 @@ def metric_sources() -> dict[str, Any]:
     return {
         "saintpipe.services.sampler_service.metrics": SamplerCollector(lambda: one_worker),
         "saintpipe.services.pool.metrics": PoolMetrics(CollectorRegistry()),
-        "saintpipe.services.feature_shard.metrics": feature_shard,
-        "saintpipe.trainer.metrics": trainer,
+        "saintpipe.services.feature_shard.metrics": feature_shard, "saintpipe.trainer.metrics": trainer,
     }
 
 
@@ -535,8 +536,7 @@ def pages(root: Path = ROOT) -> dict[str, str]:
 
     parser, flags = model_flag_index(build_parser)
     return {
-        **cli_pages(parser),
-        "reference/configuration.md": config_page(config_roots(), flags),
+        **cli_pages(parser), "reference/configuration.md": config_page(config_roots(), flags),
         "reference/metric-list.md": metrics_page(metric_sources()),
         "reference/alert-rules.md": alerts_page((root / "deploy" / "prometheus" / "alerts.yml").read_text()),
     }

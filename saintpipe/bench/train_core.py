@@ -91,17 +91,10 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
             paired = result.ratio_summary(order, "auto")
             rows.append(
                 {
-                    "model": f"{arch} {features}->{'/'.join(map(str, hidden))}",
-                    "order": order,
-                    "ms_per_iter": s.median * 1e3,
-                    "iqr_pct": s.iqr_pct,
-                    "ms_min": s.min * 1e3,
-                    "ms_max": s.max * 1e3,
-                    "gmacs": macs[order] / 1e9,
-                    "time_vs_auto": s.median / auto.median,
-                    "time_vs_auto_paired": paired.median,
-                    "paired_min": paired.min,
-                    "paired_max": paired.max,
+                    "model": f"{arch} {features}->{'/'.join(map(str, hidden))}", "order": order,
+                    "ms_per_iter": s.median * 1e3, "iqr_pct": s.iqr_pct, "ms_min": s.min * 1e3,
+                    "ms_max": s.max * 1e3, "gmacs": macs[order] / 1e9, "time_vs_auto": s.median / auto.median,
+                    "time_vs_auto_paired": paired.median, "paired_min": paired.min, "paired_max": paired.max,
                     "macs_vs_auto": macs[order] / macs["auto"],
                 }
             )
@@ -111,12 +104,8 @@ def run_benchmark(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[
             summary[key] = result.summary(order).median / auto.median
             summary.update(ratio_figures(key, result.ratio_summary(order, "auto")))
     params = {
-        "nodes": args.nodes,
-        "edges": int(sub.num_edges),
-        "mean_degree": round(sub.num_edges / args.nodes, 2),
-        "classes": args.classes,
-        "repeats": args.repeats,
-        "warmup": args.warmup,
+        "nodes": args.nodes, "edges": int(sub.num_edges), "mean_degree": round(sub.num_edges / args.nodes, 2),
+        "classes": args.classes, "repeats": args.repeats, "warmup": args.warmup,
         "threads": torch.get_num_threads(),
         "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
         "torch": torch.__version__,

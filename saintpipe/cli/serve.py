@@ -7,9 +7,7 @@ import importlib
 
 # One module per service; each defines register(subparsers).
 SERVICES: tuple[str, ...] = (
-    "saintpipe.services.feature_shard.cli",
-    "saintpipe.services.sampler_service.cli",
-    "saintpipe.trainer.cli",
+    "saintpipe.services.feature_shard.cli", "saintpipe.services.sampler_service.cli", "saintpipe.trainer.cli",
 )
 
 

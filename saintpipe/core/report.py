@@ -67,13 +67,8 @@ def _is_num(cell: str) -> bool:
 
 
 def emit_report(
-    benchmark: str,
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    params: Mapping[str, Any] | None = None,
-    summary: Mapping[str, Any] | None = None,
-    as_json: bool = False,
-    columns: Sequence[str] | None = None,
+    benchmark: str, rows: Sequence[Mapping[str, Any]], *, params: Mapping[str, Any] | None = None,
+    summary: Mapping[str, Any] | None = None, as_json: bool = False, columns: Sequence[str] | None = None,
     out: TextIO | None = None,
 ) -> None:
     """Print a benchmark's figures as a table, or as one JSON object with ``as_json``."""

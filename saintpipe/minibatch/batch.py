@@ -139,14 +139,11 @@ def build_minibatch(sub: Subgraph, features: np.ndarray, labels: np.ndarray, tra
     loss = np.asarray(sub.loss_weights, dtype=np.float32) * in_train
     y = np.asarray(labels[ids])
     return (kind or Minibatch)(
-        node_ids=as_tensor(ids, np.int64),
-        x=as_tensor(features, np.float32),
+        node_ids=as_tensor(ids, np.int64), x=as_tensor(features, np.float32),
         edge_index=torch.from_numpy(np.stack([np.asarray(sub.indices, dtype=np.int64), rows])),
-        indptr=as_tensor(indptr, np.int64),
-        edge_weight=as_tensor(sub.edge_weights, np.float32),
+        indptr=as_tensor(indptr, np.int64), edge_weight=as_tensor(sub.edge_weights, np.float32),
         edge_weight_t=as_tensor(sub.edge_weights_t, np.float32),
-        y=as_tensor(y, np.float32 if y.ndim == 2 else np.int64),
-        loss_weight=torch.from_numpy(loss),
+        y=as_tensor(y, np.float32 if y.ndim == 2 else np.int64), loss_weight=torch.from_numpy(loss),
         train_mask=torch.from_numpy(in_train),
         degree=torch.from_numpy(np.asarray(degrees[ids], dtype=np.float32)),
         entry_id=entry_id, deliveries=deliveries, step=step, epoch=epoch,

@@ -260,9 +260,7 @@ def format_summary(s: RunSummary) -> str:
     if s.checkpoint_dir and (not s.run_dir or Path(s.checkpoint_dir).parent != Path(s.run_dir)):
         rows.append(("checkpoints", s.checkpoint_dir))  # outside the run directory ([trainer] checkpoint_dir)
     rows += [
-        ("", ""),
-        ("where the time went", ""),
-        ("  sampling (sampler workers)", _seconds(t.sampling)),
+        ("", ""), ("where the time went", ""), ("  sampling (sampler workers)", _seconds(t.sampling)),
         ("  samplers waiting on a full pool", _seconds(t.sampler_pool_wait)),
         ("  feature fetch (trainers)", _seconds(t.feature_fetch)),
         ("  compute (trainers)", _seconds(t.compute, trainer_time)),

@@ -108,9 +108,7 @@ class Supervisor:
             self._teardown.append((name, fn))
 
     def watch(
-        self,
-        name: str,
-        check: Callable[[], str | Failure | None],
+        self, name: str, check: Callable[[], str | Failure | None],
         restart: Callable[[], object] | None = None,
     ) -> None:
         """Check ``check()`` every interval; a reason it returns restarts the component or fails the run.
@@ -125,10 +123,7 @@ class Supervisor:
             self._watches.append(_Watch(name, check, restart))
 
     def watch_process(
-        self,
-        name: str,
-        proc: subprocess.Popen | Callable[[], subprocess.Popen],
-        where: str | None = "",
+        self, name: str, proc: subprocess.Popen | Callable[[], subprocess.Popen], where: str | None = "",
         restart: Callable[[], object] | None = None,
     ) -> None:
         """Notice when a process exits (whatever its status: a server must not stop on its own).
@@ -148,10 +143,7 @@ class Supervisor:
         self.watch(name, check, restart)
 
     def watch_pid(
-        self,
-        name: str,
-        pid: int | None | Callable[[], int | None],
-        where: str = "",
+        self, name: str, pid: int | None | Callable[[], int | None], where: str = "",
         restart: Callable[[], object] | None = None,
     ) -> None:
         """Notice when process ``pid`` (started by someone else in this process) ends.

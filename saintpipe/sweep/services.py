@@ -58,12 +58,14 @@ class EmbeddedServices:
         self.feature_addresses: str | list[list[str]] = ""
         self.data_dir = Path(self.pipeline.data_dir)
         self.feature_token_file: Path | None = None
+        self.metrics: dict[str, str] = {}
 
     def __enter__(self) -> EmbeddedServices:
         self.pipeline.start()
         self.redis_url = self.pipeline.redis_url
         self.feature_addresses = self.pipeline.shards.addresses
         self.feature_token_file = self.pipeline.feature_token_file
+        self.metrics = dict(self.pipeline.endpoints.metrics)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -97,6 +99,7 @@ class RunningServices:
         self.feature_addresses: str | list[list[str]] = config.sweep.features
         self.data_dir = Path(config.run.data)
         self.feature_token_file = config.trainer.feature_token_file
+        self.metrics: dict[str, str] = {}  # the running services are their own deployment's to scrape
         self._ray = False
         self._claimed = False  # the trials' groups are in the job: it is handed back on the way out
 
@@ -255,6 +258,7 @@ class SweepServices(Protocol):
     feature_addresses: str | list[list[str]]
     data_dir: Path
     feature_token_file: Path | None
+    metrics: dict[str, str]  # the services' metrics endpoints the sweep lists for Prometheus, by name
 
     def __enter__(self) -> SweepServices: ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import GROUP, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import GroupConsumer, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
@@ -17,17 +17,15 @@ class Accounting:
     """Stats and deletion of one job; ``SubgraphPool`` documents each public method.
 
     Args:
-        job_id: the job.
         capacity: the pool object's capacity (reported in stats).
-        keys: the job's keys.
-        link: the pool object's round trips.
+        link: the pool object's round trips (and its job and keys).
         slots: the pool object's shared-memory slots (closed when the job is deleted).
     """
 
-    def __init__(self, job_id: str, capacity: int, keys: JobKeys, link: RedisLink, slots: ProducerSlots) -> None:
-        self.job_id = job_id
+    def __init__(self, capacity: int, link: RedisLink, slots: ProducerSlots) -> None:
+        self.job_id = link.job_id
         self.capacity = capacity
-        self._keys = keys
+        self._keys = link.keys
         self._link = link
         self._slots = slots
 

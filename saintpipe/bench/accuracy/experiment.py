@@ -1,32 +1,11 @@
 """Accuracy experiment: subgraph training with each GraphSAINT sampler vs Kipf and Welling's full-batch GCN.
 
-On the Planetoid citation graphs (Cora, CiteSeer; standard public split) a
-model trained on GraphSAINT subgraphs should score within a few points of the
-published full-batch GCN. The baseline is that GCN with its own recipe
-(:mod:`saintpipe.bench.accuracy.full_batch`: 81.5 on Cora, 70.3 on CiteSeer in the
-paper); the subgraph runs train the same GCN in the trainer's terms (one
-GCN layer of width 16, a graph classifier, no bias, the same dropout and
-weight decay: :data:`DEFAULT_MODEL`) with the trainer's loop, on the random
-walk, node, edge and frontier samplers, each normalized by the estimator of
-:func:`~saintpipe.services.sampler.normalization.build_normalization` that
-``normalization`` names. Every run reads the same row-normalised features
-and picks the test score at its best validation score.
-
-Two protocols (``graphs``): ``full`` draws the subgraphs from the whole
-graph, the split only weighing the loss (transductive, as PyG's loaders do);
-``train`` draws them from the graph induced by the training nodes
-(GraphSAINT's inductive protocol, ``[samplers] graph = "train"``): no
-validation or test node is seen in training, the coefficients are estimated
-on that graph and the self-loops use its degrees, while evaluation runs on the
-full graph as always.
-
-The subgraph runs read their subgraphs the way training does: the Numba
-kernels of ``saintpipe.services.sampler`` draw them on a producer thread, in
-seed order, into a real subgraph pool on a private Redis started for the
-experiment, and the trainer's loop takes them through the pool's client
-(:class:`~saintpipe.bench.accuracy.local_pool.InProcessPool`: put, get, decode,
-ack; same-host shared-memory transport), with features from the in-memory
-graph. One producer and one consumer: a seed gives the same run every time.
+On the Planetoid citation graphs, the same GCN (:data:`DEFAULT_MODEL`) trained by the trainer's loop on the
+random walk, node, edge and frontier samplers' subgraphs, read through a real pool
+(:class:`~saintpipe.bench.accuracy.local_pool.InProcessPool`), against the published full-batch recipe
+(:mod:`saintpipe.bench.accuracy.full_batch`). ``graphs``: ``full`` draws from the whole graph (transductive),
+``train`` from the graph induced by the training nodes (GraphSAINT's inductive protocol). The protocols and
+figures: docs/benchmarks/accuracy.md.
 """
 
 from __future__ import annotations
@@ -116,10 +95,8 @@ def load_planetoid(path: Path | str, *, normalize_features: bool = True) -> Eval
     }
     features = arrays["features"].astype(np.float32)
     return EvalGraph.from_arrays(
-        arrays["indptr"].astype(np.int64),
-        arrays["indices"].astype(np.int32),
-        row_normalize(features) if normalize_features else features,
-        arrays["labels"].astype(np.int64),
+        arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int32),
+        row_normalize(features) if normalize_features else features, arrays["labels"].astype(np.int64),
         splits,
     )
 
@@ -138,10 +115,7 @@ def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: Samp
     """
     from saintpipe.services.sampler.config import config_key
     from saintpipe.services.sampler.normalization import (
-        DEFAULT_STRENGTH,
-        Normalization,
-        build_normalization,
-        closed_form_coefficients,
+        DEFAULT_STRENGTH, Normalization, build_normalization, closed_form_coefficients,
     )
 
     method = sampling.method(kind)
@@ -163,14 +137,8 @@ def normalization_for(graph: EvalGraph | SampledGraph, kind: str, sampling: Samp
 
 
 def train_subgraphs(
-    graph: EvalGraph,
-    model: ModelConfig,
-    epochs: int,
-    seed: int,
-    kind: str = "random_walk",
-    sampling: SamplingSetup = SamplingSetup(),
-    *,
-    redis_url: str | None = None,
+    graph: EvalGraph, model: ModelConfig, epochs: int, seed: int, kind: str = "random_walk",
+    sampling: SamplingSetup = SamplingSetup(), *, redis_url: str | None = None,
     sampled: SampledGraph | None = None,
 ) -> dict:
     """Training on ``kind``'s subgraphs (normalized as ``sampling`` says) with the trainer's loop.
@@ -195,10 +163,7 @@ def train_subgraphs(
     with InProcessPool(sampler, seeds, graph.gather, redis_url=redis_url, prefetch=config.prefetch) as feed:
         result = loop.run(feed)
     return {
-        "val": result.val_score,
-        "test": result.test_score,
-        "epochs": result.epochs,
-        "steps": result.steps,
+        "val": result.val_score, "test": result.test_score, "epochs": result.epochs, "steps": result.steps,
     }
 
 
@@ -227,14 +192,9 @@ _SIZE_STREAM = 0x512E
 
 
 def compare(
-    datasets: dict[str, Path],
-    seeds: list[int],
-    epochs: int,
-    model: ModelConfig = DEFAULT_MODEL,
-    sampling: SamplingSetup = SamplingSetup(),
-    samplers: Sequence[str] = SAMPLERS,
-    recipe: KipfRecipe = KipfRecipe(),
-    graphs: Sequence[str] = ("full",),
+    datasets: dict[str, Path], seeds: list[int], epochs: int, model: ModelConfig = DEFAULT_MODEL,
+    sampling: SamplingSetup = SamplingSetup(), samplers: Sequence[str] = SAMPLERS,
+    recipe: KipfRecipe = KipfRecipe(), graphs: Sequence[str] = ("full",),
 ) -> list[dict]:
     """Mean ± std test accuracy per dataset: Kipf's full-batch GCN, then each sampler's subgraph runs on
     each graph of ``graphs`` (the protocols: ``full``, ``train``; see the module docstring).
@@ -278,20 +238,13 @@ def _rows(name: str, runs: dict[tuple[str, str], list[float]], sampling: Samplin
         mean = statistics.fmean(scores)
         size = sizes.get((training, graph), {})
         rows.append({
-            "dataset": name,
-            "training": training,
-            "graph": graph,
+            "dataset": name, "training": training, "graph": graph,
             "normalization": "" if training == FULL_BATCH else sampling.method(training),
             "subgraph_nodes": round(size["nodes"], 1) if size else "",
-            "subgraph_train_nodes": round(size["train_nodes"], 1) if size else "",
-            "test_mean": mean,
-            "test_std": statistics.pstdev(scores),
-            "minus_full_points": 100 * (mean - full),
-            "published": PUBLISHED_GCN.get(name, "") if training == FULL_BATCH else "",
-            "seeds": len(scores),
-            "min": min(scores),
-            "max": max(scores),
-            "scores": [round(x, 4) for x in scores],
+            "subgraph_train_nodes": round(size["train_nodes"], 1) if size else "", "test_mean": mean,
+            "test_std": statistics.pstdev(scores), "minus_full_points": 100 * (mean - full),
+            "published": PUBLISHED_GCN.get(name, "") if training == FULL_BATCH else "", "seeds": len(scores),
+            "min": min(scores), "max": max(scores), "scores": [round(x, 4) for x in scores],
         })
     return rows
 
