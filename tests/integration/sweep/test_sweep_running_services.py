@@ -2,7 +2,7 @@
 compose stack, whose trainer has read the job's default group and stopped. The sweep uses that pipeline's
 Redis (no Redis of its own), shards and samplers; it removes the unread default group once its trials' groups
 are registered, refuses while a consumer still reads that group, and hands the job back to its default group
-at the end. One pipeline, two one-epoch trials: 93-106 s measured on the shared two cores under a load of about
+at the end. One pipeline, two one-epoch trials: 93-151 s measured (four runs) on the shared two cores under a load of about
 20."""
 
 from __future__ import annotations
