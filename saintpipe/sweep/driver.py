@@ -2,7 +2,9 @@
 
 The services are the loader's embedded pipeline (:class:`~saintpipe.loader.embedded.EmbeddedPipeline`:
 Redis, the feature shards, a local Ray, the sampler service), which registers the first trials' pool groups
-before its samplers start, so those trials train on the very same stream of subgraphs from its first entry. A group that is registered but not read holds the pool
+before its samplers start, so those trials train on the very same stream of subgraphs from its first entry;
+or, with ``[sweep] features``, a pipeline that runs already (:mod:`saintpipe.sweep.services`: the trials'
+groups join its stream, and the groups nobody reads make way for them). A group that is registered but not read holds the pool
 back (an entry is released only once every registered group is done with it), so only the trials that can
 run at once have a group: when a trial ends, the next trial's group is registered before the ended one is
 removed (the job never falls back to its default group while trials remain) and the next trial, which
@@ -40,10 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from saintpipe.core.config import load_config, read_config_file
+from saintpipe.core.config import deep_merge, load_config, read_config_file
 from saintpipe.core.errors import ConfigError
 from saintpipe.core.files import write_atomic
-from saintpipe.loader.embedded import EmbeddedPipeline
 from saintpipe.pipeline.config import PipelineConfig
 from saintpipe.pipeline.restarts import RestartBudget
 from saintpipe.pipeline.run_dir import CHECKPOINTS, stored_config, write_config
@@ -51,6 +52,7 @@ from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.sweep import targets
 from saintpipe.sweep.config import SweepConfig, Trial, check_space, expand
 from saintpipe.sweep.results import TRIALS, Results, TrialRow
+from saintpipe.sweep.services import SweepServices, check_running, open_services
 from saintpipe.trainer.assemble import TrainerSpec
 
 log = logging.getLogger(__name__)
@@ -86,9 +88,10 @@ class SweepSummary:
 
 
 def load_sweep(config_file: Path | None, data: Path | None, resume: Path | None,
-               environ: dict[str, str] | None = None) -> SweepConfig:
+               environ: dict[str, str] | None = None, flags: dict[str, Any] | None = None) -> SweepConfig:
     """The sweep's configuration: ``config_file`` (over the stored one of ``resume``), the environment,
-    ``--data``; its space checked.
+    ``--data`` and the other ``flags`` (sections as nested dicts); its space checked, and with ``[sweep]
+    features`` what running services need besides.
 
     Raises:
         ConfigError: one line naming the file, variable or key at fault.
@@ -101,9 +104,10 @@ def load_sweep(config_file: Path | None, data: Path | None, resume: Path | None,
         base = (str(stored), read_config_file(stored))
     elif config_file is None:
         raise ConfigError("--config: a sweep file is needed ([sweep] and [sweep.space]; docs/how-to/sweeps.md)")
-    config = load_config(SweepConfig, config_file, {"run": {"data": data}} if data is not None else None,
-                         environ, base=base)
+    given = deep_merge(flags or {}, {"run": {"data": data}} if data is not None else {})
+    config = load_config(SweepConfig, config_file, given or None, environ, base=base)
     check_space(config)
+    check_running(config, environ)
     return config
 
 
@@ -132,10 +136,9 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
     if not todo:
         return summary
     concurrent = min(config.trials_at_a_time(), len(todo))
-    services_cfg = config.services_config()
     print(f"sweep: {len(trials)} trial(s), {len(todo)} to run, {concurrent} at a time, scheduler "
           f"{config.sweep.scheduler}; sweep directory {sweep_dir}", file=out, flush=True)
-    services = EmbeddedPipeline(services_cfg, [t.trial_id for t in todo[:concurrent]])
+    services = open_services(config, [t.trial_id for t in todo], concurrent)
     interrupted = threading.Event()
     previous = {s: signal.signal(s, lambda *_: interrupted.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -144,18 +147,18 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
                 signal.signal(s, lambda *_: interrupted.set())
             specs = {t.trial_id: _trial_spec(config, services, t, sweep_dir) for t in todo}
             targets.clear(sweep_dir)  # a crashed sweep's, on --resume
-            listed = targets.write_services(sweep_dir, services.endpoints.metrics)
+            listed = targets.write_services(sweep_dir, services.metrics)
             if listed is not None:
                 print(f"metrics: Prometheus file_sd targets in {listed.parent}/*.json (the services, and each "
                       "trial's trainer while it trains)", file=out, flush=True)
-            with SubgraphPool.from_config(services_cfg.pool, url=services.redis_url) as pool:
+            with SubgraphPool.from_config(config.pool, url=services.redis_url) as pool:
                 keeper = _GroupKeeper(pool, results, todo, concurrent, interrupted, out,
                                       RestartBudget(config.run.max_restarts, config.run.restart_window_s),
                                       config.run.checkpoints, sweep_dir)
                 if not interrupted.is_set():
                     _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
                 # groups of trials that had not ended (a trial's group is released when it ends)
-                summary.groups_left = [g for g in pool.groups() if g not in keeper.ended_trials]
+                summary.groups_left = services.leave(pool, {t.trial_id for t in todo}, keeper.ended_trials)
     finally:
         targets.clear(sweep_dir)  # the services are stopped: no endpoint is left
         for s, handler in previous.items():
@@ -165,7 +168,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
     return summary
 
 
-def _trial_spec(config: SweepConfig, services: EmbeddedPipeline, trial: Trial, sweep_dir: Path) -> TrainerSpec:
+def _trial_spec(config: SweepConfig, services: SweepServices, trial: Trial, sweep_dir: Path) -> TrainerSpec:
     """The trial's trainer: its settings, its pool group, its run directory (with the config.json ``saintpipe
     run`` writes, so that ``saintpipe predict <trial dir>`` and ``embed`` work there)."""
     run_dir = sweep_dir / TRIALS / trial.trial_id
@@ -177,7 +180,7 @@ def _trial_spec(config: SweepConfig, services: EmbeddedPipeline, trial: Trial, s
     fields = {name: getattr(config, name) for name in PipelineConfig.model_fields}
     write_config(run_dir, PipelineConfig.model_construct(**{**fields, "run": run, "trainer": trainer}))
     return TrainerSpec(job=config.pool.job_id, dataset_dir=str(services.data_dir.resolve()),
-                       pool_url=services.redis_url, feature_addresses=services.shards.addresses, config=trainer,
+                       pool_url=services.redis_url, feature_addresses=services.feature_addresses, config=trainer,
                        pool=config.pool, output_dir=str(run_dir), group=trial.trial_id, trial=trial.trial_id,
                        metrics_port=0 if config.run.metrics else None, metrics_host=config.run.metrics_host)
 

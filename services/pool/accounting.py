@@ -7,7 +7,7 @@ import itertools
 from saintpipe.services.pool import shared_memory
 from saintpipe.services.pool.keys import GROUP, log
 from saintpipe.services.pool.link import RedisLink
-from saintpipe.services.pool.records import PoolStats
+from saintpipe.services.pool.records import GroupConsumer, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument
@@ -76,6 +76,21 @@ class Accounting:
         names = self._link.call(lambda: client.hkeys(self._keys.groups), "list the consumer groups")
         return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
 
+    def consumers(self) -> dict[str, list[GroupConsumer]]:
+        client, stream = self._link.client, self._keys.stream
+
+        def read() -> dict[str, list[GroupConsumer]]:
+            if not client.exists(stream):
+                return {}
+            out: dict[str, list[GroupConsumer]] = {}
+            for info in client.xinfo_groups(stream):
+                group = _text(info["name"])
+                out[group] = [GroupConsumer(group, _text(c["name"]), int(c["idle"]) / 1000.0, int(c["pending"]))
+                              for c in client.xinfo_consumers(stream, group)]
+            return out
+
+        return self._link.call(read, "list the consumers of the consumer groups")
+
     def delete_job(self) -> int:
         client = self._link.client
 
@@ -92,3 +107,7 @@ class Accounting:
         if swept:
             log.info("pool job %s: removed %d shared-memory slots", self.job_id, swept)
         return removed
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

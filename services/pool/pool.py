@@ -39,7 +39,7 @@ from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
-from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
+from saintpipe.services.pool.records import DeadLetter, GroupConsumer, PoolEntry, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeError
@@ -47,6 +47,7 @@ from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 __all__ = [
     "DeadLetter",
+    "GroupConsumer",
     "PoolEntry",
     "PoolStats",
     "PreparedPut",
@@ -458,6 +459,13 @@ class SubgraphPool:
             except InvalidArgument:
                 continue
         return out
+
+    def consumers(self) -> dict[str, list[GroupConsumer]]:
+        """Every consumer group the job's stream has (the default one too, once anything consumed or put),
+        each with its consumers and how long ago each last got an entry: who still reads the job (a
+        sweep run against a running stack looks here before it takes an unread group's place). Empty before
+        the stream exists."""
+        return self._accounting.consumers()
 
     def dead_letters(self, count: int = 100) -> list[DeadLetter]:
         """The newest ``count`` records of the job's dead-letter stream, oldest first.
