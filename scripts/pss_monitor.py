@@ -2,16 +2,14 @@
 """Peak memory of a process tree as PSS, per process, while it runs (the memory columns of
 docs/benchmarks/scale.md).
 
-PSS (proportional set size, from /proc/PID/smaps_rollup) counts a shared page
-once across the processes that map it, split between them: the memory-mapped
-CSR and feature files that every sampler worker, shard and trainer maps are
-not counted once per process, as RSS would count them.
+PSS (proportional set size, from /proc/PID/smaps_rollup) counts a shared page once across the processes that
+map it, split between them: the memory-mapped CSR and feature files that every sampler worker, shard and
+trainer maps are not counted once per process, as RSS would count them.
 
     python scripts/pss_monitor.py --pid $(pgrep -f 'saintpipe run') --interval 2 --out pss.json
 
-Samples every ``--interval`` seconds until the root process exits, then
-prints one line per process (its label, peak PSS, RSS, USS and anonymous memory) and the peak of
-their sum, and writes the same as JSON.
+Samples every ``--interval`` seconds until the root process exits, then prints one line per process (its
+label, peak PSS, RSS, USS and anonymous memory) and the peak of their sum, and writes the same as JSON.
 """
 
 from __future__ import annotations

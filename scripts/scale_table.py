@@ -2,14 +2,11 @@
 """The scale table of docs/benchmarks/scale.md: each step of the pipeline on Kronecker graphs of growing
 scale.
 
-For every scale: generation (seconds, peak RSS, bytes written), verify, text
-import (an edge list written once, imported as ``saintpipe data import
-edgelist`` does, against pyarrow's CSV reader alone on the same file in the
-same run: :mod:`saintpipe.bench.dataset_import`),
-and a ``saintpipe run`` with ``[run] max_seconds`` (start-up, trained and
-sampled subgraphs/s, the trainer's wait fraction, full-graph evaluation, peak
-PSS per process from scripts/pss_monitor.py). Steps run one after another, so
-their timings do not share the machine.
+For every scale: generation (seconds, peak RSS, bytes written), verify, text import (an edge list written
+once, imported as ``saintpipe data import edgelist`` does, against pyarrow's CSV reader alone on the same file
+in the same run: :mod:`saintpipe.bench.dataset_import`), and a ``saintpipe run`` with ``[run] max_seconds``
+(start-up, trained and sampled subgraphs/s, the trainer's wait fraction, full-graph evaluation, peak PSS per
+process from scripts/pss_monitor.py). Steps run one after another, so their timings do not share the machine.
 
     .venv/bin/python scripts/scale_table.py --scales 18,20,22 --workdir /data/scale --max-seconds 120
 

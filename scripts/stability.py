@@ -1,22 +1,11 @@
 #!/usr/bin/env python3
-"""Measured stability of ``saintpipe run`` (issue 21): loss spikes per sampler and dataset, two normalizations.
+"""Measured stability of ``saintpipe run``: loss spikes per sampler and dataset, two normalizations.
 
-For every dataset and sampler it runs the real console script, ``saintpipe run
---json``, once per normalization (default: ``auto``, the pipeline's default, and
-``reference``, GraphSAINT's floors), one run at a time, each from its own config
-file in a temporary directory, with early stopping off and a time budget
-(``[run] max_seconds``). It prints a table and, as its last line, one JSON
-object with ``<dataset>_<sampler>_loss_spike_ratio`` (auto) and
-``<dataset>_<sampler>_<normalization>_loss_spike_ratio`` (the others) and the
-same for best/final validation and steps.
-
-``spike ratio`` is the run's own ``loss_spike_ratio`` (largest / median step
-loss after the warm-up: the first epoch and at least the first 5 % of the
-steps, ``saintpipe.trainer.losses``). ``ep1`` is the same ratio after the first
-epoch alone: on Cora and CiteSeer an epoch is only 2 to 4 steps (140 resp. 120
-training nodes), so it still holds the descent from the initial loss and
-counts it as a spike. ``local`` is the largest ratio of a step's loss to the
-median of the 50 steps before it, which sees spikes only.
+For every dataset and sampler it runs the real console script, ``saintpipe run --json``, once per
+normalization (default: ``auto`` and ``reference``), one run at a time, each from its own config file with
+early stopping off and a time budget. It prints a table and, as its last line, one JSON object with
+``<dataset>_<sampler>[_<normalization>]_loss_spike_ratio`` and the same for best/final validation and steps.
+The columns (spike ratio, ep1, local): docs/benchmarks/stability.md.
 
 Usage::
 
@@ -24,10 +13,8 @@ Usage::
     .venv/bin/python scripts/stability.py --datasets cora --samplers node edge --max-seconds 30
     .venv/bin/python scripts/stability.py --keep runs/             # also keep every run's --json output
 
-Cora and CiteSeer are imported from tests/data/*.npz (``saintpipe data import
-npz``) into ``--data-dir`` on first use; a dataset directory may be named
-instead (``--datasets /path/to/dataset``). The demo is ``saintpipe run``'s
-default dataset ($SAINTPIPE_HOME).
+Cora and CiteSeer are imported from tests/data/*.npz into ``--data-dir`` on first use; a dataset directory
+may be named instead (``--datasets /path/to/dataset``). The demo is ``saintpipe run``'s default dataset.
 """
 
 from __future__ import annotations
@@ -50,13 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLERS = ("random_walk", "node", "edge", "frontier")
 BUNDLED = {"cora": ROOT / "tests/data/cora.npz", "citeseer": ROOT / "tests/data/citeseer.npz"}
 
-# Sampler parameters per graph size. The demo (30,000 nodes): the local run's random walk (1000 roots,
-# ~3,000-node subgraphs) and the other samplers at about that size. Cora and CiteSeer (2.7k / 3.3k nodes):
-# subgraphs of about 1,100 distinct nodes for every sampler (measured means: random walk 1,073 / 1,086,
-# node 1,095 / 1,148, edge 1,081 / 1,155, frontier 1,128 / 1,072), so a subgraph holds about 60 of Cora's
-# 140 and 40 of CiteSeer's 120 training nodes. The frontier's budget counts pops, not distinct nodes: with
-# n = 1500 its subgraphs had 777 / 734 nodes, the fewest training nodes of the four and the widest spread
-# of the loss weights' sum per subgraph (0.1 % quantile over median 1.52 / 1.74 against 1.32-1.50).
+# Sampler parameters per graph size: subgraphs of about the same size for every sampler (~3,000 nodes on the
+# demo, ~1,100 on Cora and CiteSeer; the frontier's budget counts pops, not distinct nodes, hence its larger n).
 SAMPLER_PARAMS: dict[str, dict[str, dict[str, int | str]]] = {
     "large": {
         "random_walk": {"kind": "random_walk", "roots": 1000, "walk_length": 2},
@@ -73,12 +55,8 @@ SAMPLER_PARAMS: dict[str, dict[str, dict[str, int | str]]] = {
 }
 # Graphs below this many nodes get the "small" parameters.
 SMALL_GRAPH_NODES = 10_000
-# The model on the small citation graphs: Kipf and Welling's GCN recipe (2 layers of 16, dropout 0.5,
-# weight decay 5e-4), the one `saintpipe bench accuracy` trains there. With the local run's default
-# (2 x 128 GraphSAGE, dropout 0.1, no weight decay) the 140 training nodes are memorised within ~20
-# epochs, the median step loss falls to ~1e-5 and any ordinary step is a "spike" of 10^5 whatever the
-# normalization; wider regularised models still reach medians of 0.06-0.13 (measured:
-# docs/benchmarks/stability.md).
+# The model on the small citation graphs: Kipf and Welling's GCN recipe. The local run's default model
+# memorises their 140 training nodes within ~20 epochs, and then any ordinary step is a "spike" of 10^5.
 SMALL_GRAPH_MODEL: dict[str, object] = {"arch": "gcn", "hidden": [16, 16], "dropout": 0.5, "weight_decay": 5e-4}
 # Steps before a step that ``local`` compares it with.
 LOCAL_WINDOW = 50

@@ -419,9 +419,8 @@ def train(
 ) -> TrainResult:
     """Train ``job`` with ``trainers`` Ray actors fed by the pool and the feature service.
 
-    Starts a private local Ray when this process has none and ``ray_address``
-    is not given, and stops it again at the end; an existing connection is reused
-    (:func:`saintpipe.core.ray_cluster.connect_ray`).
+    Starts a private local Ray when this process has none and ``ray_address`` is not given, and stops it again
+    at the end; an existing connection is reused (:func:`saintpipe.core.ray_cluster.connect_ray`).
 
     Args:
         job: the training job; its subgraphs are in the pool stream of that name.

@@ -55,6 +55,8 @@ class TrainerSpec:
         output_dir: the run directory: rank 0 writes metrics.jsonl, best.pt and final.pt there
             (:mod:`saintpipe.trainer.run_dir.outputs`); None: none are kept.
         group: the pool's consumer group the trainer reads in (a sweep's trial); None: the job's default one.
+        trial: the ``trial`` label of the trainer's metrics: a sweep's trial id (its trials share the job, so
+            their trainers share a name); empty for a plain run, whose series then carry no such label.
     """
 
     job: str
@@ -67,6 +69,7 @@ class TrainerSpec:
     metrics_host: str = "127.0.0.1"
     output_dir: str | None = None
     group: str | None = None
+    trial: str = ""
 
 
 def pick_device(name: str) -> torch.device:
@@ -193,7 +196,7 @@ def assemble_trainer(
     if cfg.threads or threads:
         torch.set_num_threads(cfg.threads or threads)
     device = pick_device(cfg.device)
-    metrics = TrainerMetrics(name)
+    metrics = TrainerMetrics(name, spec.trial)
     http = url = None
     if metrics_port is not None:
         http = serve_metrics(metrics_port, spec.metrics_host)

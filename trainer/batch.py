@@ -10,8 +10,7 @@ Conventions:
   aggregator-normalized weights, or D⁻¹A (mean over neighbours) for a whole graph.
 * ``degrees`` are the nodes' degrees in the full graph; GCN, GAT and MixHop mix
   in the self-loop from them (:meth:`~saintpipe.trainer.sparse.SparseOperand.with_self_loops`).
-* ``loss_weights`` are zero for nodes without a training label; the loss is
-  Σ λ_v L_v / Σ λ_v over the batch.
+* ``loss_weights`` are zero for nodes without a training label; the loss is Σ λ_v L_v / Σ λ_v over the batch.
 """
 
 from __future__ import annotations

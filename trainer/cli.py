@@ -40,8 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--metrics-port", type=port(), help="trainer r serves /metrics on PORT+r (0: free ports)"
     )
     parser.add_argument(
-        "--metrics-host",
-        default="127.0.0.1",
+        "--metrics-host", default="127.0.0.1",
         help="address the metrics endpoints bind (default 127.0.0.1; 0.0.0.0 in a container)",
     )
     parser.add_argument("--config", type=Path, help="config file (TOML, YAML or JSON)")
@@ -93,16 +92,8 @@ def _serve(args: argparse.Namespace) -> int:
     url = pool.url or os.environ.get("SAINTPIPE_REDIS_URL")
     if url:  # trainer actors may run elsewhere, without this host's password file: the URL carries it (in memory)
         url = redis_url_with_password(url)
-    missing = [
-        flag
-        for flag, value in (
-            ("--redis-url", url),
-            ("--features", args.features),
-            ("--data", args.data),
-            ("--job", args.job),
-        )
-        if not value
-    ]
+    given = (("--redis-url", url), ("--features", args.features), ("--data", args.data), ("--job", args.job))
+    missing = [flag for flag, value in given if not value]
     if missing or not url:  # (a missing URL is in ``missing``)
         raise ConfigError(f"serve trainer needs {', '.join(missing)}")
     config.feature_security().load()  # a bad TLS file or token fails here, before Ray or torch start
@@ -113,16 +104,8 @@ def _serve(args: argparse.Namespace) -> int:
     from saintpipe.trainer.actor import train  # torch and Ray load only once the arguments are known to be good
 
     result = train(
-        args.job,
-        str(args.data),
-        url,
-        args.features,
-        config,
-        trainers=args.trainers,
-        pool=pool,
-        metrics_port=args.metrics_port,
-        metrics_host=args.metrics_host,
-        ray_address=args.ray_address,
+        args.job, str(args.data), url, args.features, config, trainers=args.trainers, pool=pool,
+        metrics_port=args.metrics_port, metrics_host=args.metrics_host, ray_address=args.ray_address,
     )
     _print_summary(result.summary(), args.json)
     return 0
@@ -145,14 +128,8 @@ def _serve_rank(args: argparse.Namespace, config: TrainerConfig, pool: PoolConfi
     from saintpipe.trainer.assemble import TrainerSpec, run_trainer
 
     spec = TrainerSpec(
-        job=args.job,
-        dataset_dir=str(args.data),
-        pool_url=url,
-        feature_addresses=args.features,
-        config=config,
-        pool=pool,
-        metrics_port=args.metrics_port,
-        metrics_host=args.metrics_host,
+        job=args.job, dataset_dir=str(args.data), pool_url=url, feature_addresses=args.features,
+        config=config, pool=pool, metrics_port=args.metrics_port, metrics_host=args.metrics_host,
     )
     result = run_trainer(spec, args.rank, args.world_size, args.master)
     summary = {"rank": args.rank, "world_size": args.world_size, **result.summary(),

@@ -1,10 +1,9 @@
 """Data-parallel trainers: gradients averaged with torch.distributed (gloo on CPU, nccl on GPU).
 
-Every step each trainer all-reduces one flat buffer: its gradients followed by
-the number of labelled nodes it trained on, so all trainers apply the same
-averaged update *and* agree on how far the shared epoch has got. Validation
-runs on rank 0 only; :meth:`DataParallel.decide` broadcasts its decision
-(stop or go on, the score) to the others.
+Every step each trainer all-reduces one flat buffer: its gradients followed by the number of labelled nodes it
+trained on, so all trainers apply the same averaged update *and* agree on how far the shared epoch has got.
+Validation runs on rank 0 only; :meth:`DataParallel.decide` broadcasts its decision (stop or go on, the score)
+to the others.
 """
 
 from __future__ import annotations

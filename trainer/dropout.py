@@ -1,11 +1,10 @@
 """Dropout whose mask costs a uniform draw and a compare instead of torch's CPU Bernoulli sampler.
 
-On CPU, ``torch.nn.functional.dropout`` draws its mask with ``bernoulli_``, which
-costs about five times a ``rand`` of the same size: in the demo run's step
-(GraphSAGE 128-128 on ~2,800-node subgraphs, one thread) the three dropout
-masks took about 40% of the step. Keeping an element when a uniform draw on
-[0, 1) is at least p keeps it with probability 1 - p, the same law; only the
-random stream differs. CUDA keeps torch's fused kernel.
+On CPU, ``torch.nn.functional.dropout`` draws its mask with ``bernoulli_``, which costs about five times a
+``rand`` of the same size: in the demo run's step (GraphSAGE 128-128 on ~2,800-node subgraphs, one thread) the
+three dropout masks took about 40% of the step. Keeping an element when a uniform draw on [0, 1) is at least p
+keeps it with probability 1 - p, the same law; only the random stream differs. CUDA keeps torch's fused
+kernel.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Following a full-graph evaluation from another thread, and cutting it at a deadline.
 
-Full-graph evaluation is the one part of a run whose length grows with the
-whole graph rather than with a subgraph: at Kronecker scale 24 it is minutes.
-An :class:`EvalWatch` is what lets the runner show it (which pass, how far) and
-bound it: the evaluation reports each row block to the watch, and the watch
-raises :class:`EvaluationCancelled` at the first block past its deadline or
-after :meth:`EvalWatch.cancel`. Blocks are small (``eval_batch_nodes`` rows,
-about 256 MiB), so a cut lands within a block's time.
+Full-graph evaluation is the one part of a run whose length grows with the whole graph rather than with a
+subgraph: at Kronecker scale 24 it is minutes. An :class:`EvalWatch` is what lets the runner show it (which
+pass, how far) and bound it: the evaluation reports each row block to the watch, and the watch raises
+:class:`EvaluationCancelled` at the first block past its deadline or after :meth:`EvalWatch.cancel`. Blocks
+are small (``eval_batch_nodes`` rows, about 256 MiB), so a cut lands within a block's time.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """Validation and test scores on the full graph: accuracy, or F1-micro for multi-label data.
 
-Evaluation runs the trained model on the whole graph with Ã = D⁻¹A (no
-sampling, so no sampling normalization). When the graph's features and
-activations fit the configured memory bound it is one forward pass; otherwise
-it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output
-is computed for a block of rows from their one-hop neighbours' rows of layer
-ℓ-1's stored output, never from an induced k-hop neighbourhood. The same layer
-code runs in both modes. An :class:`~saintpipe.trainer.eval_watch.EvalWatch`
+Evaluation runs the trained model on the whole graph with Ã = D⁻¹A (no sampling, so no sampling
+normalization). When the graph's features and activations fit the configured memory bound it is one forward
+pass; otherwise it goes layer by layer (:mod:`saintpipe.trainer.inference`): layer ℓ's output is computed for
+a block of rows from their one-hop neighbours' rows of layer ℓ-1's stored output, never from an induced k-hop
+neighbourhood. The same layer code runs in both modes. An :class:`~saintpipe.trainer.eval_watch.EvalWatch`
 shows another thread how far it is and cuts it at a deadline.
 """
 

@@ -1,31 +1,26 @@
 """Layer-wise full-graph inference in bounded memory: logits and node embeddings of every node.
 
-One layer at a time over all nodes: layer ℓ's output is computed in row blocks,
-each block aggregating its rows' neighbours from layer ℓ-1's whole output (the
-features for the first layer) through the block's rows of Ã = D⁻¹A (Â with
-self-loops for GCN, GAT, MixHop), the graph evaluation uses (no sampling, no
-sampling normalization). Every neighbour of a block's rows is an input, so its
-rows are exact, and nothing beyond one hop is ever read: no k-hop
-neighbourhood is induced. Two layouts of a block:
+One layer at a time over all nodes: layer ℓ's output is computed in row blocks, each block aggregating its
+rows' neighbours from layer ℓ-1's whole output (the features for the first layer) through the block's rows of
+Ã = D⁻¹A (Â with self-loops for GCN, GAT, MixHop), the graph evaluation uses (no sampling, no sampling
+normalization). Every neighbour of a block's rows is an input, so its rows are exact, and nothing beyond one
+hop is ever read: no k-hop neighbourhood is induced. Two layouts of a block:
 
 * sliced (the CPU; GCN, GraphSAGE, MixHop's hops): the block's CSR is a slice
   of the graph's over all N columns, and the product reads the neighbours'
   rows in place from the previous output (a memory map included);
-* gathered (GAT, which scores every input row; a graph classifier, whose X·W
-  would otherwise cover all N rows; any device other than the CPU): the block's
-  own rows, then each other neighbour's once, are gathered
+* gathered (GAT, which scores every input row; a graph classifier, whose X·W would otherwise cover all N rows;
+  any device other than the CPU): the block's own rows, then each other neighbour's once, are gathered
   (:func:`~saintpipe.trainer.row_blocks.row_block`) and only they travel.
 
 MixHop's powers Â^k·X are hops of their own: each is a full pass over the row
 blocks, then the layer combines them block by block.
 
-Memory: a layer's input and output (N × width, float32 each; the features are
-copied into one array first when a sliced layer reads them) and one block. An
-array larger than ``spill_bytes`` lives in a ``np.memmap`` in a temporary
-directory (removed at the end); a block holds at most ``block_rows`` rows and
-about ``block_bytes`` of CSR, inputs and outputs. The layers' own code runs on
-each block (the same code as training and the one-pass evaluation), so the
-results equal a full-graph forward pass up to float rounding.
+Memory: a layer's input and output (N × width, float32 each; the features are copied into one array first when
+a sliced layer reads them) and one block. An array larger than ``spill_bytes`` lives in a ``np.memmap`` in a
+temporary directory (removed at the end); a block holds at most ``block_rows`` rows and about ``block_bytes``
+of CSR, inputs and outputs. The layers' own code runs on each block (the same code as training and the
+one-pass evaluation), so the results equal a full-graph forward pass up to float rounding.
 
 Every pass over the row blocks reports to an optional
 :class:`~saintpipe.trainer.eval_watch.EvalWatch` (which pass, how far), which
@@ -168,10 +163,9 @@ class LayerwiseInference:
         Each pass is timed the way it runs. Where the features are first copied into one array (the CPU's
         sliced layers, MixHop), one block of rows is gathered and scaled by N over its rows, and the layer's
         blocks read their neighbours in place from a stand-in of :data:`STAND_IN_ROWS` rows (column ids
-        wrapped onto it). Where every block gathers its own inputs (GAT, a device), the first layer's
-        blocks gather the real features. ``samples`` blocks per pass, spread over the rows, are timed and
-        scaled by the pass's rows + CSR entries over theirs. It does not see the page cache of spilled
-        layer outputs.
+        wrapped onto it). Where every block gathers its own inputs (GAT, a device), the first layer's blocks
+        gather the real features. ``samples`` blocks per pass, spread over the rows, are timed and scaled by
+        the pass's rows + CSR entries over theirs. It does not see the page cache of spilled layer outputs.
         """
         model, n = self.model, self.num_nodes
         if n == 0:

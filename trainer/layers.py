@@ -83,12 +83,11 @@ class SAGELayer(GraphLayer):
 class GATLayer(GraphLayer):
     """Eqs. 6-7 with several heads, concatenated.
 
-    Scores e_vu = LeakyReLU(a_dst·W x_v + a_src·W x_u) over v's neighbours and
-    v itself; the attention matrix is their softmax per row, each term weighted
-    by Â's entry, so GraphSAINT's aggregator normalization carries over as an
-    importance weight (on a whole graph with Ã = D⁻¹A the weights are uniform
-    per row and this is the usual GAT softmax). The scores use X·(W a), n·f_in
-    MACs per head, so the scheduler stays free to pick (A_att X) W or A_att (X W).
+    Scores e_vu = LeakyReLU(a_dst·W x_v + a_src·W x_u) over v's neighbours and v itself; the attention matrix
+    is their softmax per row, each term weighted by Â's entry, so GraphSAINT's aggregator normalization
+    carries over as an importance weight (on a whole graph with Ã = D⁻¹A the weights are uniform per row and
+    this is the usual GAT softmax). The scores use X·(W a), n·f_in MACs per head, so the scheduler stays free
+    to pick (A_att X) W or A_att (X W).
     """
 
     def __init__(

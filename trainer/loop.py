@@ -1,29 +1,21 @@
 """The training loop: feed → batch → step → acknowledge, epochs, validation, early stopping, checkpoints.
 
-An epoch is |V_train| / (mean labelled nodes per subgraph) subgraphs — the
-paper's |V| / |V_s| when subgraphs are drawn from the training graph, and the
-same idea when they are drawn from the whole graph and only some of their nodes
-carry training labels. The loop counts labelled nodes as they go by (summed
-over all data-parallel trainers) and closes an epoch each time they add up to
-|V_train|, so every trainer agrees on where epochs end.
+An epoch closes each time the labelled nodes trained on, summed over all data-parallel trainers, add up to
+|V_train|, so every trainer agrees on where epochs end (docs/explanation/algorithms.md).
 
-After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the
-loop scores the validation split, keeps the best weights, checkpoints, and
-stops after ``patience`` validations without improvement. The final test score
-is that of the best weights: each validation scores the test split from the
-same full-graph pass (selection still looks at validation only), so the end
-of training needs no pass of its own unless nothing was validated yet.
+After every ``eval_every`` epochs (and every ``eval_every_steps`` steps) the loop scores the validation split,
+keeps the best weights, checkpoints, and stops after ``patience`` validations without improvement. The final
+test score is that of the best weights: each validation scores the test split from the same full-graph pass
+(selection still looks at validation only), so the end of training needs no pass of its own unless nothing was
+validated yet.
 
-Evaluation is followed and bounded through the loop's
-:class:`~saintpipe.trainer.eval_watch.EvalWatch` (``loop.watch``): another
-thread sees which pass it is in, cancels a validation, or sets a deadline past
-which the final scoring is cut; a cut evaluation leaves NaN scores and
-``TrainResult.evaluation`` says so. :meth:`TrainLoop.snapshot` is the result so
-far, for a run that is interrupted before the loop returns.
+Evaluation is followed and bounded through the loop's :class:`~saintpipe.trainer.eval_watch.EvalWatch`
+(``loop.watch``): another thread sees which pass it is in, cancels a validation, or sets a deadline past which
+the final scoring is cut (NaN scores; ``TrainResult.evaluation`` says so). :meth:`TrainLoop.snapshot` is the
+result so far, for a run that is interrupted before the loop returns.
 
-Every step's loss and the epoch it belonged to, and every validation's
-(epoch, score), are recorded and travel back in the :class:`TrainResult`
-(and in checkpoints, so a resumed run still has them all): the run summary
+Every step's loss and the epoch it belonged to, and every validation's (epoch, score), are recorded and travel
+back in the :class:`TrainResult` (and in checkpoints, so a resumed run still has them all): the run summary
 reads its loss-spike ratio and validation history from them.
 """
 

@@ -1,5 +1,10 @@
 """The trainer's Prometheus metrics (docs/reference/metric-list.md lists them, from here), labelled by trainer
-name, and the meter of what the feature gathers of training steps cost (:class:`FeatureMeter`)."""
+name and trial, and the meter of what the feature gathers of training steps cost (:class:`FeatureMeter`).
+
+``trial`` is the sweep's trial id (``saintpipe sweep``: its trials share one job, so their trainers share a
+name) and empty for a plain run or ``serve trainer``: Prometheus drops a label whose value is empty, so a plain
+run's series, and the queries and alert rules written for them, are what they were before the label existed.
+"""
 
 from __future__ import annotations
 
@@ -11,48 +16,52 @@ from typing import Protocol
 import numpy as np
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
-STEPS = Counter("saintpipe_trainer_steps", "Optimizer steps taken", ["trainer"])
+LABELS = ("trainer", "trial")
+
+STEPS = Counter("saintpipe_trainer_steps", "Optimizer steps taken", LABELS)
 STEP_SECONDS = Histogram(
     "saintpipe_trainer_step_seconds",
     "Compute time of one step (forward, backward, all-reduce, optimizer)",
-    ["trainer"],
+    LABELS,
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 DATA_WAIT = Counter(
-    "saintpipe_trainer_data_wait_seconds", "Time steps waited for their subgraph and features", ["trainer"]
+    "saintpipe_trainer_data_wait_seconds", "Time steps waited for their subgraph and features", LABELS
 )
-FETCH = Counter("saintpipe_trainer_fetch_seconds", "Time spent fetching features", ["trainer"])
-LOSS = Gauge("saintpipe_trainer_loss", "Last training loss", ["trainer"])
-VAL_SCORE = Gauge("saintpipe_trainer_val_score", "Last validation accuracy / F1-micro", ["trainer"])
+FETCH = Counter("saintpipe_trainer_fetch_seconds", "Time spent fetching features", LABELS)
+LOSS = Gauge("saintpipe_trainer_loss", "Last training loss", LABELS)
+VAL_SCORE = Gauge("saintpipe_trainer_val_score", "Last validation accuracy / F1-micro", LABELS)
 FEATURE_ROWS = Counter(
-    "saintpipe_trainer_feature_rows", "Feature rows the training steps requested (evaluation excluded)", ["trainer"]
+    "saintpipe_trainer_feature_rows", "Feature rows the training steps requested (evaluation excluded)", LABELS
 )
 FEATURE_CACHE_HITS = Counter(
-    "saintpipe_trainer_feature_cache_hits", "Of those rows, the ones the trainer's feature cache served", ["trainer"]
+    "saintpipe_trainer_feature_cache_hits", "Of those rows, the ones the trainer's feature cache served", LABELS
 )
 FEATURE_BYTES = Counter(
     "saintpipe_trainer_feature_bytes",
     "Feature bytes fetched from the shards (gRPC or shared memory) for the training steps' cache misses",
-    ["trainer"],
+    LABELS,
 )
 
 
 class TrainerMetrics:
-    """The metric children of one trainer, and its last loss and validation score (for progress reports)."""
+    """The metric children of one trainer (of ``trial``, a sweep's; empty: none), and its last loss and validation
+    score (for progress reports)."""
 
     last_loss = math.nan
     last_val = math.nan
 
-    def __init__(self, trainer: str) -> None:
-        self.steps = STEPS.labels(trainer=trainer)
-        self.step_seconds = STEP_SECONDS.labels(trainer=trainer)
-        self.data_wait = DATA_WAIT.labels(trainer=trainer)
-        self.fetch = FETCH.labels(trainer=trainer)
-        self.loss = LOSS.labels(trainer=trainer)
-        self.val = VAL_SCORE.labels(trainer=trainer)
-        self.feature_rows = FEATURE_ROWS.labels(trainer=trainer)
-        self.feature_hits = FEATURE_CACHE_HITS.labels(trainer=trainer)
-        self.feature_bytes = FEATURE_BYTES.labels(trainer=trainer)
+    def __init__(self, trainer: str, trial: str = "") -> None:
+        labels = {"trainer": trainer, "trial": trial}
+        self.steps = STEPS.labels(**labels)
+        self.step_seconds = STEP_SECONDS.labels(**labels)
+        self.data_wait = DATA_WAIT.labels(**labels)
+        self.fetch = FETCH.labels(**labels)
+        self.loss = LOSS.labels(**labels)
+        self.val = VAL_SCORE.labels(**labels)
+        self.feature_rows = FEATURE_ROWS.labels(**labels)
+        self.feature_hits = FEATURE_CACHE_HITS.labels(**labels)
+        self.feature_bytes = FEATURE_BYTES.labels(**labels)
 
     def observe_step(self, compute_s: float, data_wait_s: float, fetch_s: float, loss: float) -> None:
         self.steps.inc()

@@ -1,11 +1,10 @@
 """Row blocks of the full graph for layer-wise inference, and where to cut them (Numba kernels).
 
-Pure functions over arrays. A row block is rows [start, stop) of the graph's
-CSR as a rectangular matrix over its *sources*: the block's own nodes first
-(local ids 0..n-1), then every other neighbour once. A layer's output rows for
-the block need only the previous layer's rows of those sources, so no k-hop
-neighbourhood is ever induced (on a power-law graph a few hops reach most of
-the graph, which is why the k-hop form never finished there, issue 23).
+Pure functions over arrays. A row block is rows [start, stop) of the graph's CSR as a rectangular matrix over
+its *sources*: the block's own nodes first (local ids 0..n-1), then every other neighbour once. A layer's
+output rows for the block need only the previous layer's rows of those sources, so no k-hop neighbourhood is
+ever induced (on a power-law graph a few hops reach most of the graph, which is why the k-hop form never
+finished there, issue 23).
 
 ``scratch`` arrays (int32 [N], all -1 between calls) are passed in so a whole
 inference pass allocates them once.

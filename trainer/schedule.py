@@ -170,9 +170,8 @@ def choose_order(shape: ChainShape, order: str = "auto") -> ChainPlan:
 
     Args:
         shape: the chain's shapes.
-        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the
-            forward pass and both gradients to that order (dA, when needed, still
-            takes the cheaper of its two forms).
+        order: ``auto`` (fewest MACs), or ``ax_first`` / ``xw_first`` to force the forward pass and both
+            gradients to that order (dA, when needed, still takes the cheaper of its two forms).
 
     Returns:
         The chosen :class:`ChainPlan`; ties go to the sparse-first order.
@@ -206,10 +205,9 @@ class MixHopShape:
 def mixhop_macs(shape: MixHopShape, order: Order) -> MacCount:
     """MACs of forward plus backward of a MixHop layer.
 
-    ``ax_first`` propagates X through the shared chain Â X, Â² X, … (the paper's
-    ``Â(ÂX)``) and multiplies each power by its W_k; the backward pass runs the
-    chain transposed once. ``xw_first`` multiplies X by all W_k in one GEMM and
-    propagates the narrow products, power k through k hops.
+    ``ax_first`` propagates X through the shared chain Â X, Â² X, … (the paper's ``Â(ÂX)``) and multiplies
+    each power by its W_k; the backward pass runs the chain transposed once. ``xw_first`` multiplies X by all
+    W_k in one GEMM and propagates the narrow products, power k through k hops.
     """
     n, e, fi, fo = shape.n, shape.nnz, shape.f_in, shape.f_out
     kmax, count = max(shape.powers), len(shape.powers)

@@ -1,12 +1,10 @@
 """The sparse operand of a layer: a subgraph's CSR with forward and transposed weights.
 
-A :class:`SparseOperand` holds one n×n matrix A as CSR (``crow``, ``col``,
-``values``), the weights of Aᵀ at the *same* positions (``values_t``), and an
-optional diagonal kept apart from the CSR (self-loops of GCN/GAT/MixHop, so the
-sampled pattern never has to be rebuilt). Because induced subgraphs of an
-undirected graph have a symmetric pattern, ``crow``/``col`` with ``values_t``
-*is* Aᵀ: the backward pass multiplies by it directly (Algorithm 6 of the
-GraphSAINT parallel-training paper), no transpose at run time.
+A :class:`SparseOperand` holds one n×n matrix A as CSR (``crow``, ``col``, ``values``), the weights of Aᵀ at
+the *same* positions (``values_t``), and an optional diagonal kept apart from the CSR (self-loops of
+GCN/GAT/MixHop, so the sampled pattern never has to be rebuilt). Because induced subgraphs of an undirected
+graph have a symmetric pattern, ``crow``/``col`` with ``values_t`` *is* Aᵀ: the backward pass multiplies by it
+directly (Algorithm 6 of the GraphSAINT parallel-training paper), no transpose at run time.
 
 Indices are int32: the CPU CSR kernel is several times faster with int32 than
 with int64 (measured in ``saintpipe bench train``'s set-up), and subgraphs are far below 2³¹ entries.
@@ -141,9 +139,6 @@ class SparseOperand:
     def own(self, x: torch.Tensor) -> torch.Tensor:
         """The rows of ``x`` (indexed like A's columns) that are A's own rows' nodes: all of a square A's."""
         return x if self.cols is None else x[self.first : self.first + self.n]
-
-    def row_lengths(self) -> torch.Tensor:
-        return (self.crow[1:] - self.crow[:-1]).to(self.values.dtype)
 
     def with_weights(
         self, values: torch.Tensor, values_t: torch.Tensor, diag: torch.Tensor | None

@@ -1,8 +1,7 @@
 """Where the time of a training run went: one breakdown for a trainer's loop and for ``saintpipe run``'s summary.
 
-It lives in the trainer because the trainer measures most of it and may not
-import the pipeline, while the pipeline (which adds the sampler workers' and
-its own figures) may import the trainer.
+It lives in the trainer because the trainer measures most of it and may not import the pipeline, while the
+pipeline (which adds the sampler workers' and its own figures) may import the trainer.
 """
 
 from __future__ import annotations

@@ -44,6 +44,12 @@ SCHEMA_VERSION = 39
 # (the default one: deploy/grafana/provisioning/datasources/prometheus.yml).
 DATASOURCE_VARIABLE = "datasource"
 DATASOURCE_TYPE = "prometheus"
+# The trials of a sweep (docs/how-to/sweeps.md): the `trial` label of the trainer metrics, which is also the
+# pool's consumer `group` of the trial. A plain run's series have neither label (empty): "All" is `.*`, which
+# matches them too, where Grafana's own "All" would list only the values found.
+TRIAL_VARIABLE = "trial"
+TRIAL = 'trial=~"$trial"'
+GROUP = 'group=~"$trial"'
 
 
 def datasource() -> model.DataSourceRef:
@@ -118,22 +124,28 @@ def build_panel(panel_id: int, spec: Panel, pos: model.GridPos) -> timeseries.Pa
     return panel
 
 
-# PromQL used by more than one panel, or too long to read inline.
+# PromQL used by more than one panel, or too long to read inline. Trainer series are those of the trials
+# picked ($trial); "by (trainer, trial)" keeps a sweep's trials apart (they share the trainer's name).
 SUBGRAPHS_PER_S = "sum(rate(saintpipe_sampler_subgraphs_total[1m]))"
-DATA_WAIT_SHARE = ("sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) / "
-                   "(sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) + "
-                   "sum(rate(saintpipe_trainer_step_seconds_sum[1m])))")
+WAIT = f"rate(saintpipe_trainer_data_wait_seconds_total{{{TRIAL}}}[1m])"
+STEP = f"rate(saintpipe_trainer_step_seconds_sum{{{TRIAL}}}[1m])"
+DATA_WAIT_SHARE = f"sum({WAIT}) / (sum({WAIT}) + sum({STEP}))"
 FEATURE_HITS = "rate(saintpipe_feature_cache_hits_total[1m])"
 FEATURE_MISSES = "rate(saintpipe_feature_cache_misses_total[1m])"
-WAIT = "rate(saintpipe_trainer_data_wait_seconds_total[1m])"
-STEP = "rate(saintpipe_trainer_step_seconds_sum[1m])"
-TRAIN_HITS = "rate(saintpipe_trainer_feature_cache_hits_total[1m])"
-TRAIN_ROWS = "rate(saintpipe_trainer_feature_rows_total[1m])"
-TRAIN_BYTES = "rate(saintpipe_trainer_feature_bytes_total[1m])"
+TRAIN_HITS = f"rate(saintpipe_trainer_feature_cache_hits_total{{{TRIAL}}}[1m])"
+TRAIN_ROWS = f"rate(saintpipe_trainer_feature_rows_total{{{TRIAL}}}[1m])"
+TRAIN_BYTES = f"rate(saintpipe_trainer_feature_bytes_total{{{TRIAL}}}[1m])"
+BY_TRAINER = "by (trainer, trial)"
+TRAINER_LEGEND = "{{trainer}} {{trial}}"
 
 
-def quantile(q: str, histogram: str, by: str = "le") -> str:
-    return f"histogram_quantile({q}, sum by ({by}) (rate({histogram}_bucket[1m])))"
+def pool(expr: str) -> str:
+    """A pool gauge (or its rate) per job and consumer group: one line per trial of a sweep."""
+    return f"sum by (job, group) ({expr})"
+
+
+def quantile(q: str, histogram: str, by: str = "le", selector: str = "") -> str:
+    return f"histogram_quantile({q}, sum by ({by}) (rate({histogram}_bucket{selector}[1m])))"
 
 
 # The dashboard, section by section: a row, then lines of panels (their widths add up to 24).
@@ -171,22 +183,25 @@ SECTIONS: list[tuple[str, list[list[Panel]]]] = [
     ("Subgraph pool", [
         [Panel(8, "Pool depth and pending",
                "Depth: subgraphs waiting in the pool (Redis stream) for a trainer. Pending: delivered to a "
-               "trainer, not acknowledged yet.",
-               [("sum by (job) (saintpipe_pool_depth)", "depth {{job}}"),
-                ("sum by (job) (saintpipe_pool_pending)", "pending {{job}}")],
+               "trainer, not acknowledged yet. Per consumer group: in a sweep each trial reads the one stream "
+               "of the one sampler fleet in a group of its own (named after the trial), so each line is a "
+               "trial's backlog; a plain run has one line.",
+               [(pool(f"saintpipe_pool_depth{{{GROUP}}}"), "depth {{job}} {{group}}"),
+                (pool(f"saintpipe_pool_pending{{{GROUP}}}"), "pending {{job}} {{group}}")],
                units.Short),
          Panel(8, "Produced and acknowledged/s",
-               "Subgraphs pushed into the pool and acknowledged after a training step, per second.",
-               [("sum by (job) (rate(saintpipe_pool_produced_total[1m]))", "produced {{job}}"),
-                ("sum by (job) (rate(saintpipe_pool_acknowledged_total[1m]))", "acknowledged {{job}}")],
+               "Subgraphs pushed into the pool and acknowledged after a training step, per second, per "
+               "consumer group (a sweep's trial): every group is offered what the fleet produces.",
+               [(pool(f"rate(saintpipe_pool_produced_total{{{GROUP}}}[1m])"), "produced {{job}} {{group}}"),
+                (pool(f"rate(saintpipe_pool_acknowledged_total{{{GROUP}}}[1m])"), "acknowledged {{job}} {{group}}")],
                units.Short),
          Panel(8, "Redeliveries and dead letters",
                "Subgraphs reclaimed from a dead or stalled trainer and delivered again (last 5 minutes), the "
                "running total, and subgraphs moved to the dead-letter stream (undecodable, bytes lost, or "
-               "delivered too often: docs/how-to/faults.md).",
-               [("sum by (job) (increase(saintpipe_pool_redelivered_total[5m]))", "last 5m {{job}}"),
-                ("sum by (job) (saintpipe_pool_redelivered_total)", "total {{job}}"),
-                ("sum by (job) (saintpipe_pool_dead_lettered_total)", "dead-lettered {{job}}")],
+               "delivered too often: docs/how-to/faults.md), per consumer group.",
+               [(pool(f"increase(saintpipe_pool_redelivered_total{{{GROUP}}}[5m])"), "last 5m {{job}} {{group}}"),
+                (pool(f"saintpipe_pool_redelivered_total{{{GROUP}}}"), "total {{job}} {{group}}"),
+                (pool(f"saintpipe_pool_dead_lettered_total{{{GROUP}}}"), "dead-lettered {{job}} {{group}}")],
                units.Short)],
     ]),
     ("Feature shards", [
@@ -207,10 +222,12 @@ SECTIONS: list[tuple[str, list[list[Panel]]]] = [
                 ("sum(rate(saintpipe_feature_rows_total[1m]))", "rows/s")],
                units.Short)],
         [Panel(12, "Feature cache hit rate",
-               "Share of feature rows the trainers' client cache answered without asking a shard.",
+               "Share of feature rows the trainers' client cache answered without asking a shard. Per trainer "
+               "and endpoint: the feature client's counters carry no trial, but each trial of a sweep serves "
+               "its own endpoint.",
                [(f"sum({FEATURE_HITS}) / (sum({FEATURE_HITS}) + sum({FEATURE_MISSES}))", "all trainers"),
-                (f"sum by (trainer) ({FEATURE_HITS}) / "
-                 f"(sum by (trainer) ({FEATURE_HITS}) + sum by (trainer) ({FEATURE_MISSES}))", "trainer {{trainer}}")],
+                (f"sum by (trainer, instance) ({FEATURE_HITS}) / (sum by (trainer, instance) ({FEATURE_HITS}) + "
+                 f"sum by (trainer, instance) ({FEATURE_MISSES}))", "trainer {{trainer}} {{instance}}")],
                units.PercentUnit, fraction=True),
          Panel(12, "Feature errors/s",
                "Failed gathers per second by shard and gRPC status code (the series appears with the "
@@ -226,42 +243,48 @@ SECTIONS: list[tuple[str, list[list[Panel]]]] = [
                [(DATA_WAIT_SHARE, "all trainers")], units.PercentUnit, fraction=True, stat=True,
                thresholds=[("green", None), ("orange", 0.2), ("red", 0.5)]),
          Panel(10, "Share of time trainers waited for data",
-               "Per trainer: data wait / (data wait + step compute).",
+               "Per trainer (and trial, in a sweep): data wait / (data wait + step compute).",
                [(DATA_WAIT_SHARE, "all trainers"),
-                (f"sum by (trainer) ({WAIT}) / (sum by (trainer) ({WAIT}) + sum by (trainer) ({STEP}))",
-                 "trainer {{trainer}}")],
+                (f"sum {BY_TRAINER} ({WAIT}) / (sum {BY_TRAINER} ({WAIT}) + sum {BY_TRAINER} ({STEP}))",
+                 TRAINER_LEGEND)],
                units.PercentUnit, fraction=True),
          Panel(10, "Trainer step time",
-               "Compute time of one step (forward, backward, optimizer): mean per trainer and p99 over all.",
-               [("sum by (trainer) (rate(saintpipe_trainer_step_seconds_sum[1m])) / "
-                 "sum by (trainer) (rate(saintpipe_trainer_step_seconds_count[1m]))", "mean trainer {{trainer}}"),
-                (quantile("0.99", "saintpipe_trainer_step_seconds"), "p99")],
+               "Compute time of one step (forward, backward, optimizer): mean per trainer (and trial) and p99 "
+               "over all those picked.",
+               [(f"sum {BY_TRAINER} ({STEP}) / "
+                 f"sum {BY_TRAINER} (rate(saintpipe_trainer_step_seconds_count{{{TRIAL}}}[1m]))",
+                 f"mean {TRAINER_LEGEND}"),
+                (quantile("0.99", "saintpipe_trainer_step_seconds", selector=f"{{{TRIAL}}}"), "p99")],
                units.Seconds)],
         [Panel(8, "Steps/s and feature fetch time",
-               "Training steps per second, and seconds per second spent fetching features, per trainer.",
-               [("sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))", "steps/s {{trainer}}"),
-                ("sum by (trainer) (rate(saintpipe_trainer_fetch_seconds_total[1m]))", "fetch s/s {{trainer}}")],
+               "Training steps per second, and seconds per second spent fetching features, per trainer (and "
+               "trial).",
+               [(f"sum {BY_TRAINER} (rate(saintpipe_trainer_steps_total{{{TRIAL}}}[1m]))",
+                 f"steps/s {TRAINER_LEGEND}"),
+                (f"sum {BY_TRAINER} (rate(saintpipe_trainer_fetch_seconds_total{{{TRIAL}}}[1m]))",
+                 f"fetch s/s {TRAINER_LEGEND}")],
                units.Short),
          Panel(8, "Training loss",
-               "Last training loss reported by each trainer.",
-               [("saintpipe_trainer_loss", "trainer {{trainer}}")],
+               "Last training loss reported by each trainer (each trial of a sweep).",
+               [(f"saintpipe_trainer_loss{{{TRIAL}}}", TRAINER_LEGEND)],
                units.Short),
          Panel(8, "Validation score",
-               "Last validation accuracy / F1-micro reported by each trainer.",
-               [("saintpipe_trainer_val_score", "trainer {{trainer}}")],
+               "Last validation accuracy / F1-micro reported by each trainer (each trial of a sweep: the "
+               "score ASHA ranks them by).",
+               [(f"saintpipe_trainer_val_score{{{TRIAL}}}", TRAINER_LEGEND)],
                units.PercentUnit, fraction=True)],
         [Panel(12, "Training steps: feature cache hit rate",
                "Share of the feature rows the training steps requested that the trainer's cache served "
                "(evaluation's gathers excluded; what `saintpipe run` reports). Dependent minibatches "
                "(sampler kappa > 1) raise it: docs/explanation/sampler.md.",
                [(f"sum({TRAIN_HITS}) / sum({TRAIN_ROWS})", "all trainers"),
-                (f"sum by (trainer) ({TRAIN_HITS}) / sum by (trainer) ({TRAIN_ROWS})", "trainer {{trainer}}")],
+                (f"sum {BY_TRAINER} ({TRAIN_HITS}) / sum {BY_TRAINER} ({TRAIN_ROWS})", TRAINER_LEGEND)],
                units.PercentUnit, fraction=True),
          Panel(12, "Training steps: feature bytes fetched per step",
                "Feature bytes fetched from the shards (gRPC or shared memory) per training step: the cache's "
-               "misses, per trainer.",
-               [(f"sum by (trainer) ({TRAIN_BYTES}) / sum by (trainer) (rate(saintpipe_trainer_steps_total[1m]))",
-                 "trainer {{trainer}}")],
+               "misses, per trainer (and trial).",
+               [(f"sum {BY_TRAINER} ({TRAIN_BYTES}) / "
+                 f"sum {BY_TRAINER} (rate(saintpipe_trainer_steps_total{{{TRIAL}}}[1m]))", TRAINER_LEGEND)],
                units.BytesSI)],
     ]),
 ]
@@ -304,7 +327,20 @@ def build_model() -> model.Dashboard:
                               .hide(model.VariableHide.DONT_HIDE)
                               .regex("")
                               .include_all(False)
-                              .multi(False)))
+                              .multi(False))
+               .with_variable(dashboard_builder.QueryVariable(TRIAL_VARIABLE)
+                              .label("Trial")
+                              .description("A sweep's trials (the trainer metrics' trial label); a plain run "
+                                           "has none: All shows it")
+                              .datasource(datasource())
+                              .query("label_values(saintpipe_trainer_steps_total, trial)")
+                              .regex("")
+                              .sort(model.VariableSort.ALPHABETICAL_ASC)
+                              .multi(True)
+                              .include_all(True)
+                              .all_value(".*")
+                              .current(model.VariableOption(text="All", value="$__all", selected=True))
+                              .hide(model.VariableHide.DONT_HIDE)))
     # Rows are not collapsed: their panels follow them on the dashboard's top level.
     for item in panels():
         if isinstance(item, dashboard_builder.Row):
@@ -315,7 +351,9 @@ def build_model() -> model.Dashboard:
     # Fields the SDK's model has but its builders do not set.
     dashboard.schema_version = SCHEMA_VERSION
     for variable in dashboard.templating.list_val or []:
-        variable.refresh = model.VariableRefresh.ON_DASHBOARD_LOAD
+        # A sweep's trials come and go: their list is read again with the time range.
+        variable.refresh = (model.VariableRefresh.ON_TIME_RANGE_CHANGED if variable.name == TRIAL_VARIABLE
+                            else model.VariableRefresh.ON_DASHBOARD_LOAD)
         variable.options = []
     return dashboard
 

@@ -473,7 +473,9 @@ def metric_docs(source: Any) -> list[MetricDoc]:
 def metrics_page(sources: Mapping[str, Any]) -> str:
     """The metric reference: per module that defines metrics, each metric's name, type, labels and help."""
     out = [f"# Metric list\n\n{NOTE} [Monitoring](../how-to/monitoring.md) says which service exports each, "
-           "how to scrape them, and the dashboard's queries.\n"]
+           "how to scrape them, and the dashboard's queries. `trial` (trainer metrics) and `group` (pool "
+           "gauges) are a sweep's trial and its consumer group, empty (no label) in a run: "
+           "[Watch a sweep](../how-to/sweeps.md#watch-it).\n"]
     for module, source in sources.items():
         rows = [[_code(m.name), m.type, ", ".join(_code(label) for label in m.labels), _text(m.help)]
                 for m in sorted(metric_docs(source))]

@@ -1,13 +1,11 @@
 """``saintpipe bench import``: text edge-list import against pyarrow's CSV reader alone, with its peak memory.
 
-The edge list is a Kronecker graph written as text once (``source target``
-per line, every directed entry) or a file you give. In the same run:
-pyarrow's ``read_csv`` reads its two columns alone (all threads), then
-``data import edgelist`` imports it in a fresh process, whose maximum
-resident set size is its peak. Reported: the import's read stage and the
-whole import as ratios to the reader alone (the reader's seconds over
-theirs: 1.0 is as fast as the reader), and the peak over the bytes of the
-dataset written (its fixed interpreter footprint shown apart).
+The edge list is a Kronecker graph written as text once (``source target`` per line, every directed entry) or
+a file you give. In the same run: pyarrow's ``read_csv`` reads its two columns alone (all threads), then
+``data import edgelist`` imports it in a fresh process, whose maximum resident set size is its peak. Reported:
+the import's read stage and the whole import as ratios to the reader alone (the reader's seconds over theirs:
+1.0 is as fast as the reader), and the peak over the bytes of the dataset written (its fixed interpreter
+footprint shown apart).
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -80,17 +76,10 @@ def reader_seconds(path: Path) -> float:
 
 def measure(edges: Path, out: Path) -> dict[str, float | int]:
     """Import ``edges`` to ``out`` in a child process; its figures and pyarrow's time on the same file."""
-    from saintpipe.core.errors import SaintpipeError
+    from saintpipe.bench.generate import child_figures
 
     reader = reader_seconds(edges)
-    root = Path(__file__).resolve().parents[2]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "saintpipe.bench.dataset_import", str(edges), str(out)],
-                          capture_output=True, text=True, env=env)
-    if proc.returncode != 0:
-        raise SaintpipeError(f"the import process failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
-    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    figures = child_figures(__name__, [str(edges), str(out)], "the import process", stderr_tail=800)
     dataset = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     figures.update({
         "text_gb": edges.stat().st_size / GB,

@@ -1,23 +1,9 @@
 """``saintpipe bench features``: gather throughput of the feature service vs. the in-process numpy gather.
 
-For each feature width, a dataset of random float32 features is written in
-``--shards`` shard files; the shard servers run as subprocesses (``saintpipe
-serve feature-shard``, as deployed) and :class:`FeatureClient` s gather
-``--rows`` random distinct rows per call: float32 rows over gRPC ("service
-bytes", ``shared_memory="off"``), float32 rows written by the servers into the
-client's ``/dev/shm`` region ("service shm", same host only), and float16 rows
-over gRPC ("service fp16"). In the same run, on the same id sets and the same
-memory-mapped files, ``Dataset.gather_features`` (numpy fancy indexing
-in-process) is the baseline; the ratio is service MB/s over baseline MB/s (MB
-of float32 rows delivered to the caller). The target figure (ratio >= 0.5 at
-dim 500) is read from the shared-memory path, the one a same-host deployment
-uses; where shared memory is unavailable, from the bytes path.
-
-Per width, in the same process, one answer chunk of the bytes path (a shard's
-share of a gather, float32, framed as the server frames it) is decoded by the
-hand-written reader (``wire.decode_chunk``) and by the generated class
-(``GatherChunk.FromString``), interleaved: rows "decode chunk: ...", and
-``ratio_decode_dimD_hand_to_generated`` (protowire's docstring quotes them).
+Per feature width, shard servers run as subprocesses and :class:`FeatureClient` s gather random rows over
+gRPC (float32 and float16) and through shared memory; ``Dataset.gather_features`` on the same ids and files is
+the baseline. Also decodes one answer chunk by the hand-written reader and the generated class
+(docs/explanation/decisions.md quotes those rows). Method and targets: docs/benchmarks/features.md.
 """
 
 from __future__ import annotations
@@ -32,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+log = logging.getLogger(__name__)
+
 if TYPE_CHECKING:
     from saintpipe.core.netns import VethHost
     from saintpipe.services.feature_shard.security import ClientSecurity
@@ -42,34 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
-        "features",
-        help="feature-service gather throughput vs. in-process numpy",
+        "features", help="feature-service gather throughput vs. in-process numpy",
         description="Gather random rows from feature shards served by real subprocesses, and in the same run "
         "from the same memory-mapped files in-process (the baseline): rows/s, MB/s, p50/p99 latency, ratio. "
         "Also decodes one answer chunk per width by the hand-written reader and by the generated class.",
     )
-    parser.add_argument(
-        "--dims", default="50,500,602", help="comma-separated feature widths (default 50,500,602)"
-    )
+    parser.add_argument("--dims", default="50,500,602",
+                        help="comma-separated feature widths (default 50,500,602)")
     parser.add_argument("--rows", type=integer(1, 2**31 - 1), default=8000, help="rows per gather (default 8000)")
-    parser.add_argument(
-        "--nodes", type=integer(1, 2**31 - 1), default=50_000, help="nodes in each generated dataset (default 50000)"
-    )
+    parser.add_argument("--nodes", type=integer(1, 2**31 - 1), default=50_000,
+                        help="nodes in each generated dataset (default 50000)")
     parser.add_argument("--shards", type=integer(1, 256), default=2, help="shard servers, 1 to 256 (default 2)")
-    parser.add_argument(
-        "--repeats", type=integer(2, 1_000_000), default=30,
-        help="timed gathers per configuration, at least 2 (default 30)"
-    )
+    parser.add_argument("--repeats", type=integer(2, 1_000_000), default=30,
+                        help="timed gathers per configuration, at least 2 (default 30)")
     parser.add_argument("--no-fp16", action="store_true", help="skip the float16-transfer rows")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the shard servers as threads of this process instead of subprocesses")
     parser.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run the shard servers as threads of this process instead of subprocesses",
-    )
-    parser.add_argument(
-        "--cross-host",
-        choices=["none", "veth"],
-        default="none",
+        "--cross-host", choices=["none", "veth"], default="none",
         help="veth: also run the shards on a second network host (a namespace joined by a veth pair; needs root "
         "and iproute2) and report its rows ('veth ...') beside the loopback ones",
     )
@@ -98,9 +76,9 @@ def _bench(args: argparse.Namespace) -> int:
             raise InvalidArgument("--cross-host veth runs the servers as subprocesses: drop --in-process")
         skipped = netns_unavailable()
         if skipped:
-            logging.getLogger(__name__).warning("no veth rows: %s", skipped)
+            log.warning("no veth rows: %s", skipped)
             args.cross_host = "none"
-    logging.getLogger(__name__).info("benchmarking dims %s", dims)
+    log.info("benchmarking dims %s", dims)
     rows, summary, ratios, decode_ratios = [], {}, {}, {}
     target_path = SHM
     with tempfile.TemporaryDirectory(prefix="saintpipe-bench-features-") as tmp:
@@ -109,9 +87,8 @@ def _bench(args: argparse.Namespace) -> int:
             rows.extend(dim_rows)
             rows.extend(decode_rows)
             # Chunk decode speed of the hand-written reader over the generated class's (saintpipe/core/protowire.py).
-            decode_ratios[f"ratio_decode_dim{dim}_hand_to_generated"] = (
-                decode_rows[1]["p50_ms"] / decode_rows[0]["p50_ms"]
-            )
+            hand, generated = decode_rows[0]["p50_ms"], decode_rows[1]["p50_ms"]
+            decode_ratios[f"ratio_decode_dim{dim}_hand_to_generated"] = generated / hand
             by_path = {row["path"]: row for row in dim_rows}
             if SHM not in by_path:
                 target_path = BYTES
@@ -136,35 +113,13 @@ def _bench(args: argparse.Namespace) -> int:
         summary["veth_skipped"] = skipped
     summary.update(decode_ratios)
     params = {
-        "rows": args.rows,
-        "nodes": args.nodes,
-        "shards": args.shards,
-        "repeats": args.repeats,
-        "servers": "in-process threads" if args.in_process else "subprocesses",
-        "cross_host": args.cross_host,
+        "rows": args.rows, "nodes": args.nodes, "shards": args.shards, "repeats": args.repeats,
+        "servers": "in-process threads" if args.in_process else "subprocesses", "cross_host": args.cross_host,
         "warmup_rounds": WARMUP,
     }
-    emit_report(
-        "features",
-        rows,
-        params=params,
-        summary=summary,
-        as_json=args.json,
-        columns=[
-            "dim",
-            "path",
-            "rows_per_s",
-            "MB_per_s",
-            "p50_ms",
-            "iqr_pct",
-            "p99_ms",
-            "cpu_ms",
-            "wait_ms",
-            "wire_MB",
-            "shm_MB",
-            "ratio",
-        ],
-    )
+    emit_report("features", rows, params=params, summary=summary, as_json=args.json,
+                columns=["dim", "path", "rows_per_s", "MB_per_s", "p50_ms", "iqr_pct", "p99_ms", "cpu_ms",
+                         "wait_ms", "wire_MB", "shm_MB", "ratio"])
     return 0
 
 
@@ -219,9 +174,7 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
             if not prefix:  # shared memory is a same-host path: a namespace shares /dev/shm, a real host does not
                 clients[SHM] = client(shared_memory="auto")
                 if not clients[SHM].shared_memory_active:
-                    logging.getLogger(__name__).warning(
-                        "the shard servers do not see this process's /dev/shm: no shared-memory row"
-                    )
+                    log.warning("the shard servers do not see this process's /dev/shm: no shared-memory row")
                     clients.pop(SHM).close()
             if not args.no_fp16:
                 clients[prefix + FP16] = client(transfer_dtype="float16", shared_memory="off")
@@ -243,11 +196,8 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
             for name in round_order(paths, i):
                 c = clients.get(name)
                 before = c.stats() if c else {}
-                took, spent, wait = meter.measure(
-                    (lambda ids=ids: dataset.gather_features(ids))
-                    if c is None
-                    else (lambda c=c, ids=ids: c.gather(ids))
-                )
+                took, spent, wait = meter.measure((lambda ids=ids: dataset.gather_features(ids)) if c is None
+                                                  else (lambda c=c, ids=ids: c.gather(ids)))
                 if i < WARMUP:
                     continue
                 wall[name].append(took)
@@ -266,24 +216,15 @@ def _bench_dim(directory, dim: int, args: argparse.Namespace) -> tuple[list[dict
         times = summarize(t.tolist())
         # Paired per round (same ids, same moment): far steadier than a ratio of medians on a shared machine.
         per_round = summarize((base / t).tolist())
-        out.append(
-            {
-                "dim": dim,
-                "path": name,
-                "rows_per_s": args.rows / times.median,
-                "MB_per_s": mb / times.median,
-                "p50_ms": times.median * 1e3,
-                "iqr_pct": times.iqr_pct,
-                "p99_ms": float(np.percentile(t, 99)) * 1e3,
-                "cpu_ms": float(np.mean(cpu[name])) * 1e3,
-                "wait_ms": float(np.mean(waited[name])) * 1e3,
-                "wire_MB": float(np.median(wire[name])) / 1e6 if name in wire else 0.0,
-                "shm_MB": float(np.median(shared[name])) / 1e6 if name in shared else 0.0,
-                "ratio": per_round.median,
-                "ratio_min": per_round.min,
-                "ratio_max": per_round.max,
-            }
-        )
+        out.append({
+            "dim": dim, "path": name, "rows_per_s": args.rows / times.median,
+            "MB_per_s": mb / times.median, "p50_ms": times.median * 1e3, "iqr_pct": times.iqr_pct,
+            "p99_ms": float(np.percentile(t, 99)) * 1e3, "cpu_ms": float(np.mean(cpu[name])) * 1e3,
+            "wait_ms": float(np.mean(waited[name])) * 1e3,
+            "wire_MB": float(np.median(wire[name])) / 1e6 if name in wire else 0.0,
+            "shm_MB": float(np.median(shared[name])) / 1e6 if name in shared else 0.0,
+            "ratio": per_round.median, "ratio_min": per_round.min, "ratio_max": per_round.max,
+        })
     return out, _bench_decode(dataset.gather_features(id_sets[0][: -(-args.rows // args.shards)]), dim)
 
 
@@ -319,13 +260,9 @@ def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
     for name, times in took.items():
         median = float(np.median(times))
         out.append({
-            "dim": dim,
-            "path": name,
-            "rows_per_s": rows.shape[0] / median,
-            "MB_per_s": rows.nbytes / 1e6 / median,
-            "p50_ms": median * 1e3,
-            "p99_ms": float(np.percentile(times, 99)) * 1e3,
-            "wire_MB": len(message) / 1e6,
+            "dim": dim, "path": name, "rows_per_s": rows.shape[0] / median,
+            "MB_per_s": rows.nbytes / 1e6 / median, "p50_ms": median * 1e3,
+            "p99_ms": float(np.percentile(times, 99)) * 1e3, "wire_MB": len(message) / 1e6,
         })
     return out
 
@@ -333,13 +270,12 @@ def _bench_decode(rows, dim: int, rounds: int = 200) -> list[dict]:
 class _Meter:
     """Wall time, CPU time and run-queue wait of one call.
 
-    CPU is summed over this process and the server processes; other processes'
-    CPU times tick at 10 ms, but per-call deltas are unbiased, so their mean is
-    fair. The wait is the time the threads of all these processes spent ready to
-    run but waiting for a CPU, summed over threads (Linux
-    ``/proc/PID/task/TID/schedstat``; 0 where unavailable): near zero on a quiet
-    machine; large values mean other jobs held the CPUs and the wall times are
-    inflated by the load, most for the path with the most hand-offs between threads.
+    CPU is summed over this process and the server processes; other processes' CPU times tick at 10 ms, but
+    per-call deltas are unbiased, so their mean is fair. The wait is the time the threads of all these
+    processes spent ready to run but waiting for a CPU, summed over threads (Linux
+    ``/proc/PID/task/TID/schedstat``; 0 where unavailable): near zero on a quiet machine; large values mean
+    other jobs held the CPUs and the wall times are inflated by the load, most for the path with the most
+    hand-offs between threads.
     """
 
     def __init__(self, pids: list[int]) -> None:

@@ -1,9 +1,8 @@
 """``saintpipe bench generate``: time and peak memory of the Kronecker generator.
 
-The generator runs in a fresh Python process so that its peak memory is its
-own, not the CLI's: the child reports the peak of traced allocations
-(``tracemalloc``, which numpy's array buffers report to) and its maximum
-resident set size, next to its resident size before generating.
+The generator runs in a fresh Python process so that its peak memory is its own, not the CLI's: the child
+reports the peak of traced allocations (``tracemalloc``, which numpy's array buffers report to) and its
+maximum resident set size, next to its resident size before generating.
 """
 
 from __future__ import annotations
@@ -35,16 +34,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def measure(scale: int, degree: float, seed: int = 0, feature_dim: int = 50) -> dict[str, float | int]:
     """Run the generator in a child process and return its figures."""
+    spec = json.dumps({"scale": scale, "degree": degree, "seed": seed, "feature_dim": feature_dim})
+    return child_figures(__name__, [spec], "the generator process")
+
+
+def child_figures(module: str, args: list[str], what: str, stderr_tail: int = 500) -> dict:
+    """Run ``python -m module args`` in a fresh process (its peak memory its own) and return the JSON object
+    its last line prints.
+
+    Raises:
+        SaintpipeError: the process failed; the message ends with its stderr's tail.
+    """
     from saintpipe.core.errors import SaintpipeError
 
-    root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    spec = json.dumps({"scale": scale, "degree": degree, "seed": seed, "feature_dim": feature_dim})
-    proc = subprocess.run([sys.executable, "-m", "saintpipe.bench.generate", spec], capture_output=True,
-                          text=True, env=env)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise SaintpipeError(f"the generator process failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+        raise SaintpipeError(f"{what} failed (exit {proc.returncode}): {proc.stderr.strip()[-stderr_tail:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

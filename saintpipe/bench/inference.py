@@ -1,18 +1,8 @@
 """``saintpipe bench inference``: layer-wise full-graph inference on a power-law (Kronecker) graph.
 
-A 2-layer GNN (GraphSAGE by default) with random weights and features on an
-R-MAT graph of 2^scale nodes. Timed (median of the repeats): the one-pass
-forward over the whole graph, layer-wise inference with the layer outputs in
-memory, and layer-wise with them in memory-mapped files; each layer-wise
-result is compared with the one-pass logits (``--no-one-pass`` leaves the one
-pass out, for graphs where it does not fit in memory: 28 GB at scale 24 with
-50 features and width 64). The baseline, in the same run:
-one sparse-dense product of the whole graph per layer (as wide as the layer's
-input, the same spmm kernel), and the ratios of layer-wise inference to it.
-What makes the layer-wise form bounded: a block gathers its one-hop sources
-only, while the k-hop form it replaced induced each block's 2-hop
-neighbourhood for a 2-layer model; the summary gives both sizes, measured on
-the first blocks.
+A 2-layer GNN with random weights on an R-MAT graph of 2^scale nodes: the one-pass forward, layer-wise
+inference with the layer outputs in memory and in memory-mapped files (each checked against the one pass),
+and one sparse-dense product of the whole graph per layer as the baseline. Method: docs/benchmarks/inference.md.
 """
 
 from __future__ import annotations
@@ -98,7 +88,7 @@ def _bench(args: argparse.Namespace) -> int:
             model, graph, InferenceLimits(args.block_rows, args.block_mb << 20, spill_bytes=0)).logits(),
     }
     reference = None if args.no_one_pass else one_pass()
-    # The floor layer-wise inference is held to (issue 23: at most 3x): per layer, one sparse-dense product of the
+    # The floor layer-wise inference is held to (at most 3x): per layer, one sparse-dense product of the
     # whole graph's mean aggregator with a dense matrix as wide as that layer's input, with the same spmm kernel.
     mean = np.repeat(1.0 / np.maximum(np.diff(indptr), 1), np.diff(indptr)).astype(np.float32)
     op = SparseOperand.from_csr(indptr, indices, mean, mean)  # the weights and their transpose: the same array

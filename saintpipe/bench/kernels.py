@@ -1,31 +1,9 @@
 """``saintpipe bench kernels``: throughput of the four sampler kernels on 1 core and all cores, with baselines.
 
-For each graph (Kronecker scale 18 and 20 with degree 16, and cora) and each
-sampler with the paper's parameters (frontier m=1000 n=8000, random walk
-r=3000 h=2, edge budget 4000, node budget 8000): subgraphs/s, nodes/s and
-edges/s of the induced subgraphs, mean |V_s| and |E_s|, on one pinned core
-and on one pinned worker per core, and the scaling ratio. In the same run, on
-one core: a vectorized-numpy random-walk sampler with induction and the direct
-Algorithm 2 (the tests' oracle), with the ratios of the kernels to them.
-Per graph, every measurement takes turns round by round (a rotating order,
-after one discarded warm-up round); each figure is the median over the
-rounds, with its spread (interquartile range, % of the median), and each
-ratio is given also as the median of the per-round ratios ("paired").
-Kronecker graphs are generated once and cached as datasets under
-``$SAINTPIPE_HOME/datasets/``.
-
-With two or more Kronecker scales, a last phase measures how the cost of one
-subgraph grows with the graph: every sampler on every scale, one core, all in
-the same interleaved rounds, and the summary keys ``<kind> growth
-s<a>->s<b>``: seconds per subgraph at the largest scale over the smallest
-(the median of the per-round ratios, with its range). The parameters are the
-same at every scale, so the subgraphs are about the same size and the ratio
-is what the graph's size alone costs: cache misses, and any O(N) work per
-subgraph (the target is 1.5 from scale 18 to 24). It is split in two: ``<kind>
-scanned entries growth`` (the neighbour-list entries induction reads per
-subgraph, the sum of the node set's degrees, which grows with the graph's
-degree tail) and ``<kind> growth per scanned entry`` (the time per entry: the
-caches, and anything else the graph's size costs).
+Per graph (Kronecker scales and cora) and sampler (the paper's parameters): subgraphs/s, nodes/s and edges/s
+on one pinned core and on one pinned worker per core, against a vectorized-numpy random walk and the direct
+Algorithm 2, all measurements taking turns round by round; with two or more Kronecker scales, how the cost of
+one subgraph grows with the graph. The method and the summary keys: docs/benchmarks/kernels.md.
 """
 
 from __future__ import annotations
@@ -281,9 +259,8 @@ def _scanned_entries(sampler, seed: int) -> float:
     """Neighbour-list entries induction reads per subgraph, mean of a few: the lengths of the node set's
     oriented lists (``induction = "oriented"``), or of its rows (the sum of its degrees) with ``"scan"``.
 
-    The samplers reach nodes in proportion to their degree, so the sum of the
-    degrees grows with the graph's degree tail (E[d^2] / E[d]) even at a fixed
-    mean degree; the oriented lists of hubs stay short.
+    The samplers reach nodes in proportion to their degree, so the sum of the degrees grows with the graph's
+    degree tail (E[d^2] / E[d]) even at a fixed mean degree; the oriented lists of hubs stay short.
     """
     import numpy as np
 

@@ -1,11 +1,10 @@
 """``saintpipe bench loader --data DIR``: what the loader costs, on an embedded pipeline.
 
-Prints the embedded pipeline's start-up and stop times, and the rate at which
-a loop that does nothing with its minibatches gets them, through
-``DataLoader(batch_size=None)`` with ``num_workers`` 0 and then each value of
-``--workers`` (spawned workers; their start-up is measured apart, with the
-first minibatch). The rate is the pipeline's delivery rate seen by one
-consumer: sampling, the pool, the feature gathers and building the tensors.
+Prints the embedded pipeline's start-up and stop times, and the rate at which a loop that does nothing with
+its minibatches gets them, through ``DataLoader(batch_size=None)`` with ``num_workers`` 0 and then each value
+of ``--workers`` (spawned workers; their start-up is measured apart, with the first minibatch). The rate is
+the pipeline's delivery rate seen by one consumer: sampling, the pool, the feature gathers and building the
+tensors.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """``saintpipe bench pool``: put+get+ack throughput of the pool vs plain Redis SET+GET of the same bytes.
 
-Also, in the same run, decoding alone of the same message by three readers:
-the codec's compiled path, its Python walk over :mod:`saintpipe.core.protowire`,
-and the generated class (``Subgraph.FromString``), each with the same checksum
-and checks; protowire's docstring quotes these rows.
+Also, in the same run, decoding alone of the same message by three readers: the codec's compiled path, its
+Python walk over :mod:`saintpipe.core.protowire`, and the generated class (``Subgraph.FromString``), each with
+the same checksum and checks (docs/explanation/decisions.md quotes these rows).
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from saintpipe.core.report import add_json_flag
 
     parser = sub.add_parser(
-        "pool",
-        help="subgraph pool throughput vs plain Redis SET+GET",
+        "pool", help="subgraph pool throughput vs plain Redis SET+GET",
         description="Times put+get+ack of subgraphs through the pool (encode and decode included) and, "
         "in the same run, plain Redis SET+GET of the same message bytes through redis-py as the baseline, "
         "and through the pool's own zero-copy I/O path as a stricter floor; then decoding alone of the same "
@@ -27,33 +25,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a private redis-server unless --redis-url or SAINTPIPE_REDIS_URL is given.",
     )
     parser.add_argument("--nodes", type=integer(1, 2**24), default=8000, help="nodes per subgraph (default 8000)")
+    parser.add_argument("--edges", type=integer(0, 2**30), default=60000,
+                        help="about this many CSR entries (default 60000)")
     parser.add_argument(
-        "--edges", type=integer(0, 2**30), default=60000, help="about this many CSR entries (default 60000)"
-    )
-    parser.add_argument(
-        "--count",
-        type=integer(1, 10_000_000),
-        default=200,
+        "--count", type=integer(1, 10_000_000), default=200,
         help="timed cycles of each path, in rounds of --batch cycles that interleave the paths (default 200)",
     )
     parser.add_argument(
-        "--batch",
-        type=integer(1, 10_000_000),
-        default=None,
+        "--batch", type=integer(1, 10_000_000), default=None,
         help="consecutive cycles of one path per round, the round's figure their median (default: COUNT/20, "
         "so 20 rounds)",
     )
     parser.add_argument("--redis-url", default=None, help="use this Redis instead of a private one")
     parser.add_argument(
-        "--default-malloc",
-        action="store_true",
+        "--default-malloc", action="store_true",
         help="leave glibc's malloc thresholds as they are in this process (default: fixed, as the trainer's "
         "feature client fixes them; left to glibc, redis-py's SET+GET ran 0.68 ms in one run, 1.58 in the next)",
     )
     parser.add_argument(
-        "--persistence",
-        choices=("everysec", "always", "none"),
-        default="none",
+        "--persistence", choices=("everysec", "always", "none"), default="none",
         help="the private redis-server's AOF fsync policy, or none (no AOF, the default: the benchmark "
         "compares the pool's own work with plain SET+GET, and the AOF's disk writes blur it; "
         "docs/benchmarks/pool.md has both). Ignored with --redis-url",
@@ -84,9 +74,8 @@ def _bench(args: argparse.Namespace) -> int:
         raise InvalidArgument("--edges must be >= 1")
     batch = args.batch or max(1, args.count // ROUNDS)
     rounds = -(-args.count // batch)  # at least --count timed cycles of each path
-    # The trainer, the pool's reader, runs with fixed malloc thresholds (its feature client sets them); left to
-    # glibc's own moving threshold, which of two modes a run gets (megabyte buffers faulted in on every cycle,
-    # or kept in the heap) depends on the order of its first frees, and the ratio swung from 0.63 to 1.8.
+    # Fixed malloc thresholds, as the trainer (the pool's reader) has them: left to glibc, which of two modes a run
+    # gets depends on the order of its first frees (saintpipe.core.malloc), and the ratio swung from 0.63 to 1.8.
     malloc = "default" if args.default_malloc else ("fixed" if tune_malloc() else "default (not glibc)")
     sg = random_subgraph(args.nodes, args.edges, seed=0, job_id="bench")
     data = encode_subgraph(sg)
@@ -97,8 +86,7 @@ def _bench(args: argparse.Namespace) -> int:
 
     with (
         RedisServer(
-            args.redis_url,
-            persistent=args.persistence != "none",
+            args.redis_url, persistent=args.persistence != "none",
             appendfsync="everysec" if args.persistence == "none" else args.persistence,
         ) as server,
         SubgraphPool(server.url, job, capacity=16) as pool,
@@ -144,7 +132,7 @@ def _bench(args: argparse.Namespace) -> int:
             "redispy": redispy_cycle,
             "default": default_cycle,
             # Decoding alone, three readers of the same bytes: which hand-written reader earns its place
-            # (saintpipe/core/protowire.py's docstring quotes these rows).
+            # (docs/explanation/decisions.md quotes these rows).
             "decode": lambda: decode_subgraph(data),
             "decode_walked": lambda: decode_walked(data),
             "decode_generated": lambda: decode_generated(data),
@@ -190,8 +178,7 @@ def _bench(args: argparse.Namespace) -> int:
         "redispy": "redis SET+GET (baseline: redis-py, pool's settings)",
         "pool_wait": "pool put+get+ack (ack waits for reply)",
         "floor": "redis SET+GET (floor: pool's zero-copy I/O)",
-        "default": "redis SET+GET (default redis-py client)",
-        "codec": "encode (pieces)+decode only",
+        "default": "redis SET+GET (default redis-py client)", "codec": "encode (pieces)+decode only",
         "decode": "decode: hand reader, compiled walk+hash+checks",
         "decode_walked": "decode: hand reader, Python walk (protowire)",
         "decode_generated": "decode: generated class (FromString)",
@@ -200,18 +187,9 @@ def _bench(args: argparse.Namespace) -> int:
     for name, label in labels.items():
         s = result.summary(name)  # of the rounds' median cycles
         timed_cycles = cycles[name][batch:]  # the warm-up round's batch left out
-        rows.append(
-            {
-                "path": label,
-                "subgraphs_per_s": 1 / s.median,
-                "MB_per_s": mb / s.median,
-                "median_ms": s.median * 1e3,
-                "iqr_pct": s.iqr_pct,
-                "min_ms": s.min * 1e3,
-                "max_ms": s.max * 1e3,
-                "mean_ms": statistics.fmean(timed_cycles) * 1e3,
-            }
-        )
+        rows.append({"path": label, "subgraphs_per_s": 1 / s.median, "MB_per_s": mb / s.median,
+                     "median_ms": s.median * 1e3, "iqr_pct": s.iqr_pct, "min_ms": s.min * 1e3,
+                     "max_ms": s.max * 1e3, "mean_ms": statistics.fmean(timed_cycles) * 1e3})
     per_s = {name: 1 / result.summary(name).median for name in paths}
 
     def paired(name: str, baseline: str, key: str) -> dict:
@@ -223,20 +201,12 @@ def _bench(args: argparse.Namespace) -> int:
     # stricter: it shows what the pool's own work (codec, scripts, bookkeeping) costs on top of moving bytes.
     ratio = per_s["pool"] / per_s["redispy"]
     emit_report(
-        "pool",
-        rows,
-        params={
-            "nodes": sg.num_nodes,
-            "edges": sg.num_edges,
-            "message_bytes": len(data),
-            "count": rounds * batch,
-            "rounds": rounds,
-            "batch": batch,
-            "warmup_rounds": 1,
+        "pool", rows, params={
+            "nodes": sg.num_nodes, "edges": sg.num_edges, "message_bytes": len(data), "count": rounds * batch,
+            "rounds": rounds, "batch": batch, "warmup_rounds": 1,
             "redis": "external" if server.external else "private",
             "persistence": "external" if server.external else args.persistence,
-            "redis_version": redis_version,
-            "malloc": malloc,
+            "redis_version": redis_version, "malloc": malloc,
         },
         summary={
             "ratio_pool_to_baseline": ratio,

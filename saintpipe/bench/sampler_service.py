@@ -1,76 +1,15 @@
 """``saintpipe bench sampler-service``: how fast the sampler service fills the pool, against the bare kernel.
 
-In one run, on one graph (default: the Kronecker graph of scale 18, degree
-16) and one sampler (default: random walk r=3000, h=2):
-
-* plain loop: the same kernel, with the same normalization, looping in this
-  process pinned to one core (``sample(seed)`` only: no encoding, no Redis);
-* the service with 1 worker and with one worker per core: subgraphs/s that
-  reach the pool (sampled, stamped, encoded, pushed to a real Redis). The
-  pool's transport is ``--transport`` (default auto: the private Redis is a
-  loopback one, so the bytes go to shared-memory slots and Redis holds
-  references) and what the workers put is ``--wire`` (default auto: whole
-  subgraphs into shared memory, node sets through Redis);
-* two more 1-worker runs with the bytes in Redis, the path across hosts:
-  whole subgraphs (wire full) and node sets (wire nodes: the worker draws
-  only the node set and sends ~14 KB instead of ~1.6 MB; trainers induce the
-  subgraph again from their copy of the topology), unless one of them is the
-  run above;
-* with ``--cross-host veth``, those two again with Redis in another network
-  namespace, reached over a veth pair (real separate hosts on one machine);
-  where namespaces cannot be made, skipped with the reason printed.
-
-Where node sets move the work: the summary gives the bytes of each form of
-the same subgraphs, the worker's cost to encode a node set, and the
-trainer's cost per subgraph to decode a whole one or to decode a node set
-and expand it (:func:`wire_figures`; the expanded subgraph is checked
-equal to the whole one, ``expanded_equal``).
-
-These machines' speed drifts by 10-25 % from one few-second stretch to the
-next (a shared VM's neighbours), so the two sides of each ratio are measured
-in short alternating windows: for each service configuration the service is
-started once, then ``--windows`` times a plain-loop window and a service
-window of ``--seconds`` each, and a last plain-loop window. During a plain
-loop the service is held still without stopping it: the stand-in trainer
-(below) pauses, the pool fills up and the workers wait for room, using no
-CPU to speak of. Each service window is compared with the mean of the plain
-windows on either side of it; the summary gives the median of these ratios
-and the lowest and highest.
-
-Memory: after its last window, each service run reads the anonymous memory
-and PSS of its worker processes (``/proc/PID/smaps_rollup``); the summary
-gives what each further worker added (the many-worker run's anonymous memory
-less the 1-worker run's, over the workers added) and its ratio to the CSR's
-bytes. With ``--workers-per-process k`` the workers share processes
-(``[samplers] workers_per_process``, threads): compare with a run of the
-default 1.
-
-Summary ratios: service(1 worker) / plain loop (target >= 0.90; through
-Redis, the node-set run's, >= 0.85) and
-service(N) / service(1) per core (target >= 0.85), by wall clock and by CPU
-time per subgraph, the worker's kernel CPU over its whole CPU in the same
-windows, and the ceiling that the Redis server's CPU time per subgraph puts
-on the fill rate.
-
-A drain thread stands in for the trainers: it takes each entry and
-acknowledges it without fetching its bytes, so the pool stays near empty and
-Redis reuses the memory of acknowledged subgraphs, as it does in a running
-job. (Without it the pool only grows, and Redis spends most of its time
-faulting in fresh pages: about 400 page faults, 4-5 ms of kernel time, per
-1.6 MB subgraph on a VM.) The pool's capacity is small (8 entries a worker,
-32 for node sets, at most ``--pool-memory-mb``), so that pausing the drain stills the workers
-within a few subgraphs; a worker that found the pool full during a service
-window would wait, and the pool-wait column would show it.
-
-The private Redis is kept off the workers' cores while a core is spare (with
-one worker per core it shares them): left free, the scheduler wakes it on the
-core of the worker that just sent it a put, and the worker waits on its own
-core.
+The same kernel looping in this process on one pinned core (the plain loop) alternates with windows of the
+service filling a real pool (1 worker, one per core, bytes in shared memory or in Redis, whole subgraphs or
+node sets), so that the machine's drift cancels in each ratio; a drain thread stands in for the trainers.
+The method, the columns and the targets: docs/benchmarks/sampler-service.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import statistics
@@ -79,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Self, cast
 
 log = logging.getLogger(__name__)
@@ -123,13 +63,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_bench)
 
 
+@contextlib.contextmanager
+def _pinned() -> Iterator[None]:
+    """This thread (only) on the first core it may use, for the block."""
+    saved = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(saved)})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
 def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
     """Sample back to back on one pinned core for ``seconds``: the kernel alone, no service around it."""
     from saintpipe.services.sampler.parallel import subgraph_seed, subgraph_seeds
 
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})  # this thread only; restored below
-    try:
+    with _pinned():
         sampler.sample(subgraph_seed(job_seed, 0, 2**32))  # warm-up: compiled code, touched pages
         count, start, cpu = 0, time.perf_counter(), time.thread_time()
         seeds: list[int] = []
@@ -142,8 +91,6 @@ def plain_loop(sampler, seconds: float, job_seed: int) -> dict:
             if elapsed >= seconds:
                 break
         cpu = time.thread_time() - cpu
-    finally:
-        os.sched_setaffinity(0, saved)
     return {"subgraphs": count, "seconds": elapsed, "sample_s": elapsed, "cpu_s": cpu, "kernel_cpu_s": cpu,
             "pool_wait_s": 0.0}
 
@@ -181,10 +128,8 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
     # Node-set entries (encode_nodes): decode_entry gives SubgraphNodes.
     equal = all(expander(cast(SubgraphNodes, decode_entry(b))).equals(sg) for b, sg in zip(nodes, wholes, strict=True))
 
-    saved = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(saved)})  # this thread only, as the plain loop; restored below
     decode_ms, expand_ms, encode_ms = [], [], []
-    try:
+    with _pinned():  # as the plain loop
         for round_ in range(rounds + 1):  # round 0: warm-up (compilation, page cache), discarded
             t0 = time.perf_counter()
             for data in full:
@@ -200,17 +145,13 @@ def wire_figures(sampler: Any, dataset: Any, normalization: Any, job_seed: int, 
                 decode_ms.append(1000 * (t1 - t0) / count)
                 expand_ms.append(1000 * (t2 - t1) / count)
                 encode_ms.append(1000 * (t3 - t2) / count)
-    finally:
-        os.sched_setaffinity(0, saved)
     return {
-        "bytes_full": sum(map(len, full)) / count,
-        "bytes_nodes": sum(map(len, nodes)) / count,
+        "bytes_full": sum(map(len, full)) / count, "bytes_nodes": sum(map(len, nodes)) / count,
         "decode_full_ms": statistics.median(decode_ms),
         "decode_full_ms_range": [min(decode_ms), max(decode_ms)],
         "expand_nodes_ms": statistics.median(expand_ms),
         "expand_nodes_ms_range": [min(expand_ms), max(expand_ms)],
-        "nodes_encode_ms": statistics.median(encode_ms),
-        "expanded_equal": equal,
+        "nodes_encode_ms": statistics.median(encode_ms), "expanded_equal": equal,
     }
 
 
@@ -226,10 +167,9 @@ def _redis_cpu(pid: int | None) -> float:
 class Drain:
     """A consumer that acknowledges every entry of the job's pool without fetching its bytes.
 
-    It plays the trainers' part in the benchmark at a fraction of their cost:
-    acknowledged entries are deleted, so Redis recycles their memory. Entries
-    are taken in batches and acknowledged in one round trip a batch (as a
-    trainer's acknowledgement rides with its next get); ``hold`` stills it.
+    It plays the trainers' part in the benchmark at a fraction of their cost: acknowledged entries are
+    deleted, so Redis recycles their memory. Entries are taken in batches and acknowledged in one round trip a
+    batch (as a trainer's acknowledgement rides with its next get); ``hold`` stills it.
     """
 
     def __init__(self, url: str, job_id: str) -> None:

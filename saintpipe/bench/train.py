@@ -1,15 +1,8 @@
 """``saintpipe bench train``: one training iteration with the scheduled matmul order vs both fixed orders.
 
-Setting of Table 3 of the GraphSAINT parallel-training paper: a 2-layer
-GraphSAGE, hidden 512, on an 8,000-node subgraph of mean degree 15 with 50
-input features and 121 labels; and a GCN with 500 input features and hidden 16,
-where the order matters most. One iteration = forward, backward and the
-optimizer step on the subgraph. The three orders take turns round by round
-(a rotating order, after discarded warm-up rounds). The figures: median time
-per iteration with its spread (interquartile range, % of the median; min and
-max), the multiply-accumulates executed (counted by the ops), and each fixed
-order's time relative to the scheduled one (ratio > 1: the schedule is
-faster), as the ratio of medians and as the median of the per-round ratios.
+Table 3's setting of the GraphSAINT parallel-training paper (a 2-layer GraphSAGE, and a GCN where the order
+matters most), the three orders taking turns round by round: median time per iteration with its spread, the
+multiply-accumulates executed, and each fixed order's time relative to the scheduled one (docs/benchmarks/train.md).
 """
 
 from __future__ import annotations

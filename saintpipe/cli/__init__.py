@@ -1,12 +1,10 @@
 """The ``saintpipe`` command line: one entry point with subcommand groups.
 
-Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one
-local pipeline), ``sweep`` (hyperparameter trials sharing one run's services), ``serve`` (each service on its own), ``bench`` (benchmarks
-that print their figures), ``doctor`` (saintpipe's files in /dev/shm, and
-removing those of dead processes) and ``certs`` (TLS material for the feature
-shards). Each group lives in its own module and registers its
-commands on the parser; a command's handler takes the parsed arguments and
-returns an exit code.
+Groups: ``data`` (import, generate, inspect datasets), ``run`` (the all-in-one local pipeline), ``sweep``
+(hyperparameter trials sharing one run's services), ``serve`` (each service on its own), ``bench`` (benchmarks
+that print their figures), ``doctor`` (saintpipe's files in /dev/shm, and removing those of dead processes)
+and ``certs`` (TLS material for the feature shards). Each group lives in its own module and registers its
+commands on the parser; a command's handler takes the parsed arguments and returns an exit code.
 """
 
 from __future__ import annotations
@@ -29,15 +27,12 @@ _VERBOSE_DEST = "verbose:"
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one line, like every other saintpipe error.
 
-    The usage block argparse prints first runs to a dozen lines for the larger
-    commands and buries the line that says what is wrong; ``--help`` still has it.
-    Subcommand parsers inherit the class (``add_subparsers`` uses the parent's),
-    so every parser of the tree, including the commands other modules register,
-    also takes the global ``-v``: ``saintpipe -v run``, ``saintpipe run -v`` and
-    ``saintpipe data -v import ...`` are the same. Each parser counts its own
-    ``-v`` under its own name (argparse copies a subcommand's values over its
-    parent's, so one shared name would lose the outer count); :func:`verbosity`
-    adds them up.
+    The usage block argparse prints first runs to a dozen lines for the larger commands and buries the line
+    that says what is wrong; ``--help`` still has it. Subcommand parsers inherit the class (``add_subparsers``
+    uses the parent's), so every parser of the tree, including the commands other modules register, also takes
+    the global ``-v``: ``saintpipe -v run``, ``saintpipe run -v`` and ``saintpipe data -v import ...`` are the
+    same. Each parser counts its own ``-v`` under its own name (argparse copies a subcommand's values over its
+    parent's, so one shared name would lose the outer count); :func:`verbosity` adds them up.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

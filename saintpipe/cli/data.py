@@ -19,8 +19,13 @@ from saintpipe.services.dataset.params import DEMO_FLAGS, KRONECKER_FLAGS, MAX_N
 MAX_SHARDS = 4096
 
 
-def _writer_flags(parser: argparse.ArgumentParser, shards: int = 1) -> None:
-    """Flags of every command that writes a dataset."""
+def _writer_flags(parser: argparse.ArgumentParser, func, shards: int = 1, symmetrize: str = "") -> None:
+    """Flags of every command that writes a dataset (``--symmetrize`` too where ``symmetrize`` says what of);
+    ``func`` handles the command."""
+    parser.set_defaults(func=func)
+    if symmetrize:
+        parser.add_argument("--symmetrize", action="store_true",
+                            help=f"sort, deduplicate and symmetrize {symmetrize}")
     parser.add_argument("--out", type=Path, required=True, help="dataset directory to create")
     parser.add_argument("--force", action="store_true", help="replace an existing dataset at --out (once the new one is complete)")
     parser.add_argument("--shards", type=integer(1, MAX_SHARDS), default=shards,
@@ -87,10 +92,9 @@ class _ImportFormat(argparse._SubParsersAction):
     """``data import``'s format subcommands, which may also be left out: ``import [FORMAT] PATH ...``.
 
     ``import npz FILE`` names the format; ``import PATH`` detects it from the path
-    (:func:`saintpipe.services.dataset.importers.detect.detect_format`), and ``--format F``
-    (anywhere after ``import``) overrides detection. Either way the format's own
-    parser takes the arguments, so its flags (``--symmetrize``, ``--split-name``, ...)
-    work as in the explicit form.
+    (:func:`saintpipe.services.dataset.importers.detect.detect_format`), and ``--format F`` (anywhere after
+    ``import``) overrides detection. Either way the format's own parser takes the arguments, so its flags
+    (``--symmetrize``, ``--split-name``, ...) work as in the explicit form.
     """
 
     def __init__(self, *args, **kwargs) -> None:
@@ -149,10 +153,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                             "graph, and samplers draw from it by default (GraphSAINT's inductive protocol; "
                             "[samplers] graph overrides).")
     saint.add_argument("dir", type=Path, help="the GraphSAINT dataset directory")
-    saint.add_argument("--symmetrize", action="store_true",
-                       help="sort, deduplicate and symmetrize both adjacencies instead of refusing them")
-    _writer_flags(saint)
-    saint.set_defaults(func=_import_graphsaint)
+    _writer_flags(saint, _import_graphsaint, symmetrize="both adjacencies instead of refusing them")
 
     ogb = isub.add_parser("ogb", help="OGB's raw node property prediction layout (raw/*.csv.gz, split/NAME/)",
                           description="Import an OGB node property prediction directory as OGB downloads it: "
@@ -161,17 +162,13 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                           "symmetrized; empty or nan labels are unlabelled nodes.")
     ogb.add_argument("dir", type=Path, help="the OGB dataset directory (holding raw/ and split/)")
     ogb.add_argument("--split-name", help="which split/NAME/ to use (default: the only one)")
-    _writer_flags(ogb)
-    ogb.set_defaults(func=_import_ogb)
+    _writer_flags(ogb, _import_ogb)
 
     npz = isub.add_parser("npz", help="a Planetoid-style .npz (cora, citeseer)",
                           description="Import an .npz holding indptr, indices, features, labels and "
                           "train_mask/val_mask/test_mask (or train/val/test id arrays).")
     npz.add_argument("file", type=Path)
-    npz.add_argument("--symmetrize", action="store_true",
-                     help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
-    _writer_flags(npz)
-    npz.set_defaults(func=_import_npz)
+    _writer_flags(npz, _import_npz, symmetrize="the adjacency instead of refusing it")
 
     edges = isub.add_parser("edgelist", help="a CSV/TSV edge list (integer ids, or strings with --string-ids)",
                             description="Import an edge list (first two columns: source, target; integer ids, "
@@ -194,8 +191,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
                         help="the first row is a header")
     header.add_argument("--no-header", dest="header", action="store_false", help="there is no header row")
     edges.add_argument("--seed", type=seed(), default=0, help="seed of the random split used without split files")
-    _writer_flags(edges)
-    edges.set_defaults(func=_import_edgelist)
+    _writer_flags(edges, _import_edgelist)
 
     arrays = isub.add_parser("arrays", help="raw .npy arrays (indptr, indices, features, labels, split)",
                              description="Import one .npy per array. With DIR, looks for DIR/indptr.npy, "
@@ -204,10 +200,7 @@ def _register_import(sub: argparse._SubParsersAction) -> None:
     arrays.add_argument("dir", type=Path, nargs="?", help="directory holding the arrays")
     for role in ("indptr", "indices", "features", "labels", "train", "val", "test", "split"):
         arrays.add_argument(f"--{role}", type=Path, help=f"the {role} .npy file")
-    arrays.add_argument("--symmetrize", action="store_true",
-                        help="sort, deduplicate and symmetrize the adjacency instead of refusing it")
-    _writer_flags(arrays)
-    arrays.set_defaults(func=_import_arrays)
+    _writer_flags(arrays, _import_arrays, symmetrize="the adjacency instead of refusing it")
 
 
 def _register_generate(sub: argparse._SubParsersAction) -> None:
@@ -219,18 +212,16 @@ def _register_generate(sub: argparse._SubParsersAction) -> None:
     # The generators' flags are made from their parameter models (services/dataset/params.py), which the
     # generators check their arguments against too: one range, default and help for both.
     demo.set_defaults(_model_flags=add_model_flags(demo, DemoParams, DEMO_FLAGS))
-    _writer_flags(demo, shards=2)
+    _writer_flags(demo, _generate_demo, shards=2)
     _keep_existing_flag(demo)
-    demo.set_defaults(func=_generate_demo)
 
     kron = gen_sub.add_parser("kronecker", help="a Kronecker (R-MAT) graph, GraphSAINT section 7.1",
                               description="R-MAT graph with initiator [[0.9, 0.5], [0.5, 0.1]]: 2^SCALE nodes, "
                               "mean degree DEGREE, undirected, random features and labels.")
     kron.set_defaults(_model_flags=add_model_flags(kron, KroneckerParams, KRONECKER_FLAGS,
                                                    required=("scale", "degree")))
-    _writer_flags(kron)
+    _writer_flags(kron, _generate_kronecker)
     _keep_existing_flag(kron)
-    kron.set_defaults(func=_generate_kronecker)
 
 
 def _keep_existing_flag(parser: argparse.ArgumentParser) -> None:

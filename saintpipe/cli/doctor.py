@@ -1,12 +1,10 @@
 """``saintpipe doctor``: list saintpipe's files in shared memory and remove those that dead processes left.
 
-A run killed with SIGKILL leaves its pool slots, feature regions and shared
-online-normalization state in ``/dev/shm``, holding memory until reboot. Each file's name states the process
-that made it; this command shows whether that process still runs and, with
-``--clean``, removes the files of processes that are gone (never a live
-process's, nor one of another PID namespace). The next producer or feature
-client to start removes them as well; this is for looking, and for a machine
-where none starts again.
+A run killed with SIGKILL leaves its pool slots, feature regions and shared online-normalization state in
+``/dev/shm``, holding memory until reboot. Each file's name states the process that made it; this command
+shows whether that process still runs and, with ``--clean``, removes the files of processes that are gone
+(never a live process's, nor one of another PID namespace). The next producer or feature client to start
+removes them as well; this is for looking, and for a machine where none starts again.
 """
 
 from __future__ import annotations

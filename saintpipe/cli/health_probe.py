@@ -1,15 +1,13 @@
 """A container health probe: ``python -m saintpipe.cli.health_probe KIND TARGET``.
 
-Docker Compose health checks run a command inside the container and read its
-exit status. The saintpipe image has no curl, grpcurl or grpc_health_probe, so
-this module is the one probe every service's health check uses:
+Docker Compose health checks run a command inside the container and read its exit status. The saintpipe image
+has no curl, grpcurl or grpc_health_probe, so this module is the one probe every service's health check uses:
 
-- ``grpc HOST:PORT [--service NAME] [--tls-ca FILE [--tls-server-name NAME]
-  [--tls-cert FILE --tls-key FILE]]``: the standard gRPC health protocol
-  (``grpc.health.v1.Health/Check``); healthy only when the answer is SERVING.
-  The feature shards register the health service; it needs no token, but a
-  shard with TLS on answers over TLS only (``--tls-ca``; a shard that requires
-  client certificates also needs ``--tls-cert``/``--tls-key``).
+- ``grpc HOST:PORT [--service NAME] [--tls-ca FILE [--tls-server-name NAME] [--tls-cert FILE --tls-key
+  FILE]]``: the standard gRPC health protocol (``grpc.health.v1.Health/Check``); healthy only when the answer
+  is SERVING. The feature shards register the health service; it needs no token, but a shard with TLS on
+  answers over TLS only (``--tls-ca``; a shard that requires client certificates also needs
+  ``--tls-cert``/``--tls-key``).
 - ``http URL``: an HTTP GET (e.g. a ``/metrics`` endpoint); healthy on a 2xx.
 - ``tcp HOST:PORT``: a TCP connect; healthy when the port accepts.
 
@@ -71,8 +69,7 @@ def probe_grpc(target: str, service: str = "", timeout: float = 3.0, *, tls_ca: 
         The status name (``"SERVING"``).
 
     Raises:
-        ProbeFailed: on any other status, an unreachable server or a server
-            without the health service.
+        ProbeFailed: on any other status, an unreachable server or a server without the health service.
         ValueError: a TLS option without ``tls_ca``, a certificate without its key, a file unreadable or not PEM.
     """
     import grpc

@@ -1,8 +1,7 @@
 """``saintpipe predict`` and ``saintpipe embed``: use the model a run kept in its run directory.
 
-Both run layer-wise full-graph inference in bounded memory
-(:mod:`saintpipe.trainer.inference`): one layer at a time over all nodes in row
-blocks, layer outputs too large for memory in temporary memory-mapped files.
+Both run layer-wise full-graph inference in bounded memory (:mod:`saintpipe.trainer.inference`): one layer at
+a time over all nodes in row blocks, layer outputs too large for memory in temporary memory-mapped files.
 """
 
 from __future__ import annotations
@@ -27,16 +26,13 @@ def register(groups: argparse._SubParsersAction) -> None:
         "CSV (node,label; multi-label: node,label_0,...) when --out ends in .csv or is - (stdout). Layer-wise "
         "full-graph inference in bounded memory (docs/explanation/local-run.md).",
     )
-    predict.add_argument("run_dir", type=Path, metavar="RUN_DIR",
-                         help="the run directory (the last line of `saintpipe run`'s summary), or a model file")
     predict.add_argument("--nodes", metavar="IDS|FILE|SPLIT",
                          help="node ids: comma-separated (3,17,42), a file (.npy of integers, or text with one "
                               "or more ids per line), or a split name (train, val, test); default: every node")
     predict.add_argument("--original-ids", action="store_true",
                          help="--nodes are the ids of the imported edge list (strings with --string-ids), and the "
                               "CSV names nodes by them (the dataset's node_ids.npy)")
-    _common(predict, default_out="predictions.npy")
-    predict.set_defaults(func=_predict)
+    _common(predict, "predictions.npy", _predict)
 
     embed = groups.add_parser(
         "embed",
@@ -45,15 +41,15 @@ def register(groups: argparse._SubParsersAction) -> None:
         "graph layer of the model a run kept, after its activation (default: the last one, what the classifier "
         "reads). Layer-wise full-graph inference in bounded memory (docs/explanation/local-run.md).",
     )
-    embed.add_argument("run_dir", type=Path, metavar="RUN_DIR",
-                       help="the run directory (the last line of `saintpipe run`'s summary), or a model file")
     embed.add_argument("--layer", type=integer(1, 64), metavar="K",
                        help="graph layer K (1 = the first); default: the last")
-    _common(embed, default_out="embeddings.npy")
-    embed.set_defaults(func=_embed)
+    _common(embed, "embeddings.npy", _embed)
 
 
-def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
+def _common(parser: argparse.ArgumentParser, default_out: str, func) -> None:
+    """RUN_DIR and the flags both commands take; ``func`` handles the command."""
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR",
+                        help="the run directory (the last line of `saintpipe run`'s summary), or a model file")
     parser.add_argument("--checkpoint", choices=("best", "final"), default="best",
                         help="the model at the best validation score (default) or at the end of training")
     parser.add_argument("--data", type=Path, metavar="DATASET",
@@ -64,6 +60,7 @@ def _common(parser: argparse.ArgumentParser, default_out: str) -> None:
     parser.add_argument("--block-rows", type=integer(1, 2**31 - 1), default=65_536, metavar="N",
                         help="output rows per block at most (default 65536)")
     parser.add_argument("--tmpdir", type=Path, help="where layer outputs too large for memory go (default: $TMPDIR)")
+    parser.set_defaults(func=func)
 
 
 # --- the commands -----------------------------------------------------------------------------------------

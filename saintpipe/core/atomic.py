@@ -1,28 +1,24 @@
 """Replace a directory atomically: build it under a temporary sibling name, then rename it into place.
 
-Readers of ``target`` see either the old directory or the complete new one,
-never a half-written one; a failure while building leaves ``target`` as it was
-and removes the temporary directory::
+Readers of ``target`` see either the old directory or the complete new one, never a half-written one; a
+failure while building leaves ``target`` as it was and removes the temporary directory::
 
     with replacing_dir(out, check=must_be_a_dataset) as tmp:
         np.save(tmp / "indptr.npy", indptr)
         ...                                  # on success: tmp becomes out (mode 0o755)
 
 Names beside ``target`` (same file system, so the final rename is atomic):
-``.<name>.saintpipe-tmp-<owner>-<random>`` while building, and
-``.<name>.saintpipe-old-<owner>-<random>`` for a replaced directory between
-the rename and its removal, where ``<owner>`` is the PID namespace, pid and
-start time of the writing process (:func:`saintpipe.core.shm_owners.current`).
-Every exit path removes them (exceptions, SIGINT, and SIGTERM, which exits
-through ``SystemExit`` while a body runs); SIGKILL cannot be caught, so the
-next :func:`replacing_dir` of the same target removes those whose owner is
-dead, never a live writer's.
+``.<name>.saintpipe-tmp-<owner>-<random>`` while building, and ``.<name>.saintpipe-old-<owner>-<random>`` for
+a replaced directory between the rename and its removal, where ``<owner>`` is the PID namespace, pid and start
+time of the writing process (:func:`saintpipe.core.shm_owners.current`). Every exit path removes them
+(exceptions, SIGINT, and SIGTERM, which exits through ``SystemExit`` while a body runs); SIGKILL cannot be
+caught, so the next :func:`replacing_dir` of the same target removes those whose owner is dead, never a live
+writer's.
 
-Only a real directory is ever replaced: a regular file, a symbolic link (never
-followed), a FIFO, a device or a socket at ``target`` is refused before
-anything is written, and ``check`` may refuse a directory as well (a dataset
-writer refuses one that is not a dataset). The replaced directory's files are
-unlinked, never rewritten: readers that have them open or mapped keep valid data.
+Only a real directory is ever replaced: a regular file, a symbolic link (never followed), a FIFO, a device or
+a socket at ``target`` is refused before anything is written, and ``check`` may refuse a directory as well (a
+dataset writer refuses one that is not a dataset). The replaced directory's files are unlinked, never
+rewritten: readers that have them open or mapped keep valid data.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Progress bars that are bars on a terminal and plain lines anywhere else.
 
-tqdm redraws its bar in place with carriage returns. A terminal shows one line
-that moves; a pipe, a file, CI's log or compose's log collector keeps every
-redraw, so a log fills with ``\\r``-joined lines. :class:`ProgressBar` is tqdm
-when its stream is a terminal; otherwise it prints the same figures (without
-the bar drawing) as ordinary lines: at most one every ``line_interval`` seconds
-while it runs, and a last one when it closes (a bar that vanishes on a terminal,
-``leave=False``, prints that last line only if it ran long enough to print one
-before, so short steps stay quiet in logs).
+tqdm redraws its bar in place with carriage returns. A terminal shows one line that moves; a pipe, a file,
+CI's log or compose's log collector keeps every redraw, so a log fills with ``\\r``-joined lines.
+:class:`ProgressBar` is tqdm when its stream is a terminal; otherwise it prints the same figures (without the
+bar drawing) as ordinary lines: at most one every ``line_interval`` seconds while it runs, and a last one when
+it closes (a bar that vanishes on a terminal, ``leave=False``, prints that last line only if it ran long
+enough to print one before, so short steps stay quiet in logs).
 
 Use it wherever tqdm would be used: ``ProgressBar(iterable, desc=..., disable=...)``.
 """

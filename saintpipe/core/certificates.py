@@ -6,10 +6,9 @@ layer over them, and so is the compose stack's one-shot service::
     bundle = write_bundle("certs", ["feature-shard-0", "feature-shard-1"], days=365, client=True, token=True)
     # certs/: ca.crt, server.crt, client.crt (0644); ca.key, server.key, client.key, token (0600)
 
-Every key is EC P-256. Files are replaced one by one (temporary file, then
-``os.replace``), never by swapping the directory, so the directory may be a
-mount point (a compose volume) and files that are not the bundle's are never
-touched. ``--force`` replaces only a directory that already holds a bundle.
+Every key is EC P-256. Files are replaced one by one (temporary file, then ``os.replace``), never by swapping
+the directory, so the directory may be a mount point (a compose volume) and files that are not the bundle's
+are never touched. ``--force`` replaces only a directory that already holds a bundle.
 """
 
 from __future__ import annotations

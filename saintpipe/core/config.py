@@ -6,11 +6,10 @@ variables are named ``SAINTPIPE_<SECTION>__<FIELD>`` (double underscore between
 levels), e.g. ``SAINTPIPE_POOL__CAPACITY=64``. A bad value raises
 :class:`~saintpipe.core.errors.ConfigError` naming the file (or variable) and field.
 
-A ``null`` in a file (YAML ``~``/``null``, JSON ``null``) or a variable set to
-``null`` is a value: it sets a field that may be None to None (``clip_multiple:
-null`` turns clipping off), and is refused, naming the key, where the field may
-not be None. To get a field's default, leave its key out. A flag that is not
-given (``None`` in ``flags``) sets nothing.
+A ``null`` in a file (YAML ``~``/``null``, JSON ``null``) or a variable set to ``null`` is a value: it sets a
+field that may be None to None (``clip_multiple: null`` turns clipping off), and is refused, naming the key,
+where the field may not be None. To get a field's default, leave its key out. A flag that is not given
+(``None`` in ``flags``) sets nothing.
 """
 
 from __future__ import annotations
@@ -52,9 +51,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """Parse a TOML, YAML or JSON config file into a plain dict.
 
     Raises:
-        ConfigError: one line naming the file and what is wrong: missing, a
-            directory, unreadable, too large, not UTF-8 (with the byte offset
-            and line), not valid TOML/YAML/JSON (with the line), or not a
+        ConfigError: one line naming the file and what is wrong: missing, a directory, unreadable, too large,
+            not UTF-8 (with the byte offset and line), not valid TOML/YAML/JSON (with the line), or not a
             mapping at the top.
     """
     path = Path(path)
@@ -168,9 +166,8 @@ def _env_items(environ: Mapping[str, str] | None, prefix: str) -> list[tuple[str
 def deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     """Merge ``top`` into a copy of ``base``; nested mappings merge, other values replace.
 
-    A ``None`` in ``top`` replaces too (a config file's ``null``): validation then
-    takes it as the field's None or refuses it. Drop unset values first
-    (:func:`given`) where ``None`` means "not given".
+    A ``None`` in ``top`` replaces too (a config file's ``null``): validation then takes it as the field's
+    None or refuses it. Drop unset values first (:func:`given`) where ``None`` means "not given".
     """
     merged = dict(base)
     for key, value in top.items():

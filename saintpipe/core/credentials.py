@@ -1,12 +1,10 @@
 """Secrets from files and the environment, never from argv; placeholders refused.
 
-Deployments hand secrets to processes as files (Kubernetes Secret volumes,
-Compose secrets under ``/run/secrets``) or, failing that, environment
-variables: both stay out of ``ps`` and ``/proc/PID/cmdline``. This module
-reads them the same way everywhere and refuses the ``change-me-*``
-placeholders that ``.env.example`` and the chart's documentation show, so a
-stack started with them stops at once with a message instead of running with
-a password everyone knows.
+Deployments hand secrets to processes as files (Kubernetes Secret volumes, Compose secrets under
+``/run/secrets``) or, failing that, environment variables: both stay out of ``ps`` and ``/proc/PID/cmdline``.
+This module reads them the same way everywhere and refuses the ``change-me-*`` placeholders that
+``.env.example`` and the chart's documentation show, so a stack started with them stops at once with a message
+instead of running with a password everyone knows.
 """
 
 from __future__ import annotations

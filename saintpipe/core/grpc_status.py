@@ -23,9 +23,8 @@ from saintpipe.core import errors
 
 log = logging.getLogger(__name__)
 
-# Status code -> the error class a client raises. INVALID_ARGUMENT maps to
-# InvalidArgument (ConfigError shares the code, but a remote caller's mistake
-# is an argument, not its own configuration).
+# Status code -> the error class a client raises. INVALID_ARGUMENT maps to InvalidArgument (ConfigError shares
+# the code, but a remote caller's mistake is an argument, not its own configuration).
 _ERROR_FOR_CODE: dict[grpc.StatusCode, type[errors.SaintpipeError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: errors.InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: errors.InvalidArgument,
@@ -60,8 +59,7 @@ def error_from_rpc_error(exc: grpc.RpcError, where: str) -> errors.SaintpipeErro
 
     Args:
         exc: the ``grpc.RpcError`` a stub raised (it is also a ``grpc.Call``).
-        where: what was called, e.g. ``"feature shard 1 at 127.0.0.1:50051"``;
-            it prefixes the message.
+        where: what was called, e.g. ``"feature shard 1 at 127.0.0.1:50051"``; it prefixes the message.
     """
     code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
     details = exc.details() if hasattr(exc, "details") else str(exc)
@@ -91,13 +89,11 @@ def _safe_deserializer(deserialize: Callable[[bytes], object], method: str) -> C
 class StatusInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]  # grpc ships no annotations
     """Maps exceptions raised by unary-unary and unary-stream handlers to status codes.
 
-    A request that the handler's deserializer refuses becomes INVALID_ARGUMENT
-    too (gRPC itself would answer INTERNAL and log a traceback per message);
-    services that want the field named parse raw bytes themselves.
+    A request that the handler's deserializer refuses becomes INVALID_ARGUMENT too (gRPC itself would answer
+    INTERNAL and log a traceback per message); services that want the field named parse raw bytes themselves.
 
     Args:
-        on_error: called with (method, status code) for every failed call, e.g.
-            to count errors in a metric.
+        on_error: called with (method, status code) for every failed call, e.g. to count errors in a metric.
         log_failure: called for every failed call to log it (default
             :func:`log_unexpected`: a traceback for unexpected errors only).
     """

@@ -1,21 +1,12 @@
 """glibc malloc tuning for processes that move large buffers (feature rows, subgraph messages).
 
-With glibc's defaults a megabyte-sized buffer is mmap'ed fresh and unmapped on
-free, or trimmed from the heap top, so the next call page-faults it in again;
-glibc also moves its mmap threshold by itself as buffers are freed, so whether
-a process runs in the faulting mode or not depends on the order of its first
-frees: ``saintpipe bench pool`` saw redis-py's SET+GET of 0.88 MB take
-0.68 ms in one run and 1.58 ms in the next. Fixing both thresholds keeps freed
-buffers in the heap for the next call and ends the guessing. For the feature
-shards it was most of the server's CPU time (measured: 11 ms -> 3 ms of CPU per
-8 MB answer). The cost: up to ``trim_threshold`` bytes of freed memory stay
-mapped per arena. Used by the feature shards and their clients, the pool's
-benchmark, and the sampler workers (service actors and the benchmarks' forked
-workers), whose kernels allocate a few MB of scratch per subgraph: a worker
-actor that had freed nothing large yet faulted all of it in again on every
-call (Kronecker scale 18, random walk of 3000 roots: 508 page faults per
-subgraph and 242 subgraphs/s; fixed: 0.2 faults and 377/s; `saintpipe bench
-samplers`' service(1) / plain loop 0.65 -> 0.95).
+With glibc's defaults a megabyte-sized buffer is mmap'ed fresh and unmapped on free, or trimmed from the heap
+top, so the next call page-faults it in again; glibc also moves its mmap threshold by itself as buffers are
+freed, so whether a process runs in the faulting mode depends on the order of its first frees. Fixing both
+thresholds keeps freed buffers in the heap for the next call; the cost is up to ``trim_threshold`` bytes of
+freed memory mapped per arena. Used by the feature shards and their clients, the pool's benchmark, and the
+sampler workers, whose kernels allocate a few MB of scratch per subgraph (measured effects:
+docs/explanation/decisions.md#fixed-malloc-thresholds).
 """
 
 from __future__ import annotations
@@ -35,8 +26,7 @@ MAX_MMAP_THRESHOLD = 32 * 1024 * 1024
 def tune_malloc(mmap_threshold: int = MAX_MMAP_THRESHOLD, trim_threshold: int = 64 * 1024 * 1024) -> bool:
     """Keep buffers up to ``mmap_threshold`` bytes in the heap and trim it only above ``trim_threshold``.
 
-    Process-wide; call it early. Returns False (and changes nothing) where the
-    C library is not glibc.
+    Process-wide; call it early. Returns False (and changes nothing) where the C library is not glibc.
     """
     name = ctypes.util.find_library("c")
     try:

@@ -1,14 +1,12 @@
 """How much memory this process may still allocate, and refusing work that would need more.
 
-Sizes that come from outside (a ``--nodes`` flag, the shape an ``.npy``
-header declares) decide how much numpy allocates. Checking them against the
-available memory first turns "tried to allocate 745 GiB" (a MemoryError
+Sizes that come from outside (a ``--nodes`` flag, the shape an ``.npy`` header declares) decide how much numpy
+allocates. Checking them against the available memory first turns "tried to allocate 745 GiB" (a MemoryError
 traceback, or the OOM killer) into one line that says what would be needed.
 
-Available memory is the smaller of the host's available memory (free plus
-reclaimable, as ``psutil`` reports it) and the headroom under the memory limit
-of this process's cgroup and its ancestors (cgroup v2 ``memory.max``, or v1
-``memory.limit_in_bytes``): in a container the host may have plenty while the
+Available memory is the smaller of the host's available memory (free plus reclaimable, as ``psutil`` reports
+it) and the headroom under the memory limit of this process's cgroup and its ancestors (cgroup v2
+``memory.max``, or v1 ``memory.limit_in_bytes``): in a container the host may have plenty while the
 container's limit is near.
 """
 

@@ -1,9 +1,8 @@
 """Command-line flags generated from the fields of a config model: one source of ranges, defaults and help.
 
-A service's flags set fields of its pydantic config model (:mod:`saintpipe.core.config`:
-defaults < file < ``SAINTPIPE_<SECTION>__<FIELD>`` < flags). Written by hand, each
-flag restated its field's range, default and meaning, and the copies drifted. Here
-the flag is made from the field:
+A service's flags set fields of its pydantic config model (:mod:`saintpipe.core.config`: defaults < file <
+``SAINTPIPE_<SECTION>__<FIELD>`` < flags). Written by hand, each flag restated its field's range, default and
+meaning, and the copies drifted. Here the flag is made from the field:
 
 * the value's check from the annotation and constraints: an int or a float with its
   ``ge``/``gt``/``le``/``lt`` bounds (an :mod:`saintpipe.core.argtypes` type, so a

@@ -1,14 +1,12 @@
 """A second host on this machine: a network namespace joined to this one by a veth pair.
 
-The benchmarks' cross-host mode (``--cross-host veth``) runs the servers in such
-a namespace and the clients here, so every byte crosses a real link with its own
-addresses (the veth driver, the namespace's own TCP stack) instead of loopback.
-It needs root (CAP_NET_ADMIN) and iproute2; :func:`netns_unavailable` says why
-it cannot be had elsewhere, so a caller can skip with that reason.
+The benchmarks' cross-host mode (``--cross-host veth``) runs the servers in such a namespace and the clients
+here, so every byte crosses a real link with its own addresses (the veth driver, the namespace's own TCP
+stack) instead of loopback. It needs root (CAP_NET_ADMIN) and iproute2; :func:`netns_unavailable` says why it
+cannot be had elsewhere, so a caller can skip with that reason.
 
-Only the network is separate: the namespace shares this machine's filesystem,
-``/dev/shm`` included, so a benchmark in this mode must not use same-host
-shortcuts (shared memory) and say so.
+Only the network is separate: the namespace shares this machine's filesystem, ``/dev/shm`` included, so a
+benchmark in this mode must not use same-host shortcuts (shared memory) and say so.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Child processes that never outlive their parent.
 
-Every server a saintpipe process starts for the user (redis-server, feature
-shards) is launched through :func:`spawn`: on Linux the child asks the kernel
-for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), so even a parent
-killed with SIGKILL leaves no orphan behind; :func:`terminate` stops a child
-gracefully, then forcefully.
+Every server a saintpipe process starts for the user (redis-server, feature shards) is launched through
+:func:`spawn`: on Linux the child asks the kernel for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), so
+even a parent killed with SIGKILL leaves no orphan behind; :func:`terminate` stops a child gracefully, then
+forcefully.
 """
 
 from __future__ import annotations
@@ -36,12 +35,10 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 def with_parent_death_signal(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
     """``(argv, preexec_fn)`` that make the child get SIGTERM when its parent dies.
 
-    ``setpriv --pdeathsig`` is preferred over a ``preexec_fn``: a preexec_fn
-    makes Python fork() and run code in the child, and in a process where gRPC
-    is active gRPC's fork handlers restart its poller threads in the child,
-    whose epoll descriptor ``close_fds`` then closes: the child aborts before
-    exec (seen as redis-server dying with SIGABRT). Without a preexec_fn Python
-    uses vfork and no handler runs.
+    ``setpriv --pdeathsig`` is preferred over a ``preexec_fn``: a preexec_fn makes Python fork() and run code
+    in the child, and in a process where gRPC is active gRPC's fork handlers restart its poller threads in the
+    child, whose epoll descriptor ``close_fds`` then closes: the child aborts before exec (seen as
+    redis-server dying with SIGABRT). Without a preexec_fn Python uses vfork and no handler runs.
     """
     if not sys.platform.startswith("linux"):
         return list(argv), None
@@ -56,10 +53,9 @@ def spawn(argv: Sequence[str], *, env: dict[str, str] | None = None, stdout: int
     """Start ``argv`` as a child that receives SIGTERM when this process dies.
 
     Args:
-        own_process_group: put the child in a process group of its own, so a
-            Ctrl-C at the terminal reaches only this process, which then stops
-            the child in its own order (a supervisor wants that; a tool that
-            simply exits on Ctrl-C does not need it).
+        own_process_group: put the child in a process group of its own, so a Ctrl-C at the terminal reaches
+            only this process, which then stops the child in its own order (a supervisor wants that; a tool
+            that simply exits on Ctrl-C does not need it).
     """
     log.debug("spawning %s", " ".join(argv))
     full_argv, preexec = with_parent_death_signal(argv)

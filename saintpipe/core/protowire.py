@@ -1,43 +1,21 @@
 """The protobuf wire format by hand: saintpipe's one hand-written reader, and the writer's few helpers.
 
-The generated classes in :mod:`saintpipe.protos` stay the schema's reference and
-parse every small message. Two messages are read here instead, because they
-are megabytes of array bytes and the generated classes (upb) copy every
-``bytes`` field on parse, and the field again on each access, while this
-reader copies nothing: its callers take zero-copy numpy views of the message.
-The figures that justify it, each from one run of the benchmark that compares
-the readers on the same bytes (2-vCPU shared VM, noisy: compare the ratios):
+The generated classes in :mod:`saintpipe.protos` stay the schema's reference and parse every small message.
+Two messages are read here instead, ``Subgraph`` (:mod:`saintpipe.services.pool.codec`) and ``GatherChunk``
+(:mod:`saintpipe.services.feature_shard.wire`), because they are megabytes of array bytes and the generated
+classes (upb) copy every ``bytes`` field on parse and again on each access, while this reader copies nothing:
+its callers take zero-copy numpy views of the message. ``saintpipe bench pool`` and ``saintpipe bench
+features`` compare the readers on the same bytes (figures: docs/explanation/decisions.md).
 
-- ``Subgraph`` (:mod:`saintpipe.services.pool.codec`), ``saintpipe bench
-  pool``, rows "decode: ...", each decode with the same checksum and checks:
-  through ``subgraph_pb2.Subgraph.FromString`` plus ``np.frombuffer`` of the
-  six ``data`` fields 0.164 ms per 0.88 MB message, 0.368 ms at 1.6 MB
-  (``--nodes 15000 --edges 110000``); ``decode_subgraph`` 0.070 and 0.131 ms
-  (``ratio_decode_hand_to_generated`` 2.36 and 2.80); the Python walk of this
-  module alone (``decoder.decode_walked``) 0.093 and 0.149 ms (1.76 and 2.47).
-- ``GatherChunk`` (:mod:`saintpipe.services.feature_shard.wire`), ``saintpipe
-  bench features``, rows "decode chunk: ...", on one shard's answer to a
-  gather of 8,000 rows (0.8, 8.0 and 9.6 MB at dims 50, 500, 602):
-  ``feature_shard_pb2.GatherChunk.FromString`` plus ``np.frombuffer`` 0.054,
-  1.08 and 1.31 ms; ``decode_chunk`` over this module 0.006, 0.012 and 0.014 ms
-  (``ratio_decode_dimD_hand_to_generated`` 8.4, 91 and 96).
+The ``Subgraph`` walk also has a compiled fast path, ``scan`` in :mod:`saintpipe.services.pool.codec.scan`
+(Numba): the same framing rules, never more lenient, and it only says "well framed" or not; on "not" the
+decoder runs the Python walk over this module, which names the field at fault. The decoder's one compiled pass
+(walk, hash and checks: ``fused.check_message``) needs it. ``tests/unit/pool/test_pool_codec_paths.py`` checks
+both walks agree on fuzzed messages.
 
-The ``Subgraph`` walk also has a compiled fast path, ``scan`` in
-:mod:`saintpipe.services.pool.codec.scan` (Numba): the same framing rules, never more
-lenient, and it only says "well framed" or not; on "not" the decoder runs the
-Python walk over this module, which names the field at fault. It stays because
-the same runs show it earns its place: the decoder's one compiled pass (walk,
-hash and checks: ``fused.check_message``) needs a compiled walk, and it
-decodes 1.34x (0.88 MB) and 1.14x (1.6 MB) as fast as the Python walk with
-the same hash and checks (``ratio_decode_compiled_to_python_walk``: ~20 µs a
-message, whatever its size). ``tests/unit/pool/test_pool_codec_paths.py``
-checks both walks agree on fuzzed messages.
-
-Reading follows protobuf's rules (any field order, unknown fields skipped,
-groups refused) and trusts nothing: a truncated, overlong or out-of-bounds
-field raises :class:`~saintpipe.core.errors.DecodeError` naming it. Each
-decoder applies its message's own policy (required fields, repeats, wire types)
-on top.
+Reading follows protobuf's rules (any field order, unknown fields skipped, groups refused) and trusts nothing:
+a truncated, overlong or out-of-bounds field raises :class:`~saintpipe.core.errors.DecodeError` naming it. Each
+decoder applies its message's own policy (required fields, repeats, wire types) on top.
 """
 
 from __future__ import annotations
@@ -128,10 +106,9 @@ def iter_fields(
 ) -> Iterator[tuple[int, int, int, int]]:
     """Walk the fields of the message in ``buf[start:end]``, checking each lies within it.
 
-    Yields ``(field number, wire type, value, length)``: for VARINT, I64 and I32
-    fields ``value`` is the integer and ``length`` is 0; for LEN fields ``value``
-    is the offset of the payload in ``buf`` and ``length`` its size. Groups
-    (deprecated, unused by saintpipe) are refused.
+    Yields ``(field number, wire type, value, length)``: for VARINT, I64 and I32 fields ``value`` is the
+    integer and ``length`` is 0; for LEN fields ``value`` is the offset of the payload in ``buf`` and
+    ``length`` its size. Groups (deprecated, unused by saintpipe) are refused.
 
     Args:
         buf, start, end: the message.

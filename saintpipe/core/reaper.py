@@ -17,8 +17,7 @@ ends, however it ends, the watchdog gets SIGTERM (from the kernel, or from
 user that carries the mark. Nothing else is touched: two runs at once each
 reap only their own.
 
-Run as ``python -m saintpipe.core.reaper TOKEN``; stdlib only, so it starts in
-milliseconds.
+Run as ``python -m saintpipe.core.reaper TOKEN``; stdlib only, so it starts in milliseconds.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Measure named configurations of a benchmark in interleaved rounds, and summarize them.
 
-A benchmark that measures configuration A, then B, then C on a shared, noisy
-machine compares A's luck with C's: whatever happens to the machine during
-A's turn (a neighbour's job, a cold allocator, the CPU's clock) lands on A
-alone. :func:`run_rounds` runs the configurations in rounds instead:
+A benchmark that measures configuration A, then B, then C on a shared, noisy machine compares A's luck with
+C's: whatever happens to the machine during A's turn (a neighbour's job, a cold allocator, the CPU's clock)
+lands on A alone. :func:`run_rounds` runs the configurations in rounds instead:
 
 * ``warmup`` rounds first, every configuration once each, whose
   measurements are discarded (compilation, page faults, caches, clocks);

@@ -1,11 +1,10 @@
 """The range of a random seed: one limit for every seed a user gives, one for the seeds derived from it.
 
-A seed given by a user (``--seed``, ``[samplers] seed``, ``[trainer] seed``, the
-dataset generators' ``seed=``) is an integer from 0 to :data:`SEED_MAX` = 2**63 - 1:
-numpy refuses negative seeds, and a TOML config file's integers are signed 64-bit,
-so 2**63 - 1 is the largest seed every way of giving one can hold (it also fits
-the int64 of JSON readers, Redis and torch). numpy's ``default_rng`` and
-``SeedSequence`` and torch's ``manual_seed`` take all of them.
+A seed given by a user (``--seed``, ``[samplers] seed``, ``[trainer] seed``, the dataset generators'
+``seed=``) is an integer from 0 to :data:`SEED_MAX` = 2**63 - 1: numpy refuses negative seeds, and a TOML
+config file's integers are signed 64-bit, so 2**63 - 1 is the largest seed every way of giving one can hold
+(it also fits the int64 of JSON readers, Redis and torch). numpy's ``default_rng`` and ``SeedSequence`` and
+torch's ``manual_seed`` take all of them.
 
 The seed of one subgraph is *derived* from the job's seed
 (:func:`saintpipe.services.sampler.parallel.subgraph_seed`: a ``SeedSequence``

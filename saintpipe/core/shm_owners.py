@@ -1,11 +1,10 @@
 """Who owns a saintpipe file under ``/dev/shm``, and removing the files of owners that are gone.
 
-A file under ``/dev/shm`` outlives the process that made it: a process killed
-with SIGKILL (its resource tracker with it) leaves its files behind, holding
-memory until reboot. So every saintpipe file there names its owner: the PID
-namespace, the pid and the start time of the process that created it
-(:func:`current`, written as ``<namespace>-<pid>-<start>``). A later process
-can then tell a leftover from a file in use without asking anybody.
+A file under ``/dev/shm`` outlives the process that made it: a process killed with SIGKILL (its resource
+tracker with it) leaves its files behind, holding memory until reboot. So every saintpipe file there names its
+owner: the PID namespace, the pid and the start time of the process that created it (:func:`current`, written
+as ``<namespace>-<pid>-<start>``). A later process can then tell a leftover from a file in use without asking
+anybody.
 
 This module is the one registry of those files: the directory (:data:`SHM_DIR`),
 each component's names (:class:`OwnedNames`: prefix, pattern, owner and group
@@ -18,15 +17,8 @@ pool (``services/pool/shared_memory.py``), the feature shards
 their names from here, and ``saintpipe doctor`` lists and cleans every kind
 without importing any of them.
 
-Why removing a dead owner's file is safe: a name is created once
-(``O_EXCL``) by the process it names, so a name whose owner is dead can never
-again belong to a live process, and checking the owner then unlinking by name
-has no race with a live writer. Unlinking never changes a file another process
-has open or mapped: a reader that opened it keeps reading whole bytes; one
-that comes later gets ENOENT, which the pool and the shard servers report as
-such, never a crash. The pool's consumer then treats the entry as malformed,
-and its subgraph is lost: so a starting producer removes a dead producer's
-slots only where no Redis entry can name them (``services/pool/slots.py``).
+Why removing a dead owner's file is safe, and why a dead producer's pool slots may still be needed:
+docs/explanation/shared-memory.md.
 """
 
 from __future__ import annotations
@@ -186,9 +178,8 @@ def _kind_of(name: str, kinds: Sequence[Kind]) -> Kind | None:
 def scan(directory: Path, kinds: Sequence[Kind]) -> list[ShmFile]:
     """Every regular file of these kinds under ``directory``, sorted by name, each with its owner's state.
 
-    ``leftover`` is set on the files whose owner is DEAD, unless another file of
-    their group has a live owner. Files of live owners, of another PID
-    namespace, of unknown owners and kept kinds are never leftovers.
+    ``leftover`` is set on the files whose owner is DEAD, unless another file of their group has a live owner.
+    Files of live owners, of another PID namespace, of unknown owners and kept kinds are never leftovers.
     """
     found: list[ShmFile] = []
     try:

@@ -4,18 +4,14 @@ Conventions (shared by every component):
 
 * Local node ``i`` is global node ``node_ids[i]``; ``node_ids`` is int64 and
   sorted ascending, so local order follows global order.
-* ``indptr`` (int64 [n+1]) and ``indices`` (int32 [e], local ids, each row
-  sorted ascending) are the induced adjacency in CSR. Row ``v`` lists the
-  neighbours ``u`` that ``v`` aggregates from.
-* ``edge_weights[k]`` (float32 [e]) is the aggregator-normalized weight of the
-  entry at position ``k`` = (row v, column u): the forward pass computes
-  ``h_v = sum_k edge_weights[k] * x_{indices[k]}`` over row v.
-* ``edge_weights_t[k]`` is the weight of the transposed matrix at the same
-  position: the weight stored at the position of (row u, column v). Because
-  the induced subgraph of an undirected graph has a symmetric pattern, the
-  backward pass (A^T · G) reuses ``indptr``/``indices`` with these weights —
-  Algorithm 6 of the GraphSAINT parallel-training paper — instead of
-  transposing at run time.
+* ``indptr`` (int64 [n+1]) and ``indices`` (int32 [e], local ids, each row sorted ascending) are the induced
+  adjacency in CSR. Row ``v`` lists the neighbours ``u`` that ``v`` aggregates from.
+* ``edge_weights[k]`` (float32 [e]) is the aggregator-normalized weight of the entry at position ``k`` = (row
+  v, column u): the forward pass computes ``h_v = sum_k edge_weights[k] * x_{indices[k]}`` over row v.
+* ``edge_weights_t[k]`` is the weight of the transposed matrix at the same position: the weight stored at the
+  position of (row u, column v). Because the induced subgraph of an undirected graph has a symmetric pattern,
+  the backward pass (A^T · G) reuses ``indptr``/``indices`` with these weights — Algorithm 6 of the GraphSAINT
+  parallel-training paper — instead of transposing at run time.
 * ``loss_weights`` (float32 [n]) weights each node's loss (loss normalization).
 * ``worker`` and ``sequence`` identify the subgraph within a job; ``seed`` is
   the random seed it was drawn with, so it can be drawn again bit for bit.

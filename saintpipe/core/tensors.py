@@ -1,8 +1,7 @@
 """Tensor helpers shared by the minibatch path and the models: arrays into tensors, and the GraphSAINT loss.
 
-Both the users' minibatches (:mod:`saintpipe.minibatch.batch`) and the trainer's
-batches and models (:mod:`saintpipe.trainer`) build on these, so neither reaches
-into the other.
+Both the users' minibatches (:mod:`saintpipe.minibatch.batch`) and the trainer's batches and models
+(:mod:`saintpipe.trainer`) build on these, so neither reaches into the other.
 """
 
 from __future__ import annotations

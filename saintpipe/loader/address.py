@@ -1,12 +1,10 @@
 """Where a running pipeline is, as a trainer of its job is told, and the check that it answers.
 
-A :class:`PipelineAddress` holds what ``saintpipe serve trainer`` takes
-(``--redis-url``, ``--job``, ``--features``, ``--data`` and the ``[pool]`` and
-``[trainer]`` sections): plain values, so it travels to DataLoader worker
-processes. :func:`check_reachable` opens the pool and the feature client once,
-each with a short deadline, and closes them again: a loader pointed at a
-pipeline that is not there says which address did not answer before any
-iteration starts.
+A :class:`PipelineAddress` holds what ``saintpipe serve trainer`` takes (``--redis-url``, ``--job``,
+``--features``, ``--data`` and the ``[pool]`` and ``[trainer]`` sections): plain values, so it travels to
+DataLoader worker processes. :func:`check_reachable` opens the pool and the feature client once, each with a
+short deadline, and closes them again: a loader pointed at a pipeline that is not there says which address did
+not answer before any iteration starts.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The loader's minibatch: the minibatch path's :class:`~saintpipe.minibatch.batch.Minibatch`, plus the
 conversion to the batch type of the project's own models.
 
-The fields, the loss and the transfers are the minibatch path's (its module
-docstring lists each field); this class only adds :meth:`Minibatch.graph_batch`,
-which the minibatch path, beneath the models, cannot offer.
+The fields, the loss and the transfers are the minibatch path's (its module docstring lists each field); this
+class only adds :meth:`Minibatch.graph_batch`, which the minibatch path, beneath the models, cannot offer.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """The connections one loader iteration holds, opened as a trainer's are (:class:`saintpipe.minibatch.inputs.PoolInputs`).
 
-A :class:`Session` opens, in the process that iterates (the caller's, or a
-DataLoader worker's): the dataset (labels, train split, degrees, and the
-topology node-set entries are induced on), the job's pool, the feature client,
-and a :class:`~saintpipe.minibatch.feed.PoolFeed` over them. Before its first
-get it takes back what its consumer name still held unacknowledged (a
-``break`` out of the previous iteration, a crashed process under the same
-name), as a restarted trainer does. Closing it stops the prefetch thread,
-sends the acknowledgements still queued and closes every connection (the
-feature client unlinks its shared-memory regions).
+A :class:`Session` opens, in the process that iterates (the caller's, or a DataLoader worker's): the dataset
+(labels, train split, degrees, and the topology node-set entries are induced on), the job's pool, the feature
+client, and a :class:`~saintpipe.minibatch.feed.PoolFeed` over them. Before its first get it takes back what
+its consumer name still held unacknowledged (a ``break`` out of the previous iteration, a crashed process
+under the same name), as a restarted trainer does. Closing it stops the prefetch thread, sends the
+acknowledgements still queued and closes every connection (the feature client unlinks its shared-memory
+regions).
 """
 
 from __future__ import annotations

@@ -8,22 +8,19 @@ entries are induced again over the dataset's topology by
 features from the shards (through same-host shared memory where it can) and
 yields one :class:`~saintpipe.loader.minibatch.Minibatch` per subgraph.
 
-Acknowledgement, at least once as for trainers: a minibatch is acknowledged
-when the caller asks for the next one (its step is done) or when a bounded
-iteration ends after it. One the caller never came back from (a ``break``, an
-exception, a crash) is not: it goes to the pool's other consumers after the
-visibility timeout, and at once to the next iteration under the same consumer
-name (``<job>-<name>``), which starts by taking back what its name held.
+Acknowledgement, at least once as for trainers: a minibatch is acknowledged when the caller asks for the next
+one (its step is done) or when a bounded iteration ends after it. One the caller never came back from (a
+``break``, an exception, a crash) is not: it goes to the pool's other consumers after the visibility timeout,
+and at once to the next iteration under the same consumer name (``<job>-<name>``), which starts by taking back
+what its name held.
 
-``DataLoader(loader, batch_size=None)`` works as is. With ``num_workers=k > 0``
-each worker process iterates on its own connections under the consumer name
-``<job>-<name>-w<i>`` with its share of ``steps`` / ``epochs``; a worker
-acknowledges a minibatch when it moves on to the next, which the DataLoader's
-prefetching does before your step used it, so up to
-``k * prefetch_factor`` acknowledged minibatches may be lost with a crash
-(harmless for GraphSAINT's random subgraphs, but not at-least-once). Use
-``multiprocessing_context="spawn"`` (or ``"forkserver"``): a forked worker
-inherits the gRPC and Ray state of a process that already talked to them.
+``DataLoader(loader, batch_size=None)`` works as is. With ``num_workers=k > 0`` each worker process iterates
+on its own connections under the consumer name ``<job>-<name>-w<i>`` with its share of ``steps`` / ``epochs``;
+a worker acknowledges a minibatch when it moves on to the next, which the DataLoader's prefetching does before
+your step used it, so up to ``k * prefetch_factor`` acknowledged minibatches may be lost with a crash
+(harmless for GraphSAINT's random subgraphs, but not at-least-once). Use ``multiprocessing_context="spawn"``
+(or ``"forkserver"``): a forked worker inherits the gRPC and Ray state of a process that already talked to
+them.
 """
 
 from __future__ import annotations

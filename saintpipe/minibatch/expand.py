@@ -1,22 +1,18 @@
 """Node sets from the pool back into whole subgraphs, over a dataset's topology (a consumer's copy).
 
-With the pool's ``wire = "nodes"`` a sampler sends a subgraph as its node set
-and an :class:`~saintpipe.core.subgraph.Induction` (a few KB instead of
-megabytes); the trainer then does the induction FastSample fuses into
-sampling: the CSR from the dataset's topology (which every trainer opens for
-evaluation anyway), the aggregator weights and their transpose (Algorithm 6),
-and the loss weights, from the normalization the samplers stored with the
-dataset (``DATASET/norm/<key>/``). The result is bit for bit the subgraph the
-sampler would have sent whole, so nothing downstream changes. Node sets drawn
-from the training graph (``[samplers] graph = "train"``) carry global ids like
-any other; their normalization's ``meta.json`` says ``graph: train``, and they
-are induced on the training graph stored with the dataset
-(``DATASET/train_graph/``): its degrees and CSR positions are what that
-normalization's coefficients index. (Without a normalization the full graph
-gives the same arrays: a node set of training nodes induces the same edges in
-both, and the plain weights depend only on those.) The induction is the
-sampler's own kernel (:func:`saintpipe.services.sampler.kernels.induce.induce_node_set`),
-reached through this layer: the trainer itself never imports the sampler.
+With the pool's ``wire = "nodes"`` a sampler sends a subgraph as its node set and an
+:class:`~saintpipe.core.subgraph.Induction` (a few KB instead of megabytes); the trainer then does the
+induction FastSample fuses into sampling: the CSR from the dataset's topology (which every trainer opens for
+evaluation anyway), the aggregator weights and their transpose (Algorithm 6), and the loss weights, from the
+normalization the samplers stored with the dataset (``DATASET/norm/<key>/``). The result is bit for bit the
+subgraph the sampler would have sent whole, so nothing downstream changes. Node sets drawn from the training
+graph (``[samplers] graph = "train"``) carry global ids like any other; their normalization's ``meta.json``
+says ``graph: train``, and they are induced on the training graph stored with the dataset
+(``DATASET/train_graph/``): its degrees and CSR positions are what that normalization's coefficients index.
+(Without a normalization the full graph gives the same arrays: a node set of training nodes induces the same
+edges in both, and the plain weights depend only on those.) The induction is the sampler's own kernel
+(:func:`saintpipe.services.sampler.kernels.induce.induce_node_set`), reached through this layer: the trainer
+itself never imports the sampler.
 
 A :class:`SubgraphExpander` is what a trainer passes to the pool's ``get``
 (through :class:`~saintpipe.minibatch.feed.PoolFeed`): it runs on the prefetch
@@ -24,11 +20,10 @@ thread, overlapping the step in progress. It tells two failures apart:
 
 * :class:`~saintpipe.core.errors.DecodeError`: the entry itself is unusable
   (the pool dead-letters it, with the reason);
-* :class:`~saintpipe.core.errors.ConfigError`: the entry is fine but this
-  trainer cannot induce it: another graph, another training split, or a
-  normalization its dataset directory does not hold. The pool leaves the
-  entry for another consumer and the error ends this trainer, naming the path
-  to fix (or use ``wire = "full"``).
+* :class:`~saintpipe.core.errors.ConfigError`: the entry is fine but this trainer cannot induce it: another
+  graph, another training split, or a normalization its dataset directory does not hold. The pool leaves the
+  entry for another consumer and the error ends this trainer, naming the path to fix (or use ``wire =
+  "full"``).
 """
 
 from __future__ import annotations

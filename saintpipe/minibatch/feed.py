@@ -3,20 +3,18 @@
 A feed hands out :class:`Item` s: a subgraph, its feature rows and a callback
 that acknowledges it once the step that used it is done.
 
-* :class:`PoolFeed`: gets a subgraph from the Redis pool, gathers its rows
-  (from the feature service in production; from an in-memory graph in the
-  accuracy experiment, :mod:`saintpipe.bench.accuracy.local_pool`), and with
-  ``prefetch`` does both for the next subgraph on a background thread while
-  the current step computes.
+* :class:`PoolFeed`: gets a subgraph from the Redis pool, gathers its rows (from the feature service in
+  production; from an in-memory graph in the accuracy experiment, :mod:`saintpipe.bench.accuracy.local_pool`),
+  and with ``prefetch`` does both for the next subgraph on a background thread while the current step
+  computes.
 
 The trainer takes subgraphs only through the pool's client: it never samples.
 Entries that arrive as node sets (pool wire ``nodes``) are induced again by the
 feed's ``expand`` (:class:`saintpipe.minibatch.expand.SubgraphExpander`) inside the
 pool's ``get``, on the prefetch thread, so every item holds a whole subgraph.
 
-Every item carries how long its subgraph took to arrive (``sample_wait_s``:
-the pool was empty) and how long its features took (``fetch_s``); the loop
-measures separately how long it actually waited.
+Every item carries how long its subgraph took to arrive (``sample_wait_s``: the pool was empty) and how long
+its features took (``fetch_s``); the loop measures separately how long it actually waited.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """How ``[run] max_seconds`` is split between start-up, training, the final evaluation and stopping.
 
-The limit bounds the whole ``saintpipe run`` a user waits for, from the
-command's start. Start-up takes what it takes. Training then goes on until
-the time left is what the final full-graph evaluation needs (the trainer's
-estimate with a safety factor, see :data:`EVALUATION_SAFETY`) plus the time to
-stop every component; the evaluation is cut if it runs past its own deadline,
-and the run still reports what the trainer did. All times here are
-``time.monotonic()`` seconds.
+The limit bounds the whole ``saintpipe run`` a user waits for, from the command's start. Start-up takes what
+it takes. Training then goes on until the time left is what the final full-graph evaluation needs (the
+trainer's estimate with a safety factor, see :data:`EVALUATION_SAFETY`) plus the time to stop every component;
+the evaluation is cut if it runs past its own deadline, and the run still reports what the trainer did. All
+times here are ``time.monotonic()`` seconds.
 """
 
 from __future__ import annotations

@@ -1,14 +1,12 @@
 """Configuration of ``saintpipe run``: the services' own config models, composed.
 
-One file configures the whole local run. Its sections are the ones each
-service reads on its own (``[pool]``, ``[samplers]``, ``[trainer]``) plus
-``[run]`` for what only the all-in-one runner decides (how many trainers, where
-metrics bind, time limits). Precedence is :func:`saintpipe.core.config.load_config`'s:
-defaults < file < ``SAINTPIPE_<SECTION>__<FIELD>`` < flags.
+One file configures the whole local run. Its sections are the ones each service reads on its own (``[pool]``,
+``[samplers]``, ``[trainer]``) plus ``[run]`` for what only the all-in-one runner decides (how many trainers,
+where metrics bind, time limits). Precedence is :func:`saintpipe.core.config.load_config`'s: defaults < file <
+``SAINTPIPE_<SECTION>__<FIELD>`` < flags.
 
-What the runner wires itself (the dataset directory, the Redis URL it started,
-the Ray cluster, the metrics ports) is not set in ``[samplers]``: setting
-those fields there is an error that says where they belong.
+What the runner wires itself (the dataset directory, the Redis URL it started, the Ray cluster, the metrics
+ports) is not set in ``[samplers]``: setting those fields there is an error that says where they belong.
 """
 
 from __future__ import annotations
@@ -26,17 +24,15 @@ from saintpipe.services.pool.config import PoolConfig
 from saintpipe.services.sampler_service.config import SamplerServiceConfig
 from saintpipe.trainer.config import TrainerConfig
 
-# The local run's workers all share this one host, so by default they share processes too (docs/explanation/local-run.md):
-# a worker in a process of its own costs another interpreter with numpy, Numba and Ray (about 127 MiB), 11 % of
-# a scale-24 graph's CSR, where a further thread costs its scratch (18 MiB). The cap bounds the workers that
-# take turns on one interpreter lock for their Python part (the pushes); only up to two were measured here.
+# The local run's workers share this one host, so by default they share processes too: a further thread
+# costs its scratch, a further process another interpreter (docs/explanation/local-run.md). The cap bounds
+# the workers that take turns on one interpreter lock for their Python part (the pushes).
 LOCAL_WORKERS_PER_PROCESS = 8
 
-# Defaults of the local run where they differ from the services' own, sized for
-# the demo dataset (30,000 nodes, 8 classes) on a 2-core laptop: small
-# subgraphs give several steps per epoch, so the loss curve is visible and a
-# few minutes reach a test accuracy far above chance (1/8). They sit under the
-# config file, the environment and the flags (merged field by field).
+# Defaults of the local run where they differ from the services' own, sized for the demo dataset (30,000
+# nodes, 8 classes) on a 2-core laptop: small subgraphs give several steps per epoch, so the loss curve is
+# visible and a few minutes reach a test accuracy far above chance (1/8). They sit under the config file, the
+# environment and the flags (merged field by field).
 LOCAL_DEFAULTS: dict[str, Any] = {
     "pool": {"job_id": "local", "capacity": 32},
     "samplers": {"sampler": {"kind": "random_walk", "roots": 1000, "walk_length": 2}},
@@ -65,8 +61,9 @@ class RunConfig(StrictModel):
         None, gt=0, le=366 * 86_400,
         description="stop training after this long (the summary still runs); none: no limit")
     max_restarts: int = Field(
-        3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis) allowed "
-                                      "within restart_window_s; one failure more ends the run (0: never restart)")
+        3, ge=0, le=1000, description="restarts of one component (a trainer, a feature shard, Redis; a sweep's "
+                                      "trial) allowed within restart_window_s; one failure more ends the run (a "
+                                      "sweep: fails the trial) (0: never restart)")
     restart_window_s: float = Field(600.0, gt=0, le=7 * 86_400,
                                     description="the sliding window of max_restarts, in seconds")
     run_dir: Path | None = Field(

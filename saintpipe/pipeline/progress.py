@@ -1,10 +1,9 @@
 """The console view of a run: one bar per epoch with subgraphs/s, loss and validation score, and a bar of
 its own while the trainer scores the full graph (which pass, how far).
 
-On a terminal each epoch is a tqdm bar redrawn in place. When stderr is not a
-terminal (CI, ``| tee``, compose logs) the same figures come as plain lines: one
-when each epoch ends and, in a long epoch, one every ``line_interval`` seconds
-(:class:`saintpipe.core.bars.ProgressBar`), never a carriage return.
+On a terminal each epoch is a tqdm bar redrawn in place. When stderr is not a terminal (CI, ``| tee``, compose
+logs) the same figures come as plain lines: one when each epoch ends and, in a long epoch, one every
+``line_interval`` seconds (:class:`saintpipe.core.bars.ProgressBar`), never a carriage return.
 """
 
 from __future__ import annotations

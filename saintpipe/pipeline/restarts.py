@@ -1,11 +1,9 @@
 """How often a component may be restarted: a budget of restarts per sliding window, per component.
 
-A run of hours meets faults that a restart cures (a preempted trainer, a
-shard process killed by the OOM killer, a Redis that was restarted). A
-component that keeps failing is another matter: restarting it forever hides
-the fault and burns the machine. So each component may be restarted at most
-``max_restarts`` times within any ``window_s`` seconds; the next failure
-inside the window ends the run.
+A run of hours meets faults that a restart cures (a preempted trainer, a shard process killed by the OOM
+killer, a Redis that was restarted). A component that keeps failing is another matter: restarting it forever
+hides the fault and burns the machine. So each component may be restarted at most ``max_restarts`` times
+within any ``window_s`` seconds; the next failure inside the window ends the run.
 
 Example::
 
@@ -46,13 +44,17 @@ class RestartBudget:
 
     def allow(self, component: str, now: float) -> bool:
         """Whether ``component`` may be restarted at time ``now``; if so, the restart is counted."""
+        if self.left(component, now) == 0:
+            return False
+        self._recent[component].append(now)
+        return True
+
+    def left(self, component: str, now: float) -> int:
+        """Restarts of ``component`` the window still allows at time ``now`` (none is counted)."""
         recent = self._recent.setdefault(component, deque())
         while recent and now - recent[0] >= self.window_s:
             recent.popleft()
-        if len(recent) >= self.max_restarts:
-            return False
-        recent.append(now)
-        return True
+        return max(0, self.max_restarts - len(recent))
 
     def used(self, component: str) -> int:
         """Restarts of ``component`` counted in its current window."""

@@ -1,22 +1,11 @@
 """``saintpipe run``: the whole pipeline on one machine, started and stopped as one unit.
 
-Start order (each step waits until its component answers): a private Redis
-(or ``SAINTPIPE_REDIS_URL`` / ``[pool] url``), one feature-shard process per
-shard on free loopback ports, a local Ray cluster, the sampler service (its
-workers are Ray actors filling the pool), the trainer(s) (Ray actors reading
-the pool and the shards). Then the runner shows one progress bar per epoch
-until training ends, and prints the summary.
-
-Every component is registered with a :class:`~saintpipe.pipeline.supervision.Supervisor`
-as soon as it starts. During start-up a component that dies, a signal or an
-error stops everything started so far, in reverse order, and frees its ports.
-Once training runs, a component that dies is restarted instead, within
-``[run] max_restarts`` per ``[run] restart_window_s``: a feature shard on its
-own port with the same data (clients retry meanwhile), Redis on its own port
-from its append-only file (clients reconnect), the trainers from their latest
-checkpoint (their unacknowledged subgraphs come back to them through the
-pool). A component past its budget ends the run with one line, the summary
-of what ran, and the checkpoint to resume from (docs/how-to/faults.md).
+Start order (each step waits until its component answers): a private Redis (or ``SAINTPIPE_REDIS_URL`` /
+``[pool] url``), one feature-shard process per shard on free loopback ports, a local Ray cluster, the sampler
+service, the trainer(s). Then the runner shows one progress bar per epoch until training ends, and prints the
+summary. Every component is registered with a :class:`~saintpipe.pipeline.supervision.Supervisor` as soon as
+it starts: during start-up a failure stops everything started so far; once training runs, a component that
+dies is restarted within ``[run] max_restarts`` per ``[run] restart_window_s`` (docs/explanation/reliability.md).
 """
 
 from __future__ import annotations

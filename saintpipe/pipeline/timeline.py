@@ -1,12 +1,10 @@
 """When each part of a run became ready, in seconds since the command started.
 
-A run's start-up is a handful of parts started at once or one after another
-(dataset, Redis, the feature shards, Ray, the sampler workers, the trainers)
-and then the first subgraph and the first optimizer step. :class:`Timeline`
-records each as it happens, counted from the process's own start (so the
-interpreter's start-up and the imports count too); ``saintpipe run -v`` logs
-every entry as it comes, and the summary carries them (``--json``:
-``startup``) with the one figure users wait for: the first step.
+A run's start-up is a handful of parts started at once or one after another (dataset, Redis, the feature
+shards, Ray, the sampler workers, the trainers) and then the first subgraph and the first optimizer step.
+:class:`Timeline` records each as it happens, counted from the process's own start (so the interpreter's
+start-up and the imports count too); ``saintpipe run -v`` logs every entry as it comes, and the summary
+carries them (``--json``: ``startup``) with the one figure users wait for: the first step.
 """
 
 from __future__ import annotations

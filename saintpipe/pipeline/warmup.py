@@ -1,15 +1,13 @@
 """The Numba kernels compiled once, before the first run needs them.
 
-Numba compiles a kernel on its first call and keeps the machine code in its
-cache (``__pycache__`` beside the sources, or ``$NUMBA_CACHE_DIR``); later
-processes load it in milliseconds. On a fresh install every kernel a run uses
-compiles during that first run, inside the sampler workers and the trainer,
-while the trainer waits for data (tens of seconds on 2 cores). :func:`warm_up`
-pays that once, at set-up (``./scripts/run.sh`` calls ``saintpipe warmup
---if-cold``): a one-epoch run of the whole pipeline on a small demo graph, so
-every kernel is compiled through the very code paths, array types and
-read-only memory maps of a real run. :func:`~saintpipe.pipeline.kernel_cache.kernels_cached`
-tells a run whether it must still compile, which it then says once.
+Numba compiles a kernel on its first call and keeps the machine code in its cache (``__pycache__`` beside the
+sources, or ``$NUMBA_CACHE_DIR``); later processes load it in milliseconds. On a fresh install every kernel a
+run uses compiles during that first run, inside the sampler workers and the trainer, while the trainer waits
+for data (tens of seconds on 2 cores). :func:`warm_up` pays that once, at set-up (``./scripts/run.sh`` calls
+``saintpipe warmup --if-cold``): a one-epoch run of the whole pipeline on a small demo graph, so every kernel
+is compiled through the very code paths, array types and read-only memory maps of a real run.
+:func:`~saintpipe.pipeline.kernel_cache.kernels_cached` tells a run whether it must still compile, which it
+then says once.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ KINDS = ("choice", "grid", "uniform", "loguniform", "randint")
 RANGES = ("uniform", "loguniform", "randint")
 # [trainer] fields the sweep sets for each trial itself: a space may not vary them.
 SWEEP_OWNED = {"checkpoint_dir": "the sweep keeps each trial's checkpoints in its trial directory ([run] checkpoints)",
-               "feature_token_file": "the sweep's feature shards make their own token",
+               "feature_token_file": "the sweep's feature shards make their own token (running ones: set it in "
+                                     "[trainer])",
                "sample_graph": "it follows [samplers] graph, shared by the trials"}
 # Sections shared by every trial, for the message that refuses a key of theirs in the space.
 SHARED: dict[str, tuple[type[pydantic.BaseModel], str]] = {
@@ -71,6 +72,11 @@ class SweepSection(StrictModel):
     reduction_factor: int = Field(2, ge=2, le=1000, description="ASHA: at each rung the best 1/reduction_factor "
                                                                 "of the trials go on")
     seed: Seed = Field(0, description="seed of the random draws of the space (the same seed, the same trials)")
+    features: str | None = Field(None, description="the feature shards of a pipeline that runs already (a "
+                                 "compose stack, a Helm release), as serve trainer's --features "
+                                 "(\"h:p;h:p\"): the sweep then uses that pipeline's Redis ([pool] url or "
+                                 "SAINTPIPE_REDIS_URL), samplers (job [pool] job_id) and dataset ([run] data) "
+                                 "instead of starting its own; none: it starts its own")
     space: dict[str, dict[str, Any]] = Field(default_factory=dict, description="dotted [trainer] field -> "
                                              "{choice|grid = [values]} or {uniform|loguniform|randint = [low, "
                                              "high]}")
@@ -82,10 +88,13 @@ class SweepConfig(PipelineConfig):
     sweep: SweepSection = Field(default_factory=SweepSection)
 
     def trials_at_a_time(self) -> int:
-        """``[sweep] concurrent``, else the trainer slots the samplers leave on the run's cores (at least 1)."""
+        """``[sweep] concurrent``, else the trainer slots the samplers leave on the run's cores (at least 1);
+        on running services (``[sweep] features``) the samplers run elsewhere: the cores."""
         if self.sweep.concurrent is not None:
             return self.sweep.concurrent
         cores = self.cores()
+        if self.sweep.features is not None:
+            return cores
         return max(1, cores - self.sampler_workers(cores))
 
     def services_config(self) -> PipelineConfig:

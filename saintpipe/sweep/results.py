@@ -2,8 +2,8 @@
 
 One row per trial that ended: its settings, its best validation score, the test score of those weights
 (the trial's own final scoring; for a trial stopped before it, such as by ASHA, the score its ``best.pt``
-holds: :func:`best_test_score`), its steps, how it ended
-(finished, early stopped, ASHA, failed, interrupted), its run directory and its pool group's account
+holds: :func:`best_test_score`), its steps, how it ended (finished, early stopped, ASHA, failed,
+interrupted), how often its trainer was restarted after it died, its run directory and its pool group's account
 (produced, acknowledged, waiting, pending, dead-lettered) read just before the group was removed. The
 files are rewritten each time a trial ends, so an interrupted sweep keeps what was done
 (``saintpipe sweep --resume`` reads them back).
@@ -44,6 +44,7 @@ class TrialRow:
     run_dir: str
     pool: dict[str, int] = field(default_factory=dict)
     error: str = ""
+    restarts: int = 0  # its trainer died and was restarted from its latest checkpoint this many times
 
     @property
     def done(self) -> bool:
@@ -90,17 +91,17 @@ class Results:
         write_atomic(self.sweep_dir / RESULTS_JSON, (json.dumps({"trials": as_json}, indent=2) + "\n").encode())
         out = io.StringIO()
         writer = csv.writer(out)
-        writer.writerow(["trial", "settings", "best_val", "test_score", "steps", "stopped_by", "run_dir"])
+        writer.writerow(["trial", "settings", "best_val", "test_score", "steps", "stopped_by", "restarts", "run_dir"])
         for r in rows:
             writer.writerow([r.trial, settings_text(r.settings), _cell(r.best_val), _cell(r.test_score), r.steps,
-                             r.stopped_by, r.run_dir])
+                             r.stopped_by, r.restarts, r.run_dir])
         write_atomic(self.sweep_dir / RESULTS_CSV, out.getvalue().encode())
 
     def table(self) -> str:
         """The table as text, best first."""
         rows = self.sorted()
-        head = ("trial", "best val", "test", "steps", "stopped by", "settings")
-        body = [(r.trial, _cell(r.best_val), _cell(r.test_score), str(r.steps), r.stopped_by,
+        head = ("trial", "best val", "test", "steps", "stopped by", "restarts", "settings")
+        body = [(r.trial, _cell(r.best_val), _cell(r.test_score), str(r.steps), r.stopped_by, str(r.restarts),
                  settings_text(r.settings)) for r in rows]
         widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head) - 1)]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]

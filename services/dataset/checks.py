@@ -2,9 +2,8 @@
 
 All checks are vectorized or compiled: they run on graphs with hundreds of
 millions of edges. The CSR's order and symmetry are checked in place by two
-Numba kernels that allocate nothing: a check that holds its own copy of the
-edges (an int64 key per entry, 2.1 GB at Kronecker scale 24, next to the
-generated features) set the peak memory of writing a dataset.
+Numba kernels that allocate nothing, so that checking never sets the peak
+memory of writing a dataset.
 """
 
 from __future__ import annotations

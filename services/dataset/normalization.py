@@ -1,32 +1,20 @@
 """Normalization coefficients stored with a dataset: ``DATASET_DIR/norm/<config_key>/``.
 
-GraphSAINT's coefficients depend only on the graph, the training nodes, the
-sampler configuration, the number of pre-sampled subgraphs and their seed, and
-estimating them is the slow part of starting a job; so they are kept in the
-dataset directory, one folder per sampler configuration
+Estimating GraphSAINT's coefficients is the slow part of starting a job, and they depend only on the
+graph, the training nodes, the sampler configuration and the pre-sampling's size and seed; so they are
+kept in the dataset directory, one folder per sampler configuration
 (:func:`~saintpipe.services.sampler.config.config_key`)::
 
     norm/<config_key>/loss_coefficients.npy         float32 [N]
     norm/<config_key>/aggregator_coefficients.npy   float32 [E]
     norm/<config_key>/meta.json                      the settings below, and the sampler config
 
-Coefficients made on the training graph (``[samplers] graph = "train"``,
-:mod:`saintpipe.services.dataset.sample_graph`) index that graph's nodes and
-CSR positions, so they live in their own folder (``<config_key>.train``,
-:func:`~saintpipe.services.dataset.normalization.store_key`) and their
-``meta.json`` says ``graph: train`` with the training graph's size.
-
-A folder is written atomically (:func:`saintpipe.core.atomic.replacing_dir`)
-and reused only when its ``meta.json`` matches the wanted settings
-(:func:`normalization_meta`); otherwise it is estimated again and replaced.
-
-Two producers share this format: :func:`load_or_estimate` (estimates in this
-process, with the kernels' pinned worker processes) and the sampler service
-(:mod:`saintpipe.services.sampler_service.normalization`: pre-sampling spread
-over its Ray workers). Either reuses what the other stored. The estimation
-itself is the kernels' (:mod:`saintpipe.services.sampler.normalization`). A consumer
-that only reads a stored folder (the minibatch path inducing node sets from the
-pool) uses :func:`read_stored`.
+Coefficients made on the training graph index that graph's nodes and CSR positions, so they live in
+their own folder (``<config_key>.train``, :func:`store_key`). A folder is written atomically and reused
+only when its ``meta.json`` matches the wanted settings (:func:`normalization_meta`); otherwise it is
+estimated again and replaced. :func:`load_or_estimate` (estimates in this process) and the sampler
+service (:mod:`saintpipe.services.sampler_service.normalization`, pre-sampling over its Ray workers) each
+reuse what the other stored; a consumer that only reads uses :func:`read_stored`.
 """
 
 from __future__ import annotations

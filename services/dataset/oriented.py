@@ -1,25 +1,19 @@
 """The graph's oriented lists (oriented induction, docs/explanation/sampler.md) stored with the dataset:
 built once, mapped.
 
-Building them reads the whole CSR twice (about 22 s at Kronecker scale 24)
-and they hold 1.74 GB there. The sampler service used to build them at every
-start and hand them to its workers through Ray's object store, shared memory
-the kernel can neither write back nor drop. Stored in
-``DATASET_DIR/oriented/<graph>/`` (``full`` or ``train``: the graph the
-samplers draw from), they are written straight into their files once, and
-every later start, the service's and each worker's on the host, maps them
-read-only: one copy in the page cache, in clean pages the kernel may drop
-under pressure and read again.
+Building them reads the whole CSR twice and they are large, so they are stored in
+``DATASET_DIR/oriented/<graph>/`` (``full`` or ``train``: the graph the samplers draw from), written
+straight into their files once; every later start, the service's and each worker's on the host, maps them
+read-only: one copy in the page cache, in clean pages the kernel may drop under pressure and read again
+(Ray's object store, the alternative, is memory the kernel can neither write back nor drop).
 
-The folder holds one ``.npy`` file per array of the orientation
-(:class:`~saintpipe.services.sampler.kernels.oriented.Orientation`'s fields, in
-order) and ``meta.json``: the checksums of the CSR files they were built from,
-the sha256 of each of its files, and the sizes. :func:`open_or_build_orientation`
-builds and reuses them; :func:`read_orientation` maps them for the sampler
-workers and ``saintpipe data verify``, checking the checksums and that every
-index lies in range, since the induction kernel reads through them unchecked
-(an error names the file at fault). Lists built from other CSR files, or torn
-or edited, are built again.
+The folder holds one ``.npy`` file per field of
+:class:`~saintpipe.services.sampler.kernels.oriented.Orientation` and ``meta.json``: the checksums of the
+CSR files they were built from, the sha256 of each of its files, and the sizes.
+:func:`open_or_build_orientation` builds and reuses them; :func:`read_orientation` maps them for the
+sampler workers and ``saintpipe data verify``, checking the checksums and that every index lies in range,
+since the induction kernel reads through them unchecked. Lists built from other CSR files, or torn or
+edited, are built again.
 """
 
 from __future__ import annotations

@@ -1,29 +1,19 @@
 """The training graph: the subgraph induced by the training nodes, with its own CSR and id map.
 
-GraphSAINT's inductive protocol (its datasets ship ``adj_train.npz``) draws
-subgraphs from the graph induced by the training nodes, so validation and test
-nodes are never seen in training. This module builds that graph for any
-dataset, stores it once with the dataset and opens it again (memory-mapped)::
+GraphSAINT's inductive protocol (its datasets ship ``adj_train.npz``) draws subgraphs from the graph
+induced by the training nodes, so validation and test nodes are never seen in training. This module
+builds that graph for any dataset, stores it once with the dataset and opens it again (memory-mapped)::
 
     train_graph/indptr.npy   int64 [n+1]
     train_graph/indices.npy  int32 [e], local ids, sorted neighbour lists (symmetric when the graph is)
     train_graph/nodes.npy    int64 [n], the global id of local node i, ascending
     train_graph/meta.json    checksums of the three files, and of the dataset files it was built from
 
-Every training node is in it, isolated ones included (a node whose neighbours
-are all validation or test nodes has an empty row). Local ids follow the
-global order, so neighbour lists stay sorted and mapping a sorted node set
-back to global ids (``nodes[local]``) keeps it sorted.
-
-A GraphSAINT import ships the files itself, listed in the manifest with their
-checksums (no ``meta.json``); a training graph built here is added later, so
-its checksums go in ``meta.json`` with the checksums of the dataset's
-``indptr.npy``, ``indices.npy`` and ``split/train.npy`` it came from: a torn or
-edited file, or a dataset rewritten under it, is detected when it is opened.
-
-The build is two passes of a Numba kernel over the training nodes' rows (count,
-then fill) and a global-to-local map of int32 [N]: memory is that map plus the
-result.
+Every training node is in it, isolated ones included. Local ids follow the global order, so neighbour
+lists stay sorted and mapping a sorted node set back to global ids keeps it sorted. A GraphSAINT import
+ships the files itself, listed in the manifest; a graph built here records in ``meta.json`` the
+checksums of the dataset files it came from, so a torn or edited file, or a dataset rewritten under it,
+is detected when it is opened.
 """
 
 from __future__ import annotations

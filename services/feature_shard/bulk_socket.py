@@ -5,8 +5,8 @@ every ``send``/``recv``: a multi-megabyte answer then costs hundreds of
 wake-ups and system call pairs, each returning whatever fits the socket
 buffer at that moment. On a blocking socket the kernel moves the whole buffer
 in one call (``sendall`` of a chunk; ``recv`` with ``MSG_WAITALL``), and
-``SO_SNDTIMEO``/``SO_RCVTIMEO`` still bound each wait. Measured: +8-9 % rows
-per second on the float32 bytes path (docs/benchmarks/features.md). TLS sockets keep the
+``SO_SNDTIMEO``/``SO_RCVTIMEO`` still bound each wait (docs/benchmarks/features.md).
+TLS sockets keep the
 timeout mode: a blocking SSL write cut by a timeout must be retried with the
 same buffer, which ``sendall`` does not promise.
 """

@@ -1,17 +1,9 @@
 """The bulk data plane's framing: a gather as one request frame and one byte stream of rows.
 
-Why a second port beside gRPC: across hosts the rows of a gather are the whole
-cost, and gRPC's Python runtime copies every answer several times (into a
-slice, out of HTTP/2 frames, into a ``bytes`` object) before the client can
-place it. Measured on this project's 2-core machines, dim 500, 8,000 rows from
-2 shards (docs/benchmarks/features.md): gRPC bytes 0.30 of the in-process numpy gather,
-Apache Arrow Flight 0.38, a plain TCP stream received straight into the
-caller's array 0.60. So the rows travel as a stream on a plain (or TLS) TCP
-connection: the server gathers them chunk by chunk and sends each chunk while
-it gathers the next, the client receives each chunk straight into its output
-(or one staging chunk when the rows must be scattered). Everything else stays
-gRPC (Info, health, shared memory); the client learns the bulk port from
-``ShardInfo.bulk_port``.
+Why a second port beside gRPC (docs/explanation/features.md, docs/benchmarks/features.md): gRPC's Python
+runtime copies every answer several times before the client can place it, while a plain (or TLS) TCP
+stream is received straight into the caller's array. Everything else stays gRPC; the client learns the
+bulk port from ``ShardInfo.bulk_port``.
 
 All integers are little-endian. A connection carries one request at a time
 and stays open for the next.

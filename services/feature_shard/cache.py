@@ -1,27 +1,14 @@
 """Trainer-side feature cache: a static part (the highest-degree nodes) plus an LRU part.
 
-Why it pays (Cooperative Minibatching, section 4.2): consecutive minibatches
-overlap, so node-feature accesses have temporal locality that an LRU cache
-turns into fewer fetched rows; high-degree nodes land in almost every sampled
-subgraph, so pinning them (the static part) removes the most frequent misses
-outright.
+Why it pays (Cooperative Minibatching, section 4.2): consecutive minibatches overlap, so an LRU cache
+turns their temporal locality into fewer fetched rows; high-degree nodes land in almost every subgraph, so
+pinning them (the static part) removes the most frequent misses outright.
 
-Everything is vectorized over the requested ids. The cache keeps a direct map
-``slot_of[node]`` (int32, -1 = not cached) of 4 bytes per node of the whole
-graph: under hybrid partitioning every host already holds O(N) topology
-(``indptr`` alone is 8 bytes per node), so this is affordable and makes a
-lookup one numpy gather instead of a Python dict probe per row. Slots
-``[0, static_rows)`` hold the pinned nodes and are never evicted; slots after
-them form the LRU part, evicted by last-use tick (one tick per lookup, so
-recency is tracked at batch granularity).
-
-Eviction works in bulk: once the LRU part is full, the least recently used
-eighth of it (or what one insert needs, if more) is freed in one
-``argpartition`` over the ticks, and later inserts take freed slots until none
-is left. Choosing victims is a pass over every LRU slot; doing it for every
-insert made a step cost O(cache) — 3.4 M slots at Kronecker scale 24, which
-cut training from 70 to 20 subgraphs/s the moment the cache filled. In bulk
-it is paid once per ``lru_rows / 8`` inserted rows.
+A direct map ``slot_of[node]`` (int32, -1 = not cached, 4 bytes per node: every host holds O(N) topology
+anyway) makes a lookup one numpy gather. Slots ``[0, static_rows)`` hold the pinned nodes; the rest are
+the LRU part, evicted by last-use tick (one tick per lookup). Eviction works in bulk: once the LRU part is
+full, its least recently used eighth (or what one insert needs) is freed by one ``argpartition``, so the
+pass over every LRU slot is paid once per ``lru_rows / 8`` inserted rows rather than per insert.
 """
 
 from __future__ import annotations

@@ -1,27 +1,16 @@
 """The feature-shard gRPC server: serves one contiguous node range of a dataset's features.
 
-A thin layer: :class:`FeatureShardServicer` decodes ids, checks them against
-the shard's range and gathers rows from the memory-mapped shard file straight
-into the answer's message bytes: one message (``GatherUnary``) when the answer
-fits the message limit, else a stream of chunks below it (``Gather``); or, when the
-request names a shared-memory target (a region of the same host's ``/dev/shm``,
-see :mod:`saintpipe.services.feature_shard.shm`), straight into that region, answering
-with metadata only. Errors are typed
-saintpipe errors, turned into status codes by
-:class:`saintpipe.core.grpc_status.StatusInterceptor` (the one place that maps
-them). Requests arrive as raw bytes and are parsed inside the call
-(:mod:`saintpipe.services.feature_shard.parse`), so a message that cannot be
-decoded is INVALID_ARGUMENT naming the field, not gRPC's INTERNAL with a
-traceback; failed calls are logged at most once per interval per peer host
-(:mod:`saintpipe.services.feature_shard.lograte`). The standard gRPC health
-service is registered beside it.
+:class:`FeatureShardServicer` decodes ids, checks them against the shard's range and gathers rows from the
+memory-mapped shard file straight into the answer's message bytes (``GatherUnary``, or a ``Gather`` stream
+of chunks beyond the message limit), or into the client's shared-memory region when the request names one
+(:mod:`saintpipe.services.feature_shard.shm`). Requests arrive as raw bytes and are parsed inside the call
+(:mod:`saintpipe.services.feature_shard.parse`), so a message that cannot be decoded is INVALID_ARGUMENT
+naming the field, not gRPC's INTERNAL with a traceback; typed saintpipe errors become status codes in
+:class:`saintpipe.core.grpc_status.StatusInterceptor`. The gRPC health service is registered beside it.
 
-Security (:mod:`saintpipe.services.feature_shard.security`): with a
-certificate the port speaks TLS only (health checks included), with a client
-CA it requires client certificates; with a token every call but the health
-service's must carry it (:mod:`saintpipe.services.feature_shard.auth`), checked
-before the request is even parsed. Shared-memory targets are written only
-when they carry their region's secret (:mod:`saintpipe.services.feature_shard.shm`).
+Security (:mod:`saintpipe.services.feature_shard.security`): TLS only with a certificate, client
+certificates with a client CA, and with a token every call but the health service's must carry it,
+checked before the request is parsed (:mod:`saintpipe.services.feature_shard.auth`).
 """
 
 from __future__ import annotations

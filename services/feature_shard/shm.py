@@ -1,33 +1,20 @@
 """Same-host shared memory for gather answers (the pattern of Triton Inference Server's system shared memory).
 
-The client creates a region (a file under ``/dev/shm``), names it in a
-``GatherRequest.shared_memory`` target, and the shard server writes the rows
-straight into it: the answer carries only metadata, so the rows cross no
-socket and none of gRPC's receive-path copies. It works only where client and
-server see the same ``/dev/shm`` (one host, or containers sharing an IPC
-namespace); :func:`probe` finds out per server, and the client falls back to
-the bytes path where it fails.
+The client creates a region (a file under ``/dev/shm``), names it in a ``GatherRequest.shared_memory``
+target, and the shard server writes the rows straight into it: the answer carries only metadata. It works
+only where client and server see the same ``/dev/shm``; :func:`probe` finds out per server, and the client
+falls back to the bytes path where it fails.
 
-Client side: :class:`Region` (one region this process owns: created, grown,
-unlinked on close, at interpreter exit, and by multiprocessing's resource
-tracker if the process dies) and :class:`RegionPool` (regions reused across
-gathers, one per gather in flight). Server side: :class:`MappedRegions`, the
-bounded cache of regions a server has opened. Names must start with
-:data:`PREFIX` and hold no ``/``, so a request can only ever reach files of
-this service under the shared-memory directory. A region's name states the
-process that created it (PID namespace, pid, start time): the regions of a
-client killed along with its resource tracker go when the next client starts
-(:func:`remove_leftovers`), when a server that maps them sweeps, or with
-``saintpipe doctor --clean``.
+Client side: :class:`Region` (one region this process owns) and :class:`RegionPool` (regions reused across
+gathers). Server side: :class:`MappedRegions`, the bounded cache of regions a server has opened. Names
+must start with :data:`PREFIX` and hold no ``/``, so a request only ever reaches this service's files; a
+name states the process that created it, so a killed client's regions can be removed
+(:func:`remove_leftovers`, a server's sweep, ``saintpipe doctor --clean``).
 
-A server writes only into regions the requesting client registered: a
-region's first :data:`HEADER_BYTES` are a header holding the probe's token
-area and, at :data:`SECRET_AT`, a random secret its creator wrote there; every
-target and probe carries that secret, and the server compares it
-(constant-time) with the region's before writing anything. Regions are mode
-0600, so only their owner can read the secret: a client that can name another
-client's region (names are not secret: ``ls /dev/shm``) cannot make a server
-write into it. Rows go after the header.
+A server writes only into regions the requesting client registered: every target and probe carries the
+random secret the region's creator wrote at :data:`SECRET_AT` of its header, compared in constant time.
+Regions are mode 0600, so another client that can name a region (``ls /dev/shm``) cannot learn it.
+Rows go after the :data:`HEADER_BYTES` header.
 """
 
 from __future__ import annotations

@@ -1,27 +1,18 @@
 """Encoding of the feature-shard messages' array payloads.
 
-Ids travel as packed little-endian int64 and rows as raw little-endian bytes
-with a dtype and a shape (``protos/saintpipe/protos/feature_shard.proto``).
+Ids travel as packed little-endian int64 and rows as raw little-endian bytes with a dtype and a shape
+(``protos/saintpipe/protos/feature_shard.proto``).
 
-``GatherChunk`` is the hot path (megabytes per message), so it is encoded and
-decoded here without the generated class touching the row bytes: the small
-fields are serialized by the generated class, the ``rows`` field (tag 2,
-length-delimited) is appended by hand, and the decoder walks the protobuf wire
-format with the shared hand-written reader (:mod:`saintpipe.core.protowire`,
-whose docstring has the figures from ``saintpipe bench features``) and returns a
-zero-copy numpy view of the rows. The bytes on the wire are an ordinary
-``GatherChunk`` message (protobuf accepts fields in any order); tests check
-both directions against the generated class. Going through the generated class
-instead costs four extra copies of every payload.
+``GatherChunk`` is the hot path (megabytes per message), so the generated class never touches the row
+bytes: it serializes the small fields, the ``rows`` field (tag 2, length-delimited) is appended by hand,
+and the decoder walks the wire format with :mod:`saintpipe.core.protowire` and returns a zero-copy view
+of the rows (the generated class would copy every payload four more times). The bytes are an ordinary
+``GatherChunk`` message; tests check both directions against the generated class.
 
-The server goes one copy further with :func:`allocate_chunk`: it creates the
-message's ``bytes`` object first (uninitialized, through the C API's
-``PyBytes_FromStringAndSize(NULL, n)``, the documented way to build a bytes
-object in place), writes the small fields, and hands back a writable view of
-the rows field for the gather to fill. gRPC's Python runtime only sends
-``bytes``, so without this every answer is gathered into an array and then
-copied once more into the message. A ``padding`` field places the rows 16
-bytes aligned within the message (numpy's gather into an unaligned view is
+:func:`allocate_chunk` saves one copy more on the server: gRPC's Python runtime only sends ``bytes``, so
+it creates the message's ``bytes`` object first (uninitialized, through the C API's
+``PyBytes_FromStringAndSize(NULL, n)``) and hands back a writable view of the rows field for the gather
+to fill. A ``padding`` field places the rows 16 bytes aligned (numpy's gather into an unaligned view is
 twice as slow).
 """
 

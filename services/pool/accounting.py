@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import GROUP, log
 from saintpipe.services.pool.link import RedisLink
-from saintpipe.services.pool.records import PoolStats
+from saintpipe.services.pool.records import GroupConsumer, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument
@@ -17,17 +17,15 @@ class Accounting:
     """Stats and deletion of one job; ``SubgraphPool`` documents each public method.
 
     Args:
-        job_id: the job.
         capacity: the pool object's capacity (reported in stats).
-        keys: the job's keys.
-        link: the pool object's round trips.
+        link: the pool object's round trips (and its job and keys).
         slots: the pool object's shared-memory slots (closed when the job is deleted).
     """
 
-    def __init__(self, job_id: str, capacity: int, keys: JobKeys, link: RedisLink, slots: ProducerSlots) -> None:
-        self.job_id = job_id
+    def __init__(self, capacity: int, link: RedisLink, slots: ProducerSlots) -> None:
+        self.job_id = link.job_id
         self.capacity = capacity
-        self._keys = keys
+        self._keys = link.keys
         self._link = link
         self._slots = slots
 
@@ -78,6 +76,21 @@ class Accounting:
         names = self._link.call(lambda: client.hkeys(self._keys.groups), "list the consumer groups")
         return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
 
+    def consumers(self) -> dict[str, list[GroupConsumer]]:
+        client, stream = self._link.client, self._keys.stream
+
+        def read() -> dict[str, list[GroupConsumer]]:
+            if not client.exists(stream):
+                return {}
+            out: dict[str, list[GroupConsumer]] = {}
+            for info in client.xinfo_groups(stream):
+                group = _text(info["name"])
+                out[group] = [GroupConsumer(group, _text(c["name"]), int(c["idle"]) / 1000.0, int(c["pending"]))
+                              for c in client.xinfo_consumers(stream, group)]
+            return out
+
+        return self._link.call(read, "list the consumers of the consumer groups")
+
     def delete_job(self) -> int:
         client = self._link.client
 
@@ -94,3 +107,7 @@ class Accounting:
         if swept:
             log.info("pool job %s: removed %d shared-memory slots", self.job_id, swept)
         return removed
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -55,9 +55,5 @@ class AckQueue:
             return bool(self._ids) and time.monotonic() - self._since >= delay
 
     def note_stale(self, stale: int, sent: int) -> None:
-        log.debug(
-            "pool job %s: %d of %d queued acknowledgements found their entry not pending",
-            self.job_id,
-            stale,
-            sent,
-        )
+        log.debug("pool job %s: %d of %d queued acknowledgements found their entry not pending",
+                  self.job_id, stale, sent)

@@ -10,10 +10,9 @@ from collections.abc import Callable
 
 import redis
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec.compact import decode_entry
 from saintpipe.services.pool.deadletter import DeadLetters
-from saintpipe.services.pool.keys import JobKeys, log
+from saintpipe.services.pool.keys import log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import PoolEntry
 from saintpipe.services.pool.resp import pack
@@ -33,34 +32,23 @@ class Consumer:
     """Gets and acknowledgements of one pool object; ``SubgraphPool`` documents each public method.
 
     Args:
-        job_id: the job.
         visibility_timeout: seconds an entry stays with its consumer before another may take it.
         socket_timeout: seconds one Redis call may take (a blocking read ends before it).
-        keys: the job's keys.
-        link: the pool object's round trips.
-        acks: acknowledgements queued by ``ack(wait=False)``.
+        link: the pool object's round trips (its job, keys and the acknowledgements ``ack(wait=False)`` queues).
         dead: where entries that cannot be trained on go.
         max_deliveries: an entry delivered more often than this without an acknowledgement is
             dead-lettered instead of delivered again; 0: no limit.
     """
 
     def __init__(
-        self,
-        job_id: str,
-        visibility_timeout: float,
-        socket_timeout: float,
-        keys: JobKeys,
-        link: RedisLink,
-        acks: AckQueue,
-        dead: DeadLetters,
-        max_deliveries: int,
+        self, visibility_timeout: float, socket_timeout: float, link: RedisLink, dead: DeadLetters, max_deliveries: int
     ) -> None:
-        self.job_id = job_id
-        self._keys = keys
-        self._group = keys.group
-        self._entry_keys = keys.entry
+        self.job_id = link.job_id
+        self._keys = link.keys
+        self._group = link.keys.group
+        self._entry_keys = link.keys.entry
         self._link = link
-        self._acks = acks
+        self._acks = link.acks
         self._dead = dead
         self._max_deliveries = max_deliveries
         # Consumer name -> ids recover() took back for it, delivered first by its next gets.

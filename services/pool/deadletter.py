@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import cast
 
 import redis
-from saintpipe.services.pool.keys import GROUP, JobKeys, log
+from saintpipe.services.pool.keys import GROUP, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.records import DeadLetter
 
@@ -25,15 +25,13 @@ class DeadLetters:
     """The dead-letter stream of one job, seen by one pool object.
 
     Args:
-        job_id: the job.
-        keys: the job's keys.
-        link: the pool object's round trips.
+        link: the pool object's round trips (and its job and keys).
         limit: about how many records the stream keeps (older ones are trimmed).
     """
 
-    def __init__(self, job_id: str, keys: JobKeys, link: RedisLink, limit: int) -> None:
-        self.job_id = job_id
-        self._keys = keys
+    def __init__(self, link: RedisLink, limit: int) -> None:
+        self.job_id = link.job_id
+        self._keys = link.keys
         self._link = link
         self._limit = limit
 

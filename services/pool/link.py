@@ -34,8 +34,8 @@ class RedisLink:
         job_id: the job (named in errors and logs).
         reconnect: backoff and deadline while Redis is unreachable.
         socket_timeout: seconds one Redis call may take.
-        keys: the job's keys (queued acknowledgements name them).
-        acks: the queue whose acknowledgements go first in each round trip.
+        keys: the job's keys (queued acknowledgements name them; the pool's parts read them here).
+        acks: the queue whose acknowledgements go first in each round trip (the parts queue them here).
     """
 
     def __init__(
@@ -52,9 +52,8 @@ class RedisLink:
         self.reconnect = reconnect
         self.client = make_client(url, socket_timeout=socket_timeout)
         self.conns = Connections(self.client)
-        self._acks = acks
-        self._entry_keys = keys.entry
-        self._group = keys.group
+        self.keys = keys
+        self.acks = acks
         self._ack = SCRIPTS["ACK"]
 
     def run(self, commands: Commands, what: str) -> list:
@@ -86,15 +85,15 @@ class RedisLink:
 
     def _attempt(self, commands: Commands) -> list:
         sent = commands() if callable(commands) else commands
-        acks = self._acks.take()
+        acks = self.acks.take()
         if acks:
-            sent = [self._ack.command(self._entry_keys, [self._group, "acknowledged", "", *acks]), *sent]
+            sent = [self._ack.command(self.keys.entry, [self.keys.group, "acknowledged", "", *acks]), *sent]
         try:
             replies = scripts_known(self.conns.exchange(sent, raise_errors=False))
         except BaseException:
             # Whether Redis ran them is unknown, or nothing ran (a restarted Redis forgot the scripts): they are
             # sent again (acknowledging twice is harmless).
-            self._acks.requeue(acks)
+            self.acks.requeue(acks)
             raise
         if acks:
             done = replies[0]
@@ -103,7 +102,7 @@ class RedisLink:
                 failure = translate_error(self.url, done) if isinstance(done, redis.ResponseError) else done
                 log.warning("pool job %s: queued acknowledgements failed: %s", self.job_id, failure)
             elif done != len(acks):
-                self._acks.note_stale(len(acks) - done, len(acks))
+                self.acks.note_stale(len(acks) - done, len(acks))
         return raise_first_error(replies)
 
     def eval(self, name: str, keys: list, args: list, what: str) -> Any:

@@ -1,48 +1,16 @@
 """``SubgraphPool``: a bounded, Redis-stream-backed pool of sampled subgraphs for one training job.
 
-Producers (samplers) ``put`` subgraphs; consumers (trainers) ``get`` one,
-train on it, then ``ack`` it. Each job is one Redis stream with one consumer
-group for its trainers, so every entry goes to exactly one trainer. An entry a
-trainer got but never acknowledged (the trainer died) goes to another trainer
-once it has been idle for ``visibility_timeout`` seconds; ``stats()`` counts
-these redeliveries. The pool is bounded: with ``capacity`` unacknowledged
-entries held, ``put`` waits; nothing unconsumed is ever trimmed or dropped.
-An entry that cannot be trained on (it does not decode, its bytes are gone,
-or it was delivered more than ``max_deliveries`` times without an
-acknowledgement) goes to the job's dead-letter stream (``dead_letters()``)
-instead of failing the trainer that meets it. A trainer restarted under the
-same consumer name takes its unacknowledged entries back with ``recover``.
+Producers (samplers) ``put`` subgraphs; consumers (trainers) ``get`` one, train on it, then ``ack`` it.
+Every entry goes to exactly one trainer of a consumer group; one a trainer got and never acknowledged
+goes to another after ``visibility_timeout`` seconds. With ``capacity`` unacknowledged entries held,
+``put`` waits; nothing unconsumed is ever dropped. An entry that cannot be trained on goes to the job's
+dead-letter stream instead of failing the trainer that meets it. Fan-out (a sweep's trials sharing one
+sampler fleet) registers one consumer group per trial with ``add_group``: each sees every entry once.
 
-Fan-out ("sample once, train many", a sweep's trials sharing one sampler
-fleet): each pool object gets, acknowledges and reports for one consumer
-group (``group``, by default the job's only one). Groups registered with
-``add_group`` each see every entry added after they joined, exactly once per
-group; an entry (its bytes, its shared-memory slot) is released, and stops
-counting against ``capacity``, only once every live group has acknowledged or
-dead-lettered it, so backpressure follows the slowest live group.
-``remove_group`` (a trial stopped, finished or failed) releases at once what
-that group had not acknowledged (only a registered group, and never the job's
-last one: add the next group first, or ``delete_job``). A consumer of a group
-the job does not have gets ``InvalidArgument``. Register every group that
-consumes before the producers start (an entry put before a group joined is
-never that group's); a job with no group registered has its one default group.
-
-Every call survives a Redis restart: it retries with exponential backoff and
-raises :class:`~saintpipe.core.errors.ServiceUnavailable` only when Redis stays
-unreachable for ``reconnect_timeout`` seconds. A call sent again after its
-reply was lost (a stalled Redis runs both) does not take effect twice: a put
-adds its subgraph once, a get loses no entry. See docs/explanation/pool.md for what a
-restart of a non-persistent Redis loses.
-
-Each put and each get is one round trip (see docs/explanation/pool.md); ``ack(entry_id,
-wait=False)`` adds none: the acknowledgement travels with the pool object's
-next call.
-
-``transport`` says where a producer leaves the bytes: in Redis (``"redis"``,
-which works from anywhere), or in a same-host shared-memory slot that the
-pool entry references (``"shared_memory"``, :mod:`saintpipe.services.pool.shared_memory`),
-or the latter whenever the Redis URL is a loopback one (``"auto"``). Consumers
-read both kinds of entry whatever their own setting.
+Every call survives a Redis restart (retries with backoff for ``reconnect_timeout`` seconds), and a call
+sent again after its reply was lost does not take effect twice. ``transport`` says where a producer
+leaves the bytes: in Redis, or in a same-host shared-memory slot the entry references. The method
+docstrings below say the details; docs/explanation/pool.md says how it is built.
 
 Example::
 
@@ -71,7 +39,7 @@ from saintpipe.services.pool.deadletter import DeadLetters
 from saintpipe.services.pool.keys import GROUP, JobKeys, log
 from saintpipe.services.pool.link import RedisLink
 from saintpipe.services.pool.producer import PreparedPut, Producer
-from saintpipe.services.pool.records import DeadLetter, PoolEntry, PoolStats
+from saintpipe.services.pool.records import DeadLetter, GroupConsumer, PoolEntry, PoolStats
 from saintpipe.services.pool.slots import ProducerSlots
 
 from saintpipe.core.errors import InvalidArgument, SaintpipeError
@@ -79,6 +47,7 @@ from saintpipe.core.subgraph import Subgraph, SubgraphNodes
 
 __all__ = [
     "DeadLetter",
+    "GroupConsumer",
     "PoolEntry",
     "PoolStats",
     "PreparedPut",
@@ -206,15 +175,12 @@ class SubgraphPool:
         self.group = group
         keys = JobKeys(job_id, group)
         self.stream_key, self.counters_key, self.at_key = keys.stream, keys.counters, keys.at
-        acks = AckQueue(job_id)
-        self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, acks)
+        self._link = RedisLink(url, job_id, self.reconnect, socket_timeout, keys, AckQueue(job_id))
         self._slots = ProducerSlots(url, job_id, keys.stream, self._link)
-        self._producer = Producer(job_id, capacity, self.transport, keys, self._link, acks, self._slots)
-        self._dead = DeadLetters(job_id, keys, self._link, dead_letter_limit)
-        self._consumer = Consumer(
-            job_id, self.visibility_timeout, socket_timeout, keys, self._link, acks, self._dead, max_deliveries
-        )
-        self._accounting = Accounting(job_id, capacity, keys, self._link, self._slots)
+        self._producer = Producer(capacity, self.transport, self._link, self._slots)
+        self._dead = DeadLetters(self._link, dead_letter_limit)
+        self._consumer = Consumer(self.visibility_timeout, socket_timeout, self._link, self._dead, max_deliveries)
+        self._accounting = Accounting(capacity, self._link, self._slots)
         self._link.call(self._link.client.ping, "connect")
 
     @classmethod
@@ -478,6 +444,28 @@ class SubgraphPool:
     def groups(self) -> list[str]:
         """The registered consumer groups of the job, sorted; empty while it has only its default group."""
         return self._accounting.groups()
+
+    def group_stats(self) -> dict[str, PoolStats]:
+        """:meth:`stats` of every registered group (a sweep's trials), by name; of the default group
+        (:data:`~saintpipe.services.pool.keys.GROUP`) alone while none is registered. A group removed between
+        the listing and its read is left out (its trial ended)."""
+        groups = self.groups()
+        if not groups:
+            return {GROUP: self.stats(GROUP)}
+        out = {}
+        for group in groups:
+            try:
+                out[group] = self.stats(group)
+            except InvalidArgument:
+                continue
+        return out
+
+    def consumers(self) -> dict[str, list[GroupConsumer]]:
+        """Every consumer group the job's stream has (the default one too, once anything consumed or put),
+        each with its consumers and how long ago each last got an entry: who still reads the job (a
+        sweep run against a running stack looks here before it takes an unread group's place). Empty before
+        the stream exists."""
+        return self._accounting.consumers()
 
     def dead_letters(self, count: int = 100) -> list[DeadLetter]:
         """The newest ``count`` records of the job's dead-letter stream, oldest first.

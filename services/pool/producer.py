@@ -11,11 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import redis
 from saintpipe.services.pool import shared_memory
-from saintpipe.services.pool.acks import AckQueue
 from saintpipe.services.pool.codec import encode_subgraph_into, encode_subgraph_parts
 from saintpipe.services.pool.codec.compact import encode_nodes
 from saintpipe.services.pool.connection import translate_error
-from saintpipe.services.pool.keys import JobKeys
 from saintpipe.services.pool.link import RedisLink, scripts_known
 from saintpipe.services.pool.resp import PendingExchange, pack, raise_first_error
 from saintpipe.services.pool.scripts import SCRIPTS
@@ -54,33 +52,21 @@ class Producer:
     """Puts of one pool object; ``SubgraphPool`` documents each public method.
 
     Args:
-        job_id: the job.
         capacity: most unacknowledged entries held.
         transport: ``"redis"`` or ``"shared_memory"`` (resolved).
-        keys: the job's keys.
-        link: the pool object's round trips.
-        acks: acknowledgements that travel with the next put.
+        link: the pool object's round trips (its job, keys and queued acknowledgements too).
         slots: the shared-memory slots (used with that transport).
     """
 
-    def __init__(
-        self,
-        job_id: str,
-        capacity: int,
-        transport: str,
-        keys: JobKeys,
-        link: RedisLink,
-        acks: AckQueue,
-        slots: ProducerSlots,
-    ) -> None:
-        self.job_id = job_id
+    def __init__(self, capacity: int, transport: str, link: RedisLink, slots: ProducerSlots) -> None:
+        self.job_id = link.job_id
         self.capacity = capacity
         self.transport = transport
-        self._keys = keys
+        self._keys = keys = link.keys
         self._link = link
         self._conns = link.conns
         self._entry_keys = keys.entry
-        self._acks = acks
+        self._acks = link.acks
         self._slots = slots
         self._pending: PreparedPut | None = None  # a put_nowait() to settle()
         self._put_args = [keys.group, capacity, _UPLOAD_TTL_MS]

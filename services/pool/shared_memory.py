@@ -1,34 +1,21 @@
 """The pool's same-host transport: subgraph bytes in ``/dev/shm``, a short reference in Redis.
 
-With ``transport="shared_memory"`` a producer writes each encoded subgraph
-into a *slot*, a file under ``/dev/shm`` that it owns and reuses, and puts a
-reference to it into the pool where the bytes would go. Everything else (the
-stream, the consumer group, capacity, acknowledgements, redelivery) is the
-same Redis logic; only the megabytes no longer cross a socket twice. The
-producer's cost of a put drops to one pass that hashes, checks and copies
-the arrays into a page-cache-resident slot (no socket send, no page faults),
-and Redis handles ~100-byte values.
+With ``transport="shared_memory"`` a producer writes each encoded subgraph into a *slot*, a file under
+``/dev/shm`` that it owns and reuses, and puts a ~100-byte reference to it where the bytes would go;
+everything else is the same Redis logic, only the megabytes no longer cross a socket twice. A slot is
+reused once the entry that names it has left the stream (the producer asks Redis about its oldest
+outstanding entries along with its puts). A consumer copies the slot's bytes out before decoding, so a
+later reuse never changes a subgraph a trainer holds; the message's checksum catches a slot rewritten
+while a late consumer was still reading it.
 
-A slot is reused once the entry that names it has left the stream
-(acknowledged, deleted, or lost in a Redis restart): the producer asks Redis
-about its oldest outstanding entries along with its puts. A consumer copies
-the slot's bytes out before decoding (``os.preadv``), so a slot reused later
-never changes a subgraph a trainer holds; the message's checksum catches a
-slot rewritten while a late consumer was still reading it.
+A reference only works where producer and consumer see the same ``/dev/shm``. Each such ``/dev/shm``
+carries a random identity (:func:`namespace_id`) that references name, so a consumer elsewhere gets a
+:class:`ConfigError` (and leaves the entry for a consumer that can read it) instead of losing data.
 
-A reference only works where producer and consumer see the same
-``/dev/shm``: one host, or containers sharing an IPC namespace. Each such
-``/dev/shm`` carries a random identity (:func:`namespace_id`) that
-references name, so a consumer elsewhere gets a :class:`ConfigError` (and
-leaves the entry for a consumer that can read it) instead of losing data.
-
-Slot names: ``saintpipe-pool-<server>-<job>+<owner>-<writer>-<n>``, where
-``server`` hashes the Redis address, so :func:`sweep` (called by
-``delete_job``) removes exactly one job's slots on one server; ``owner`` is the
-PID namespace, pid and start time of the producer process that wrote it
-(:mod:`saintpipe.core.shm_owners`), so the slots of a producer killed with
-SIGKILL can be told apart and removed by the next one (:func:`remove_leftovers`)
-or by ``saintpipe doctor --clean``; ``writer`` tells apart two writers of one process.
+Slot names: ``saintpipe-pool-<server>-<job>+<owner>-<writer>-<n>``: ``server`` hashes the Redis address,
+so :func:`sweep` (``delete_job``) removes exactly one job's slots on one server; ``owner`` names the
+producer process (:mod:`saintpipe.core.shm_owners`), so a killed producer's slots can be removed
+(:func:`remove_leftovers`, ``saintpipe doctor --clean``; docs/explanation/shared-memory.md).
 """
 
 from __future__ import annotations

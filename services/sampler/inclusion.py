@@ -1,46 +1,23 @@
 """Inclusion probabilities of the samplers in closed form: GraphSAINT's ``p_v`` and ``alpha(u, v)`` without counting.
 
-GraphSAINT's normalization (``alpha(u, v) = p(u, v) / p(v)``, ``lambda_v =
-|V| p_v``) needs, for one subgraph, ``p_v = P(v in S)`` and ``p_uv = P(u and v
-in S)``. Every sampler here builds ``S`` from ``D`` independent draws (nodes,
-edges, walks, walkers). With the per-draw probabilities ``a = P(u in draw)``,
-``b = P(v in draw)`` and ``ab = P(u and v in the same draw)``:
+Every sampler builds a subgraph ``S`` from ``D`` independent draws (nodes, edges, walks, walkers). With
+the per-draw probabilities ``a = P(u in draw)``, ``b = P(v in draw)`` and ``ab = P(u and v in the same
+draw)``, inclusion-exclusion gives
 
     p_v  = 1 - (1 - b)^D
     p_uv = 1 - (1 - a)^D - (1 - b)^D + (1 - a - b + ab)^D
 
-(inclusion-exclusion over "u missed by every draw", "v missed by every
-draw"). :func:`pair_probability` evaluates it in a form that does not cancel
-for small probabilities (see there); the samplers differ only in ``a``, ``b``,
-``ab`` and ``D``:
+:func:`pair_probability` evaluates it in a form that does not cancel for small probabilities; the
+samplers differ only in ``a``, ``b``, ``ab`` and ``D``, exactly for node and edge, as a prior for random
+walk (:func:`walk_visits`) and frontier (:func:`_frontier_per_draw`) (docs/explanation/trainer.md,
+"Closed forms", has each). ``alpha`` is stored at the CSR position of entry (row v, column u), as the
+samplers read it, clamped into ``[ALPHA_FLOOR, 1]``; self loops and rows of nodes that can never be drawn
+get 1. Clipping (``clip_multiple``) is left out of every formula, which overstates ``p_v`` and ``alpha``
+by a relative ``(multiple - 1) / (2 |S|)`` (0.1 % for 16 and 8000-node subgraphs); ``clip_multiple=None``
+makes the node and edge formulas exact.
 
-* node (exact): ``q_v = (1 - beta) deg(v) / sum(deg) + beta / N`` with beta
-  the ``uniform_mix`` (uniform on an edgeless graph; ``kernels.node``),
-  ``ab = 0`` (one draw is one node), ``D = node_budget``.
-* edge (exact): one draw is the CSR position ``k`` with probability
-  ``q_k = w_k / sum(w)``, ``w_k = 1/deg(row) + 1/deg(col)``, and brings in its
-  row and its column: ``Q_v`` sums ``q_k`` over positions with row v or column
-  v (a self loop once), ``Q_uv = q_(v,u) + q_(u,v) = 2 q_k`` on the symmetric
-  graphs the samplers need, ``D = edge_budget``.
-* random walk (a prior): see :func:`walk_visits`; ``D = roots``.
-* frontier (a prior): see :func:`_frontier_per_draw`; ``D = m``.
-
-``alpha`` is stored at the CSR position of entry (row v, column u), as the
-samplers read it; it is clamped into ``[ALPHA_FLOOR, 1]``, self loops get 1,
-and a row whose node can never be drawn gets 1 (never read, but finite).
-
-Clipping (``clip_multiple``) is left out of every formula: it drops
-``|S| mod multiple`` random nodes, on average about ``(multiple - 1) / 2``, so
-every node stays with probability about ``1 - (multiple - 1) / (2 |S|)`` and
-every pair about the square of that. The formulas therefore overstate ``p_v``
-and ``alpha`` by a relative ``(multiple - 1) / (2 |S|)``, i.e. roughly
-``multiple / 2 / budget``: 0.1 % for the default multiple 16 and 8000-node
-subgraphs, and both the loss and each aggregation row come out low by about
-as much. Pass ``clip_multiple=None`` to make the node and edge formulas exact.
-
-Pure functions over the CSR; the row kernel is ``nogil`` and runs on row
-ranges in threads, and no float64 array of the graph's edge count is made
-(the edge sampler's ``q_k`` is recomputed from the degrees where needed).
+Pure functions over the CSR; the row kernel is ``nogil`` and runs on row ranges in threads, and no
+float64 array of the graph's edge count is made.
 """
 
 from __future__ import annotations
@@ -170,7 +147,8 @@ def _alpha_rows(indptr, indices, table, pair_node, pair_const, pair_inv_deg, dra
 
 @njit(cache=True, nogil=True)
 def _edge_per_draw(indptr, indices):
-    """Per draw of the edge sampler: ``(Q float64 [N], sum(w))`` (module docstring; ``Q`` not yet divided)."""
+    """Per draw of the edge sampler: ``(Q float64 [N], sum(w))``, ``Q_v`` the sum of ``w_k = 1/deg(row) +
+    1/deg(col)`` over positions with row v or column v, a self loop once (not yet divided by ``sum(w)``)."""
     num_nodes = indptr.size - 1
     q = np.zeros(num_nodes, dtype=np.float64)
     total = 0.0

@@ -1,38 +1,24 @@
 """GraphSAINT normalization: aggregator coefficients alpha and loss coefficients.
 
-Four estimators (:data:`NORMALIZATION_METHODS`, :func:`build_normalization`;
-docs/explanation/trainer.md, "Normalization"):
+Four estimators (:data:`NORMALIZATION_METHODS`, :func:`build_normalization`; docs/explanation/trainer.md,
+"Normalization"): ``exact`` (the node and edge samplers' closed forms,
+:mod:`saintpipe.services.sampler.inclusion`; nothing is drawn), ``prior`` (the same closed forms, an
+approximation for random walk and frontier), ``smoothed`` (counts of pre-sampled subgraphs shrunk toward
+the prior, :func:`smoothed_coefficients`) and ``reference``, GraphSAINT's own estimate:
 
-* ``exact``: the node and edge samplers' inclusion probabilities in closed
-  form (:mod:`saintpipe.services.sampler.inclusion`); nothing is drawn.
-* ``prior``: the same closed forms, for the random walk and frontier samplers
-  an approximation (any sampler).
-* ``smoothed``: counts of pre-sampled subgraphs shrunk toward the prior
-  (:func:`smoothed_coefficients`, Beta-posterior means): no floors, no
-  outliers, the prior itself with no counts, the counts' estimate as they grow.
-* ``reference``: GraphSAINT's own estimate, below.
+Before training, ``num_subgraphs`` subgraphs are drawn with the job's sampler configuration (in
+parallel, one pinned process per core) and every node and edge (full-graph CSR position) counts how many
+contain it, ``C(v)`` and ``C(u, v)``. As in GraphSAINT's reference implementation:
 
-The reference: before training, ``num_subgraphs`` subgraphs are drawn with the job's sampler
-configuration (in parallel, one pinned process per core) and every node and
-every edge (full-graph CSR position) counts how many of them contain it:
-``C(v)`` and ``C(u, v)``. Then, as in GraphSAINT's reference implementation:
+* aggregator: ``alpha(u, v) = C(u, v) / C(v)`` at the CSR position of entry (row v, column u); the
+  subgraph weight of that entry is ``1 / (deg(v) * alpha)``. ``1/alpha`` is clipped to at most 1e4
+  (alpha >= 1e-4, which covers edges never sampled) and set to 0.1 where ``C(v) = 0`` (alpha = 10).
+* loss: ``lambda(v) = num_subgraphs / (C(v) * |V_train|)`` for training nodes (``C(v) = 0`` counted as
+  0.1), 0 for the others, so that ``sum_v lambda(v) * L(v)`` estimates the mean training loss.
 
-* aggregator: ``alpha(u, v) = C(u, v) / C(v)`` at the CSR position of entry
-  (row v, column u), the probability that the edge is sampled given that
-  ``v`` is. The subgraph weight of that entry is ``1 / (deg(v) * alpha)``
-  (the full graph's mean aggregator, made unbiased). GraphSAINT clips
-  ``1/alpha`` to at most 1e4 (so alpha >= 1e-4, which covers edges never
-  sampled) and sets it to 0.1 where ``C(v) = 0`` (alpha = 10).
-* loss: ``lambda(v) = num_subgraphs / (C(v) * |V_train|)`` for training nodes
-  (``C(v) = 0`` counted as 0.1), 0 for the others. The subgraph loss
-  ``sum_v lambda(v) * L(v)`` then estimates the mean training loss.
-
-Pure estimation: arrays in, :class:`~saintpipe.services.sampler.coefficients.Normalization`
-out. Storing it with a dataset (``DATASET_DIR/norm/<config_key>/``, reused by
-the next job with the same settings) is
-:mod:`saintpipe.services.dataset.normalization`; the sampler service spreads
-the pre-sampling over its workers with :func:`count_presamples`
-(:mod:`saintpipe.services.sampler_service.normalization`).
+Pure estimation: arrays in, :class:`~saintpipe.services.sampler.coefficients.Normalization` out. Storing
+it with a dataset is :mod:`saintpipe.services.dataset.normalization`; the sampler service spreads the
+pre-sampling over its workers (:mod:`saintpipe.services.sampler_service.normalization`).
 """
 
 from __future__ import annotations

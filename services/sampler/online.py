@@ -1,38 +1,22 @@
 """Online normalization: training starts on the prior, and the counts of the subgraphs it uses refine it.
 
-GraphSAINT estimates ``alpha(u, v) = p(u, v) / p(v)`` and ``p(v)`` from how
-often pre-sampled subgraphs contain each node and edge, which blocks training
-until thousands of subgraphs were drawn. Online, nothing is drawn ahead: a
-sampler starts with the prior coefficients (closed forms or their
-approximations, :mod:`saintpipe.services.sampler.inclusion`) and counts every
-subgraph it then produces for training, ``C(v)`` and ``C(u, v)``. From time
-to time the coefficients are recomputed in place from the counts with the
-smoothed estimator (:func:`~saintpipe.services.sampler.normalization.smoothed_coefficients`:
-posterior means that start at the prior and tend to the counts' estimate), so
-the next subgraphs carry weights that converge as the counts do.
+GraphSAINT's pre-sampling blocks training until thousands of subgraphs were drawn. Online, nothing is
+drawn ahead: a sampler starts with the prior coefficients (:mod:`saintpipe.services.sampler.inclusion`)
+and counts every subgraph it then produces for training, ``C(v)`` and ``C(u, v)``; from time to time the
+coefficients are recomputed in place with the smoothed estimator
+(:func:`~saintpipe.services.sampler.normalization.smoothed_coefficients`), so later subgraphs carry
+weights that converge as the counts do. The sampler service shares one such state among the workers of a
+host (:mod:`saintpipe.services.sampler.online_shared`); the private state below is for a sampler on its
+own, or a worker that cannot see the shared file.
 
-The sampler service shares one such state among the workers of a host
-(:mod:`saintpipe.services.sampler.online_shared`): one copy of the per-edge
-arrays, every worker's subgraphs counted, the supervisor refreshing. The
-private state below is what a sampler on its own, or a worker that cannot
-see the shared file, uses.
+Why counting the training subgraphs is sound: they are independent draws of the same law as pre-sampled
+ones, each subgraph's weights are computed before it is counted (it never weighs itself), and every
+produced subgraph goes to a trainer.
 
-Why counting the training subgraphs themselves is sound: they are independent
-draws of the same law as pre-sampled ones (one subgraph's law does not depend
-on kappa or on the worker), and a subgraph's weights are computed before it
-is counted, so a subgraph never weighs itself. Every produced subgraph goes to
-a trainer (the pool's accounting: produced = trained + waiting + pending +
-dead-lettered), so the counts are those of the subgraphs the trainers use.
-
-Recomputing costs one pass over the nodes and edges, so it happens after 1,
-2, 4, ... subgraphs and then every ``max_interval`` subgraphs: O(log) passes
-while the counts move fast, a bounded share of the sampling time after that.
-Counting itself costs a random increment per node and edge of the subgraph
-(about a fifth of a random-walk subgraph's sampling time on the demo), so it
-stops once ``max_subgraphs`` were counted, the number the blocking pre-pass
-would have drawn: the coefficients are final from then on and sampling runs
-at full speed. A private sampler keeps its own counts and coefficients; with
-``W`` such workers each estimate uses ``1/W`` of the subgraphs.
+Recomputing costs a pass over the nodes and edges, so it happens after 1, 2, 4, ... subgraphs and then
+every ``max_interval``; counting costs a random increment per node and edge, so it stops once
+``max_subgraphs`` (what the blocking pre-pass would have drawn) were counted, and sampling then runs at
+full speed.
 """
 
 from __future__ import annotations

@@ -1,36 +1,25 @@
 """Online normalization shared by the sampler workers of one host: one copy of the coefficients and counts.
 
-With private state (:class:`~saintpipe.services.sampler.online.OnlineNormalization`)
-every worker holds its own per-edge coefficients and per-edge counts, 8 bytes
-per edge: 2.15 GB per worker at Kronecker scale 24, more than the graph's CSR.
-Here one file under ``/dev/shm`` holds them for every worker on the host:
+With private state (:class:`~saintpipe.services.sampler.online.OnlineNormalization`) every worker holds
+its own per-edge coefficients and counts, 8 bytes per edge: more than the graph's CSR. Here one file under
+``/dev/shm`` holds them for every worker on the host:
 
-* the sampler service's supervisor creates it (:meth:`SharedOnlineState.create`)
-  from the prior, names it in the :class:`~saintpipe.services.sampler.coefficients.Normalization`
-  it hands the workers, refreshes the coefficients from the counts in a
-  thread of its own (:class:`OnlineRefresher`, the same estimator and
-  schedule as a private sampler's, on the summed counts), and unlinks the
-  file when it stops;
-* each worker maps it (:meth:`SharedOnlineState.attach`), reads the
-  coefficients for every subgraph and adds each subgraph's counts under an
-  exclusive ``flock`` (:class:`SharedOnlineCounts`, a few microseconds
-  against milliseconds of sampling). A worker that cannot see the file (on
-  another host, in another container) keeps private state instead.
+* the sampler service's supervisor creates it (:meth:`SharedOnlineState.create`) from the prior, names it
+  in the :class:`~saintpipe.services.sampler.coefficients.Normalization` it hands the workers, refreshes
+  the coefficients from the summed counts (:class:`OnlineRefresher`, a private sampler's estimator and
+  schedule), and unlinks the file when it stops;
+* each worker maps it (:meth:`SharedOnlineState.attach`), reads the coefficients for every subgraph and
+  adds each subgraph's counts under an exclusive ``flock`` (:class:`SharedOnlineCounts`). A worker that
+  cannot see the file keeps private state instead.
 
-Why this is sound: counts add, so the summed counts of W workers are the
-counts of one sampler that produced all their subgraphs, each estimate then
-using every subgraph instead of 1/W of them. The refresher reads counts that
-workers may be adding to meanwhile; counts only grow and each int32 is read
-whole, so a refresh sees a state between two subgraphs' worth of counts,
-which the next refresh corrects. Coefficients are rewritten in place, each
-element once with its final value, so a subgraph being weighted during a
-refresh may mix the old and the new estimate of different entries, both
-estimates of the same law.
+Why this is sound: counts add, so W workers' summed counts are those of one sampler that produced all
+their subgraphs. A refresh may read counts being added to (each int32 whole, counts only grow): it sees
+a state between two subgraphs, which the next refresh corrects. Coefficients are rewritten in place, each
+element once with its final value, so a subgraph weighted during a refresh may mix two estimates of the
+same law.
 
-A file's name states its creator (PID namespace, pid, start time, see
-:mod:`saintpipe.core.shm_owners`): the file of a supervisor killed with
-SIGKILL is removed by the next service that starts and by ``saintpipe doctor
---clean``.
+A file's name states its creator (:mod:`saintpipe.core.shm_owners`): the file of a supervisor killed with
+SIGKILL is removed by the next service that starts and by ``saintpipe doctor --clean``.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class Sampler:
     slowly with ``t`` (``kernels/dependent.py``), so nearby steps share most
     nodes while each subgraph has the law of an independent draw. A call
     without a step, or with ``kappa == 1``, is an independent draw from
-    ``seed`` alone (the pre-sampling's, and today's subgraphs bit for bit).
+    ``seed`` alone.
 
     A sampler on a graph of its own ids (the training graph) is given
     ``node_map``, the global id of each of its nodes (ascending): ``sample``,
@@ -395,11 +395,8 @@ class FrontierSampler(Sampler):
 def dashboard_capacity(indptr: np.ndarray, m: int, eta: float) -> int:
     """Dashboard length ``ceil(eta * m * d)`` with ``d = |E| / |V|`` (Algorithm 3 line 1), at least m + 1.
 
-    ``d`` approximates the frontier's mean degree. That holds on skewed graphs
-    too: pops are proportional to degree, so hubs leave the frontier quickly
-    and its mean degree stays near the graph's (on a Kronecker graph of scale
-    18 whose degree-weighted mean degree is 14 times the mean, no node ever
-    needed clamping).
+    ``d`` approximates the frontier's mean degree, on skewed graphs too: pops are
+    proportional to degree, so hubs leave the frontier quickly.
     """
     num_nodes = indptr.size - 1
     d = float(indptr[-1]) / num_nodes

@@ -1,23 +1,15 @@
 """The smoothed normalization estimator: pre-sampled or online counts shrunk toward a prior.
 
-GraphSAINT estimates ``p_v`` and ``alpha(u, v)`` by the counts' ratios and
-patches what was never seen with floors (alpha = 1e-4, a count of 0.1), which
-makes rare edge weights of ``1e4 / deg`` and loss weights of ten times the
-usual: the loss spikes of issue 21. Here each probability is the posterior
-mean under a Beta prior centred on the closed-form or approximate inclusion
-probability (:mod:`saintpipe.services.sampler.inclusion`) and worth ``m``
-(``strength``) pseudo-subgraphs:
+GraphSAINT estimates ``p_v`` and ``alpha(u, v)`` by the counts' ratios and patches what was never seen
+with floors (alpha = 1e-4, a count of 0.1), which makes rare edge weights of ``1e4 / deg`` and loss
+weights of ten times the usual: loss spikes. Here each probability is the posterior mean under a Beta
+prior centred on the closed-form or approximate inclusion probability
+(:mod:`saintpipe.services.sampler.inclusion`): consistent, never an outlier, and the prior exactly with
+no count (:func:`smoothed_coefficients` gives the formulas).
 
-* consistent: the counts' share of the estimate is ``C / (C + m)`` -> 1, so
-  it tends to GraphSAINT's ratios, with a bias ``O(m / C(v))``;
-* never an outlier: an unseen edge keeps ``alpha >= m alpha0 / (C(v) + m)``,
-  an unseen node ``p >= m p0 / (num_subgraphs + m)``, so every coefficient is
-  within the prior's reach and only moves as far as the counts justify;
-* with no count it is the prior exactly (the online mode's first subgraphs).
-
-Kept apart from :mod:`saintpipe.services.sampler.normalization` (which
-re-exports it), because that module builds samplers and the samplers' online
-mode calls this estimator: this module depends on no sampler.
+Kept apart from :mod:`saintpipe.services.sampler.normalization` (which re-exports it), because that
+module builds samplers and the samplers' online mode calls this estimator: this module depends on no
+sampler.
 """
 
 from __future__ import annotations

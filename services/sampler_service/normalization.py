@@ -1,34 +1,21 @@
 """GraphSAINT's normalization for the sampler service: computed, estimated by the workers, or stored.
 
-How the coefficients are made depends on the estimator (``[samplers]
-normalization``, docs/explanation/trainer.md):
+By estimator (``[samplers] normalization``, docs/explanation/trainer.md):
 
-* ``exact`` (node and edge samplers): closed-form inclusion probabilities, a
-  pass over the graph in the supervisor; nothing is drawn.
-* ``online``: the prior (closed forms or their approximations), refined from
-  the subgraphs the workers produce. The workers of this host count into one
-  shared state that the supervisor refreshes (:func:`share_online`,
-  :mod:`saintpipe.services.sampler.online_shared`); a worker that cannot see
-  it refines its own copy (:mod:`saintpipe.services.sampler.online`).
-  Training starts at once.
-* ``smoothed`` and ``reference``: counts of pre-sampled subgraphs, ``C(v)`` and
-  ``C(u, v)``. Each worker draws a contiguous share of them and returns its
-  counts; the supervisor sums them and turns them into coefficients, shrunk
-  toward the prior (smoothed) or with GraphSAINT's floors (reference).
-  Subgraph ``i`` uses the same seed as the kernels' serial estimate
-  (:func:`~saintpipe.services.sampler.normalization.count_presamples`), so the
-  coefficients are the same whatever the number of workers.
+* ``exact`` (node and edge samplers): closed-form inclusion probabilities, one pass over the graph in the
+  supervisor.
+* ``online``: the prior, refined from the subgraphs the workers produce, in one state per host that the
+  supervisor refreshes (:func:`share_online`, :mod:`saintpipe.services.sampler.online_shared`; a worker
+  that cannot see it refines its own copy). Training starts at once.
+* ``smoothed`` and ``reference``: counts of pre-sampled subgraphs. Each worker draws a contiguous share
+  and returns its counts, which the supervisor sums. Subgraph ``i`` uses the seed of the kernels' serial
+  estimate (:func:`~saintpipe.services.sampler.normalization.count_presamples`), so the coefficients do
+  not depend on the number of workers.
 
-What takes time to make (exact, smoothed, reference) is stored once per
-dataset, sampler configuration and estimator in the dataset's format
-(:mod:`saintpipe.services.dataset.normalization`: ``DATASET/norm/<key>/``),
-where trainers that induce node sets read it, and a later job with the same
-settings reuses it. Online coefficients change while the job runs and are not
-stored.
-
-On the training graph (``[samplers] graph = "train"``) everything here runs on
-that graph's own ids and CSR positions, and is stored apart from the full
-graph's (:func:`~saintpipe.services.dataset.normalization.store_key`).
+What takes time to make (exact, smoothed, reference) is stored with the dataset
+(:mod:`saintpipe.services.dataset.normalization`), where trainers that induce node sets read it and a
+later job with the same settings reuses it; on the training graph, apart from the full graph's
+(:func:`~saintpipe.services.dataset.normalization.store_key`). Online coefficients are not stored.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Drawing is CPU work on the worker's core; a push is partly CPU work (encoding,
 or one pass into a shared-memory slot) and partly waiting for Redis. The
-waiting is overlapped with the next draw in one of two ways:
+waiting is overlapped with the next draw:
 
 * shared memory (``pool.transport == "shared_memory"``): the push is split.
   ``pool.put_nowait`` writes the slot and sends the ~100-byte put on the
@@ -16,10 +16,9 @@ waiting is overlapped with the next draw in one of two ways:
 * node sets (pool wire ``nodes``, given an ``induction``): the worker draws
   only the node set (no induction, no weights: the trainer does those,
   :mod:`saintpipe.minibatch.expand`) and puts a message of a few KB, pipelined
-  on the drawing thread as with shared memory: encoding it takes ~20 us and
-  its send is one small write, not worth a hand-off to another thread.
+  on the drawing thread as with shared memory (too little work for a hand-off).
 
-Either way, when the pool is full the push waits and drawing stops too:
+In every case, when the pool is full the push waits and drawing stops too:
 nothing is ever dropped to make room.
 
 Sequence numbers are reserved before drawing (:mod:`sequence`), so a crash or

@@ -483,7 +483,12 @@ class SamplerService:
                 return
             self._pool_stats = dataclasses.asdict(stats)
             if self._metrics is not None:
-                self._metrics.pool.update(self.config.job, stats)
+                try:  # per consumer group: a sweep's trials each have one (the default group alone otherwise)
+                    by_group = self._pool.group_stats()
+                except SaintpipeError as exc:
+                    log.warning("sampler supervisor: cannot read the pool's groups: %s", exc)
+                    return
+                self._metrics.pool.update_groups(self.config.job, by_group)
 
     def _place(self, slots: list[WorkerSlot]) -> None:
         """Learn where new incarnations run; log the whole placement when it changed.

@@ -36,6 +36,12 @@ def documented_metrics() -> dict[str, str]:
     return {name: kind.split()[0] for name, kind in rows}
 
 
+def documented_labels() -> dict[str, list[str]]:
+    """{name: its labels} from the tables of the metric list."""
+    rows = re.findall(r"^\| `(saintpipe_[a-z0-9_]+)` \| [^|]+? \| ([^|]*?) \|", metric_list_page(), flags=re.MULTILINE)
+    return {name: re.findall(r"`([a-z_]+)`", labels) for name, labels in rows}
+
+
 def metric_use_problems(where: str, expr: str, documented: dict[str, str]) -> list[str]:
     """What is wrong with how ``expr`` reads saintpipe metrics (empty: nothing)."""
     problems = []
@@ -48,7 +54,8 @@ def metric_use_problems(where: str, expr: str, documented: dict[str, str]) -> li
             problems.append(f"{where}: {name} is not on the metric list ({METRIC_LIST})")
         elif documented[name] == "histogram":
             problems.append(f"{where}: query {name}_bucket/_sum/_count, not {name}")
-        # Counters, and a histogram's series (counters too), only make sense as rates.
-        if (documented.get(base) == "counter" or base != name) and not re.search(rf"(rate|increase)\({name}\[", expr):
+        # Counters, and a histogram's series (counters too), only make sense as rates (of the series a label
+        # selector picks, if any).
+        if (documented.get(base) == "counter" or base != name) and not re.search(rf"(rate|increase)\({name}(\{{[^}}]*\}})?\[", expr):
             problems.append(f"{where}: {name} only grows: read it with rate()/increase()")
     return problems

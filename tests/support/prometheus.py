@@ -74,25 +74,46 @@ def prometheus_binary() -> str:
     return prometheus_tool("prometheus")
 
 
-def dashboard_queries() -> list[tuple[str, str]]:
-    """(dashboard / panel [refId], PromQL) of every target of every panel."""
+def with_variables(expr: str, dashboard: dict, picked: Mapping[str, str] | None = None) -> str:
+    """``expr`` as Grafana sends it: each template variable (``$trial``) replaced by its ``picked`` value, else
+    its default ("All": the variable's ``allValue``); the datasource variable is no part of a query."""
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable["type"] == "datasource":
+            continue
+        value = (picked or {}).get(variable["name"])
+        if value is None:
+            current = variable.get("current") or {}
+            value = variable.get("allValue") if current.get("value") == "$__all" else current.get("value")
+        expr = expr.replace(f"${variable['name']}", str(value))
+    return expr
+
+
+def dashboard_queries(picked: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(dashboard / panel [refId], PromQL) of every target of every panel, its variables at their defaults (or
+    ``picked``)."""
     out = []
     for path in DASHBOARDS:
-        for panel in json.loads(path.read_text())["panels"]:
+        dashboard = json.loads(path.read_text())
+        for panel in dashboard["panels"]:
             for target in panel.get("targets", []):
-                out.append((f"{path.name} / {panel['title']} [{target['refId']}]", target["expr"]))
+                out.append((f"{path.name} / {panel['title']} [{target['refId']}]",
+                            with_variables(target["expr"], dashboard, picked)))
     return out
 
 
 class Prometheus:
-    """A Prometheus process scraping ``targets`` (host:port of /metrics endpoints) every second."""
+    """A Prometheus process scraping ``targets`` (host:port of /metrics endpoints) every second, or the targets
+    the files matching ``file_sd`` list (file-based discovery, as a sweep's ``prometheus/*.json``), with
+    ``honor_labels: true`` there as in the deployments' scrape configurations."""
 
-    def __init__(self, targets: list[str], workdir: Path, port: int) -> None:
+    def __init__(self, targets: list[str], workdir: Path, port: int, file_sd: str | None = None) -> None:
         config = workdir / "prometheus.yml"
         listed = ", ".join(f"'{t}'" for t in targets)
+        discovery = (f"    honor_labels: true\n    file_sd_configs:\n      - files: ['{file_sd}']\n"
+                     "        refresh_interval: 1s\n" if file_sd is not None else
+                     f"    static_configs:\n      - targets: [{listed}]\n")
         config.write_text("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                          f"scrape_configs:\n  - job_name: saintpipe\n    static_configs:\n"
-                          f"      - targets: [{listed}]\n")
+                          f"scrape_configs:\n  - job_name: saintpipe\n{discovery}")
         self.log_path = workdir / "prometheus.log"
         self._log = self.log_path.open("w")
         self.url = f"http://127.0.0.1:{port}"

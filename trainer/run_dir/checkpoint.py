@@ -1,14 +1,12 @@
 """Checkpoints of a trainer: model, optimizer, step, early-stopping state and loop progress.
 
-Written with ``torch.save`` to a temporary file in the checkpoint directory and
-renamed into place (``os.replace``), so a crash mid-write never leaves a torn
-file; ``latest.pt`` is always the newest complete checkpoint and ``keep``
-older ones stay beside it as ``step-<N>.pt``.
+Written with ``torch.save`` to a temporary file in the checkpoint directory and renamed into place
+(``os.replace``), so a crash mid-write never leaves a torn file; ``latest.pt`` is always the newest complete
+checkpoint and ``keep`` older ones stay beside it as ``step-<N>.pt``.
 
-A checkpoint holds only tensors and plain data (dicts, lists, numbers,
-strings), and is loaded with ``weights_only=True``: a file that asks the
-unpickler for anything else (a crafted ``latest.pt`` that would run code on
-load) is refused, never executed.
+A checkpoint holds only tensors and plain data (dicts, lists, numbers, strings), and is loaded with
+``weights_only=True``: a file that asks the unpickler for anything else (a crafted ``latest.pt`` that would
+run code on load) is refused, never executed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """A trained model on disk: its weights and everything needed to build it again (``best.pt``, ``final.pt``).
 
-A model file is a ``torch.save`` of plain data and tensors only, so it loads
-with ``weights_only=True`` (a file that asks the unpickler for more is refused,
-as checkpoints are)::
+A model file is a ``torch.save`` of plain data and tensors only, so it loads with ``weights_only=True`` (a
+file that asks the unpickler for more is refused, as checkpoints are)::
 
     {"format": "saintpipe-model", "version": 1,
      "state_dict": {...},                        # the GNN's tensors
@@ -10,9 +9,8 @@ as checkpoints are)::
      "dataset": {"name", "num_nodes", "num_edges", "feature_dim", "num_classes", "multilabel", "path"},
      "meta": {"which": "best", "step": 120, "epoch": 4.0, "val_score": 0.83, "test_score": 0.82, ...}}
 
-Unlike a checkpoint (optimizer, early-stopping state, records: what resuming
-needs), it holds only the model, and it is what ``saintpipe predict`` and
-``saintpipe embed`` read.
+Unlike a checkpoint (optimizer, early-stopping state, records: what resuming needs), it holds only the model,
+and it is what ``saintpipe predict`` and ``saintpipe embed`` read.
 """
 
 from __future__ import annotations

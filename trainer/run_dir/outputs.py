@@ -6,16 +6,14 @@ as training goes, so an interrupted run keeps its history::
     {"event": "validation", "epoch": 3.0, "step": 42, "train_loss": 0.71, "val_score": 0.83,
      "best_val_score": 0.83, "metric": "accuracy", "elapsed_s": 12.4}
 
-``event`` is ``validation`` (every validation: at epoch ends and every
-``eval_every_steps`` steps), ``epoch`` (an epoch end without a validation,
-``val_score`` null) or ``end`` (once, after the final scoring of the best
-weights, with ``test_score``). ``train_loss`` is the mean training loss of the
-steps since the previous line; ``elapsed_s`` counts training seconds over the
-whole run, resumed parts included. NaN is written as null (strict JSON).
+``event`` is ``validation`` (every validation: at epoch ends and every ``eval_every_steps`` steps), ``epoch``
+(an epoch end without a validation, ``val_score`` null) or ``end`` (once, after the final scoring of the best
+weights, with ``test_score``). ``train_loss`` is the mean training loss of the steps since the previous line;
+``elapsed_s`` counts training seconds over the whole run, resumed parts included. NaN is written as null
+(strict JSON).
 
-When a run resumes from a checkpoint, lines past the checkpoint's step (written
-before the interruption, trained again now) are dropped first, so the file
-stays one history without repeats.
+When a run resumes from a checkpoint, lines past the checkpoint's step (written before the interruption,
+trained again now) are dropped first, so the file stays one history without repeats.
 """
 
 from __future__ import annotations

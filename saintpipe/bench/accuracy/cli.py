@@ -1,13 +1,11 @@
 """``saintpipe bench accuracy``: each GraphSAINT sampler's test accuracy vs the published full-batch GCN.
 
-Cora and CiteSeer (standard public split, shipped in tests/data/); for each
-seed: Kipf and Welling's two-layer GCN trained full-batch with its recipe,
-then the trainer's GCN trained on subgraphs of each sampler (random walk,
-node, edge, frontier), normalized as --normalization says, drawn from the
-graphs --graph names: the full graph (transductive) and/or the graph induced
-by the training nodes (GraphSAINT's inductive protocol). Prints mean ± std of
-the test accuracy at the best validation accuracy and each sampler's
-difference from full-batch in points.
+Cora and CiteSeer (standard public split, shipped in tests/data/); for each seed: Kipf and Welling's two-layer
+GCN trained full-batch with its recipe, then the trainer's GCN trained on subgraphs of each sampler (random
+walk, node, edge, frontier), normalized as --normalization says, drawn from the graphs --graph names: the full
+graph (transductive) and/or the graph induced by the training nodes (GraphSAINT's inductive protocol). Prints
+mean ± std of the test accuracy at the best validation accuracy and each sampler's difference from full-batch
+in points.
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
 """Accuracy experiment: subgraph training with each GraphSAINT sampler vs Kipf and Welling's full-batch GCN.
 
-On the Planetoid citation graphs (Cora, CiteSeer; standard public split) a
-model trained on GraphSAINT subgraphs should score within a few points of the
-published full-batch GCN. The baseline is that GCN with its own recipe
-(:mod:`saintpipe.bench.accuracy.full_batch`: 81.5 on Cora, 70.3 on CiteSeer in the
-paper); the subgraph runs train the same GCN in the trainer's terms (one
-GCN layer of width 16, a graph classifier, no bias, the same dropout and
-weight decay: :data:`DEFAULT_MODEL`) with the trainer's loop, on the random
-walk, node, edge and frontier samplers, each normalized by the estimator of
-:func:`~saintpipe.services.sampler.normalization.build_normalization` that
-``normalization`` names. Every run reads the same row-normalised features
-and picks the test score at its best validation score.
-
-Two protocols (``graphs``): ``full`` draws the subgraphs from the whole
-graph, the split only weighing the loss (transductive, as PyG's loaders do);
-``train`` draws them from the graph induced by the training nodes
-(GraphSAINT's inductive protocol, ``[samplers] graph = "train"``): no
-validation or test node is seen in training, the coefficients are estimated
-on that graph and the self-loops use its degrees, while evaluation runs on the
-full graph as always.
-
-The subgraph runs read their subgraphs the way training does: the Numba
-kernels of ``saintpipe.services.sampler`` draw them on a producer thread, in
-seed order, into a real subgraph pool on a private Redis started for the
-experiment, and the trainer's loop takes them through the pool's client
-(:class:`~saintpipe.bench.accuracy.local_pool.InProcessPool`: put, get, decode,
-ack; same-host shared-memory transport), with features from the in-memory
-graph. One producer and one consumer: a seed gives the same run every time.
+On the Planetoid citation graphs, the same GCN (:data:`DEFAULT_MODEL`) trained by the trainer's loop on the
+random walk, node, edge and frontier samplers' subgraphs, read through a real pool
+(:class:`~saintpipe.bench.accuracy.local_pool.InProcessPool`), against the published full-batch recipe
+(:mod:`saintpipe.bench.accuracy.full_batch`). ``graphs``: ``full`` draws from the whole graph (transductive),
+``train`` from the graph induced by the training nodes (GraphSAINT's inductive protocol). The protocols and
+figures: docs/benchmarks/accuracy.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """The full-batch baseline of ``saintpipe bench accuracy``: Kipf and Welling's two-layer GCN and its recipe.
 
-Z = softmax(Â · ReLU(Â · X · W0) · W1) (GCN paper, eq. 9), trained as in its
-reference code: Glorot-initialised weights without bias, dropout 0.5 on the
-input features and on the hidden layer, Adam with learning rate 0.01, L2
-weight decay 5e-4 on the first layer only, 200 epochs of one full-graph step
-each, row-normalised features. The model kept is the one with the best
-validation accuracy (ties: the lower validation loss); its test accuracy is
-the score. This is the published baseline (81.5 on Cora, 70.3 on CiteSeer),
-so a gap between it and the subgraph runs is sampling's, not a weak baseline's.
+Z = softmax(Â · ReLU(Â · X · W0) · W1) (GCN paper, eq. 9), trained as in its reference code:
+Glorot-initialised weights without bias, dropout 0.5 on the input features and on the hidden layer, Adam with
+learning rate 0.01, L2 weight decay 5e-4 on the first layer only, 200 epochs of one full-graph step each,
+row-normalised features. The model kept is the one with the best validation accuracy (ties: the lower
+validation loss); its test accuracy is the score. This is the published baseline (81.5 on Cora, 70.3 on
+CiteSeer), so a gap between it and the subgraph runs is sampling's, not a weak baseline's.
 
-The trainer's GNN (``saintpipe.trainer.models``) cannot express it: its
-graph layers are followed by a dense classifier, so two GCN layers there are
-three weight matrices; and its Â is the random-walk form (I+D)⁻¹(I+A), where
-Kipf's is the symmetric D̃^-1/2 (A+I) D̃^-1/2. Both forms are here
-(``adjacency``) so the difference can be measured (docs/benchmarks/accuracy.md).
+The trainer's GNN (``saintpipe.trainer.models``) cannot express it: its graph layers are followed by a dense
+classifier, so two GCN layers there are three weight matrices; and its Â is the random-walk form (I+D)⁻¹(I+A),
+where Kipf's is the symmetric D̃^-1/2 (A+I) D̃^-1/2. Both forms are here (``adjacency``) so the difference can
+be measured (docs/benchmarks/accuracy.md).
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
 """A subgraph pool inside one process: subgraphs go through a real pool on their way to the training loop.
 
-For experiments that train in this process (``saintpipe bench accuracy``)
-but must read their subgraphs the way training does: through the pool's
-client, not from the kernels directly. Pieces:
-
-* Redis: a private ``redis-server`` started for the run (or a given URL);
-* a producer thread that draws subgraphs with a kernel sampler, one per seed
-  in seed order, and ``put``\\s them into a :class:`~saintpipe.services.pool.pool.SubgraphPool`
-  (waiting while the pool is full, as a sampler worker does). Its transport
-  is ``auto``: the Redis URL is a loopback one, so the bytes travel in the
-  pool's same-host shared-memory slots and Redis holds references;
-* a :class:`~saintpipe.minibatch.feed.PoolFeed` on a second pool object (the
-  trainer's), which ``get``\\s, decodes and, after each step, ``ack``\\s
-  them, with the features gathered from an in-memory graph.
-
-One producer and one consumer, so the loop sees the subgraphs in seed order:
-the same run as drawing them directly, entry for entry. The visibility timeout
-is long (a single live consumer never has its entries taken over, however long
-an evaluation lasts). On exit the job's keys and shared-memory slots are
-deleted and the private Redis is stopped.
+For experiments that train in this process (``saintpipe bench accuracy``) but must read their subgraphs the
+way training does: a private ``redis-server``, a producer thread that puts one subgraph per seed in seed
+order into a :class:`~saintpipe.services.pool.pool.SubgraphPool` (transport ``auto``: shared memory), and a
+:class:`~saintpipe.minibatch.feed.PoolFeed` that gets, decodes and acknowledges them. One producer and one
+consumer, so the loop sees the subgraphs in seed order: the same run as drawing them directly.
 
 Example::
 

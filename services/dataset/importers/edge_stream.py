@@ -114,7 +114,7 @@ def _read(path: Path, fmt: tabular.TableFormat, scratch: Path, collector: IdColl
     fits (half the bytes to write and read back), else int64; returns the lines read and that dtype.
 
     A writer thread appends the blocks while the reader parses the next ones: writing gigabytes waits on
-    the page cache's write-back, which would otherwise stall parsing (12.5 s against 9.6 s at scale 24).
+    the page cache's write-back, which would otherwise stall parsing.
     """
     lines = 0
     dtype: type[np.signedinteger[Any]] = np.int32

@@ -61,6 +61,14 @@ def _check_unique(keyed: Keyed) -> Keyed:
     return keyed
 
 
+def _id_table(path: Path, string_ids: bool, wanted: str) -> tuple[tabular.TableFormat, np.ndarray]:
+    """A table's format and its node ids (column 0); ``wanted`` says what the table lacks with one column."""
+    fmt = tabular.sniff(path)
+    if fmt.num_columns < 2:
+        raise DatasetError(f"{path}: {wanted}")
+    return fmt, tabular.read_ids(path, fmt, 0, string_ids)
+
+
 def read_features(path: Path, string_ids: bool) -> Keyed:
     """Feature rows: ``.npy`` [rows, F] by id, or a table ``id, f1, f2, ...``."""
     if is_npy(path):
@@ -80,10 +88,7 @@ def read_labels(path: Path, string_ids: bool) -> Keyed:
     integer class id or a class name) or ``id, l1, l2, ...`` (0/1 multi-label)."""
     if is_npy(path):
         return _npy_keyed(path, string_ids)
-    fmt = tabular.sniff(path)
-    if fmt.num_columns < 2:
-        raise DatasetError(f"{path}: a label table needs a node id column and a label column")
-    keys = tabular.read_ids(path, fmt, 0, string_ids)
+    fmt, keys = _id_table(path, string_ids, "a label table needs a node id column and a label column")
     if fmt.num_columns > 2:
         values = tabular.read_columns(path, fmt, tuple(range(1, fmt.num_columns)), np.int64)
         return _check_unique(Keyed(keys=keys, values=values, where=str(path)))
@@ -102,10 +107,8 @@ def read_split_codes(path: Path, string_ids: bool) -> Keyed:
     """A per-node split: ``.npy`` codes by id (0 train, 1 val, 2 test, -1 none) or a table ``id, split``."""
     if is_npy(path):
         return _npy_keyed(path, string_ids)
-    fmt = tabular.sniff(path)
-    if fmt.num_columns < 2:
-        raise DatasetError(f"{path}: a split table needs a node id column and a split column (train/val/test)")
-    keys = tabular.read_ids(path, fmt, 0, string_ids)
+    fmt, keys = _id_table(path, string_ids,
+                          "a split table needs a node id column and a split column (train/val/test)")
     raw = np.char.lower(tabular.read_columns(path, fmt, 1, str))
     codes = np.full(raw.size, -2, dtype=np.int64)
     for word, code in SPLIT_NAMES.items():

@@ -59,11 +59,42 @@ def _skip(buf, pos, end, wire_type):  # pragma: no cover - compiled
     if wire_type == 5:
         return pos + 4 if pos + 4 <= end else -1
     if wire_type == 2:
-        size, pos = _varint(buf, pos, end)
-        if pos < 0 or size > np.uint64(end - pos):
-            return -1
-        return pos + np.int64(size)
+        size, pos = _length(buf, pos, end)
+        return pos + size if pos >= 0 else -1
     return -1
+
+
+@njit(cache=True, nogil=True)
+def _key(buf, pos, end):  # pragma: no cover - compiled
+    """A field's (number, wire type, next position); position -1 when malformed or the number is out of range."""
+    key, pos = _varint(buf, pos, end)
+    number = key >> np.uint64(3)
+    if pos < 0 or number == 0 or number > _MAX_FIELD:
+        return np.uint64(0), np.int64(0), -1
+    return number, np.int64(key & np.uint64(7)), pos
+
+
+@njit(cache=True, nogil=True)
+def _field(buf, pos, end, last):  # pragma: no cover - compiled
+    """The next field numbered up to ``last`` (later ones are skipped): (number, wire type, next position);
+    number 0 at ``end``, position -1 when malformed."""
+    while pos < end:
+        number, wire_type, pos = _key(buf, pos, end)
+        if pos < 0 or number <= last:
+            return number, wire_type, pos
+        pos = _skip(buf, pos, end, wire_type)
+        if pos < 0:
+            break
+    return np.uint64(0), np.int64(0), pos
+
+
+@njit(cache=True, nogil=True)
+def _length(buf, pos, end):  # pragma: no cover - compiled
+    """A length prefix: (length, next position), or (0, -1) when it is malformed or runs past ``end``."""
+    size, pos = _varint(buf, pos, end)
+    if pos < 0 or size > np.uint64(end - pos):
+        return np.int64(0), -1
+    return np.int64(size), pos
 
 
 @njit(cache=True, nogil=True)
@@ -76,32 +107,24 @@ def _array(buf, start, end, index, table):  # pragma: no cover - compiled
     data_len = 0
     pos = start
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        number, wire_type, pos = _field(buf, pos, end, 4)
         if pos < 0:
             return False
-        number = key >> np.uint64(3)
-        wire_type = np.int64(key & np.uint64(7))
-        if number == 0 or number > _MAX_FIELD:
-            return False
+        if number == 0:
+            break
         if number == 2 and wire_type == 0:  # an unpacked repeated shape
             shape, pos = _varint(buf, pos, end)
             if pos < 0:
                 return False
             count += 1
             continue
-        if number > 4:
-            pos = _skip(buf, pos, end, wire_type)
-            if pos < 0:
-                return False
-            continue
         bit = 1 << np.int64(number)
         if wire_type != 2 or seen & bit:
             return False
         seen |= bit
-        size, pos = _varint(buf, pos, end)
-        if pos < 0 or size > np.uint64(end - pos):
+        length, pos = _length(buf, pos, end)
+        if pos < 0:
             return False
-        length = np.int64(size)
         if number == 1:
             if length != 3:
                 return False
@@ -145,18 +168,11 @@ def scan(buf, table):  # pragma: no cover - compiled
         table[i] = 0
     pos = 0
     while pos < end:
-        key, pos = _varint(buf, pos, end)
+        number, wire_type, pos = _field(buf, pos, end, 12)
         if pos < 0:
             return False
-        number = key >> np.uint64(3)
-        wire_type = np.int64(key & np.uint64(7))
-        if number == 0 or number > _MAX_FIELD:
-            return False
-        if number > 12:
-            pos = _skip(buf, pos, end, wire_type)
-            if pos < 0:
-                return False
-            continue
+        if number == 0:
+            break
         bit = 1 << np.int64(number)
         if seen & bit:
             return False
@@ -164,21 +180,19 @@ def scan(buf, table):  # pragma: no cover - compiled
         if 6 <= number <= 11:
             if wire_type != 2:
                 return False
-            size, pos = _varint(buf, pos, end)
-            if pos < 0 or size > np.uint64(end - pos):
+            size, pos = _length(buf, pos, end)
+            if pos < 0 or not _array(buf, pos, pos + size, np.int64(number) - 6, table):
                 return False
-            if not _array(buf, pos, pos + np.int64(size), np.int64(number) - 6, table):
-                return False
-            pos += np.int64(size)
+            pos += size
         elif number == 2:
             if wire_type != 2:
                 return False
-            size, pos = _varint(buf, pos, end)
-            if pos < 0 or size > np.uint64(end - pos):
+            size, pos = _length(buf, pos, end)
+            if pos < 0:
                 return False
             table[T_JOB_AT] = pos
-            table[T_JOB_LEN] = np.int64(size)
-            pos += np.int64(size)
+            table[T_JOB_LEN] = size
+            pos += size
         elif number == 12:
             if wire_type != 1 or pos + 8 > end:
                 return False

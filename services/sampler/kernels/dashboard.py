@@ -24,13 +24,9 @@ that is the paper's intra-sampler parallelism (``p_intra`` lanes per core).
 A test inspects their assembly for vector registers.
 
 Pins cost ``deg(v)`` writes per node added (and again to invalidate it, and
-to move it at a cleanup). The nodes added are random neighbours, so their
-mean degree is the degree-weighted mean, which grows with a skewed graph's
-tail at a fixed mean degree: 141 at Kronecker scale 18, 489 at scale 24. So
-does the rate of cleanups (90 against 200 a subgraph of the paper's frontier).
-That is why the default frontier (``dashboard = "tree"``) keeps the degrees in
-a sum tree instead (``kernels/sumtree.py``); this dashboard is
-``dashboard = "pins"``.
+to move it at a cleanup), which grows with a skewed graph's degree tail: the
+default frontier (``dashboard = "tree"``) keeps the degrees in a sum tree
+instead (``kernels/frontier.py`` says why); this dashboard is ``dashboard = "pins"``.
 """
 
 from __future__ import annotations

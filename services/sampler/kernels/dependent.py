@@ -37,31 +37,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from saintpipe.services.sampler.kernels.rng import GOLDEN, MASK32, MIX1, TWO53_INV, mix64, ones_below
 from saintpipe.services.sampler.kernels.select import is_marked, unmark_node
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 _SWITCH = np.uint64(0xD1B54A32D192ED03)  # separates the switch-time hashes from the stream seeds
-_MASK32 = np.uint64(0xFFFFFFFF)
-_TWO53_INV = 1.0 / 9007199254740992.0
 _ONE = np.uint64(1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def mix64(z):
-    """splitmix64's finalizer: a bijection of uint64 whose outputs look independent for nearby inputs."""
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def hash3(key, a, b):
     """A 64-bit hash of three uint64 words."""
-    h = mix64(key + _GOLDEN)
-    h = mix64(h ^ (a + _GOLDEN))
-    return mix64(h ^ (b * _MIX1 + _GOLDEN))
+    h = mix64(key + GOLDEN)
+    h = mix64(h ^ (a + GOLDEN))
+    return mix64(h ^ (b * MIX1 + GOLDEN))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -78,7 +66,7 @@ def slot_seed(chain, slot, step, kappa):
 @njit(cache=True, nogil=True, inline="always")
 def next_bits(x):
     """splitmix64: ``(64 random bits, new state)``."""
-    x = x + _GOLDEN
+    x = x + GOLDEN
     return mix64(x), x
 
 
@@ -87,24 +75,18 @@ def bounded(x, n):
     """A uniform integer in ``[0, n)`` (``1 <= n``), exactly (Lemire below 2**32, masked rejection above):
     ``(value as int64, new state)``."""
     un = np.uint64(n)
-    if un <= _MASK32:
+    if un <= MASK32:
         r, x = next_bits(x)
         m = (r >> np.uint64(32)) * un
-        low = m & _MASK32
+        low = m & MASK32
         if low < un:
             threshold = (np.uint64(0x100000000) - un) % un
             while low < threshold:
                 r, x = next_bits(x)
                 m = (r >> np.uint64(32)) * un
-                low = m & _MASK32
+                low = m & MASK32
         return np.int64(m >> np.uint64(32)), x
-    mask = un - _ONE
-    mask |= mask >> np.uint64(1)
-    mask |= mask >> np.uint64(2)
-    mask |= mask >> np.uint64(4)
-    mask |= mask >> np.uint64(8)
-    mask |= mask >> np.uint64(16)
-    mask |= mask >> np.uint64(32)
+    mask = ones_below(un)
     r, x = next_bits(x)
     r &= mask
     while r >= un:
@@ -127,7 +109,7 @@ def alias_draw(x, thresh, alias):
 def exponential(x):
     """A standard exponential variate, ``-log(u)`` with ``u`` uniform in (0, 1]: ``(value, new state)``."""
     r, x = next_bits(x)
-    u = np.float64((r >> np.uint64(11)) + _ONE) * _TWO53_INV
+    u = np.float64((r >> np.uint64(11)) + _ONE) * TWO53_INV
     return -np.log(u), x
 
 
@@ -135,23 +117,23 @@ _CLIP = np.uint64(0x8CB92BA72F3D8DD7)  # separates the clipping keys from the sl
 
 
 @njit(cache=True, nogil=True)
-def _sift_down_max(keys, idx, i, size):
-    """Restore the max-heap property of ``keys`` (with ``idx`` alongside) below position ``i``."""
+def sift_down(keys, values, i, size):
+    """Restore the min-heap property of ``keys[:size]`` (with ``values`` alongside) below position ``i``."""
     key = keys[i]
-    at = idx[i]
+    value = values[i]
     while True:
         child = 2 * i + 1
         if child >= size:
             break
-        if child + 1 < size and keys[child + 1] > keys[child]:
+        if child + 1 < size and keys[child + 1] < keys[child]:
             child += 1
-        if keys[child] <= key:
+        if keys[child] >= key:
             break
         keys[i] = keys[child]
-        idx[i] = idx[child]
+        values[i] = values[child]
         i = child
     keys[i] = key
-    idx[i] = at
+    values[i] = value
 
 
 @njit(cache=True, nogil=True)
@@ -170,20 +152,21 @@ def clip_nodes_dependent(chain, step, kappa, bits, sel, count, multiple):
     if drop == 0:
         return count
     c, t, k = np.uint64(chain) ^ _CLIP, np.uint64(step), np.uint64(kappa)
-    keys = np.empty(drop, dtype=np.uint64)  # a max-heap of the drop smallest keys seen so far
+    # The drop smallest keys seen so far, complemented (~key) so that the min-heap holds the largest on top.
+    keys = np.empty(drop, dtype=np.uint64)
     idx = np.empty(drop, dtype=np.int64)
     for i in range(count):
         key = slot_seed(c, np.uint64(sel[i]), t, k)
         if i < drop:
-            keys[i] = key
+            keys[i] = ~key
             idx[i] = i
             if i == drop - 1:
                 for j in range(drop // 2 - 1, -1, -1):
-                    _sift_down_max(keys, idx, j, drop)
-        elif key < keys[0]:
-            keys[0] = key
+                    sift_down(keys, idx, j, drop)
+        elif key < ~keys[0]:
+            keys[0] = ~key
             idx[0] = i
-            _sift_down_max(keys, idx, 0, drop)
+            sift_down(keys, idx, 0, drop)
     for j in range(drop):
         unmark_node(bits, sel[idx[j]])
     kept = 0

@@ -21,21 +21,13 @@ Section 4.3 describes. Two kernels draw the pops, with the same law:
   of Section 4.3), it gets all the remaining slots and the dashboard is not
   enlarged; ``stats[STAT_CLAMPED]`` counts those events.
 
-Why the tree is the default: the nodes added are random neighbours, so their
-mean degree is the degree-weighted mean, which grows with a skewed graph's
-tail (141 at Kronecker scale 18, 489 at scale 24, the graph's mean 16 at
-both). The Dashboard's pins, and its cleanups (about 90 against 200 per
-subgraph of the paper's frontier), grow with it; the tree's work does not.
-On this machine the selection took 0.57-0.61 ms (s18) and 1.18-1.36 ms (s24)
-on the tree, against 1.09-1.12 and 2.13-2.31 ms with the index array searched
-for each probe, the tree's predecessor (docs/explanation/decisions.md, "The frontier on a sum tree").
+Why the tree is the default: the nodes added are random neighbours, whose mean degree (the
+degree-weighted mean) grows with a skewed graph's tail; the Dashboard's pins and cleanups grow with it,
+the tree's work does not (docs/explanation/decisions.md, "The frontier on a sum tree").
 
-A frontier node's replacement (a uniform neighbour, Algorithm 2 line 6) is
-drawn when the node joins the frontier, not when it is popped: the same law,
-since the draw is independent of everything in between, but the memory it
-will read is then known early (see ``LOOKAHEAD``). On Kronecker scale 24,
-where ``indices`` (1 GB) is far larger than the caches, that took a
-subgraph's selection from 5.0 to 3.2 ms (scale 18: 2.5 to 1.7 ms).
+A frontier node's replacement (a uniform neighbour, Algorithm 2 line 6) is drawn when the node joins the
+frontier, not when it is popped: the same law, but the memory it will read is known early (see
+``LOOKAHEAD``), which matters once ``indices`` is far larger than the caches (docs/benchmarks/kernels.md).
 """
 
 from __future__ import annotations

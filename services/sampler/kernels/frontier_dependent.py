@@ -44,26 +44,6 @@ def _clock(x, indptr, v):
 
 
 @njit(cache=True, nogil=True)
-def _sift_down(times, ids, i, size):
-    """Restore the min-heap property below position ``i``."""
-    t = times[i]
-    w = ids[i]
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and times[child + 1] < times[child]:
-            child += 1
-        if times[child] >= t:
-            break
-        times[i] = times[child]
-        ids[i] = ids[child]
-        i = child
-    times[i] = t
-    ids[i] = w
-
-
-@njit(cache=True, nogil=True)
 def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, bits, sel,
                               walker_node, walker_state, heap_time, heap_walker, stats):
     """Select the node set of one frontier subgraph from the walkers' slots; returns the set size.
@@ -91,7 +71,7 @@ def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, bits, s
         heap_walker[w] = w
         walker_state[w] = x
     for i in range(m // 2 - 1, -1, -1):
-        _sift_down(heap_time, heap_walker, i, m)
+        dependent.sift_down(heap_time, heap_walker, i, m)
     for _ in range(n - m):
         now = heap_time[0]
         if now == np.inf:
@@ -108,5 +88,5 @@ def frontier_select_dependent(indptr, indices, m, n, chain, step, kappa, bits, s
         walker_node[w] = v_new
         walker_state[w] = x
         heap_time[0] = now + wait
-        _sift_down(heap_time, heap_walker, 0, m)
+        dependent.sift_down(heap_time, heap_walker, 0, m)
     return count

@@ -31,19 +31,15 @@ __all__ = ["bitset_words", "clip_nodes", "complete_subgraph", "finish_node_set",
 
 STATUS_OK = 0
 STATUS_ASYMMETRIC = 1
-# Sort by scanning the bitset when it spans at most this many words per node.
-# Measured against np.sort on random sets: the scan wins 8 vs 10 us (1000
-# nodes) and 58 vs 94 us (7000 nodes) at 16 words per node, loses at 32. The
-# cut keeps the O(N / 64) scan off sparse sets of huge graphs.
+# Sort by scanning the bitset when it spans at most this many words per node: the scan beats np.sort up
+# to about 16 words per node (docs/explanation/sampler.md), and the cut keeps the O(N / 64) scan off sparse
+# sets of huge graphs.
 DENSE_WORDS_PER_NODE = 16
 # Sparse sets are sorted by LSD radix sort, this many bits per pass (2048 buckets, 16 KiB of counts that stay
-# in L1): ids spanning 2**24 take 3 passes. On Kronecker scale 24 it sorts 7,000 ids in 0.03 ms where Numba's
-# np.sort took 0.25 ms, the largest term of induction that grew with the graph once the scan was prefetched.
+# in L1): ids spanning 2**24 take 3 passes, far faster than Numba's np.sort.
 RADIX_BITS = 11
-# Hot loops index with uint64: Numba adds a negative-index wraparound (three
-# more instructions, and a scatter where a loop could vectorize) to every
-# access through a signed index; unsigned ones have none. On Kronecker scale 18
-# that alone took the induction scan from 2.4 to 1 ms.
+# Hot loops index with uint64: Numba adds a negative-index wraparound (three more instructions, and a
+# scatter where a loop could vectorize) to every access through a signed index; unsigned ones have none.
 _ONE = np.uint64(1)
 _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)

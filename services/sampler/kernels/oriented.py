@@ -11,11 +11,9 @@ neighbours of higher rank (and ``v`` itself, for a self-loop): the
 *orientation*, half the graph's entries. An edge ``{v, w}`` of the induced
 subgraph is found exactly once, in the list of its lower-ranked end, and
 both of its entries are written from there. A hub's list holds only the
-few neighbours that outrank it: on a Kronecker graph of scale 24 the
-longest list is 157 entries (the longest row: 50,982), and the entries read
-per subgraph fall 5x (scale 18) to 10x (scale 24). This is the ordering
-trick of triangle counting (Chiba and Nishizeki; Schank and Wagner), applied
-to the induction.
+few neighbours that outrank it, so the entries read per subgraph fall
+several-fold on skewed graphs. This is the ordering trick of triangle
+counting (Chiba and Nishizeki; Schank and Wagner), applied to the induction.
 
 For the aggregator coefficients and the normalization counts every entry
 needs its full-graph CSR position; the orientation stores both positions of
@@ -39,9 +37,7 @@ _ONE = np.uint64(1)
 _SIX = np.uint64(6)
 _LOW6 = np.uint64(63)
 # Prefetch distances, in nodes: the pass that sizes the output asks for indptr entries this far ahead, the scan
-# for the first two lines of a list half as far. Measured on Kronecker scale 24, a scan fused with its indptr
-# reads: (16, 8) took it from 2.1 to 0.95 ms, the list's second line to 0.79, (32, 16) to 0.77; (64, 32) no
-# better. Split in two passes as here, the scan takes 0.94-1.0 ms at list distances of 4 to 64.
+# for the first two lines of a list half as far (the best measured on Kronecker scale 24; longer gained nothing).
 INDPTR_AHEAD = np.uint64(32)
 LIST_AHEAD = np.uint64(16)
 _LINE = np.uint64(16)  # int32 entries per 64-byte cache line

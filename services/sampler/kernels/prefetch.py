@@ -1,15 +1,11 @@
 """Software prefetch: ask for an array element's cache line ahead of the loop that reads it.
 
 A sampler's reads of the full graph land at random places of arrays far
-larger than the caches (a Kronecker graph of scale 24 has a 134 MB ``indptr``
-and 536 MB of oriented lists), so each one waits for memory, and the reads
-of one node's list cannot start before its ``indptr`` entry arrived. The
-node sets are known before the scans start, so a loop can name the lines it
-will need some nodes ahead, and the memory system then fetches many at once
-instead of one after the other. Measured on that graph: the induction scan
-of a 7,000-node subgraph fell from 2.1 to 0.8-1.0 ms (scale 18, whose lists
-fit in the last-level cache: 0.25 to 0.17 ms). ``docs/benchmarks/kernels.md`` has
-the figures.
+larger than the caches, so each one waits for memory, and the reads of one
+node's list cannot start before its ``indptr`` entry arrived. The node sets
+are known before the scans start, so a loop can name the lines it will need
+some nodes ahead, and the memory system then fetches many at once instead of
+one after the other (docs/benchmarks/kernels.md has the figures).
 """
 
 from __future__ import annotations

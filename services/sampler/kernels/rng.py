@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_MASK32 = np.uint64(0xFFFFFFFF)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+MASK32 = np.uint64(0xFFFFFFFF)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
-_TWO53_INV = 1.0 / 9007199254740992.0
+TWO53_INV = 1.0 / 9007199254740992.0
 
 
 def new_state() -> np.ndarray:
@@ -32,11 +32,25 @@ def seed_state(state, seed):
     """Fill ``state`` from a 64-bit ``seed`` with splitmix64 (never all zero)."""
     x = np.uint64(seed)
     for i in range(4):
-        x = x + _GOLDEN
-        z = x
-        z = (z ^ (z >> np.uint64(30))) * _MIX1
-        z = (z ^ (z >> np.uint64(27))) * _MIX2
-        state[i] = z ^ (z >> np.uint64(31))
+        x = x + GOLDEN
+        state[i] = mix64(x)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mix64(z):
+    """splitmix64's finalizer: a bijection of uint64 whose outputs look independent for nearby inputs."""
+    z = (z ^ (z >> np.uint64(30))) * MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ones_below(un):
+    """The all-ones mask just covering ``un - 1``: a masked draw is below ``un`` more than half the time."""
+    mask = un - np.uint64(1)
+    for shift in (1, 2, 4, 8, 16, 32):
+        mask |= mask >> np.uint64(shift)
+    return mask
 
 
 @njit(cache=True, nogil=True)
@@ -100,24 +114,18 @@ def next_u32(state):
 def bounded_local(s0, s1, s2, s3, n):
     """:func:`bounded` on a state in locals: ``(value, s0, s1, s2, s3)``."""
     un = np.uint64(n)
-    if un <= _MASK32:
+    if un <= MASK32:
         x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
         m = (x >> np.uint64(32)) * un
-        low = m & _MASK32
+        low = m & MASK32
         if low < un:
             threshold = (np.uint64(0x100000000) - un) % un
             while low < threshold:
                 x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
                 m = (x >> np.uint64(32)) * un
-                low = m & _MASK32
+                low = m & MASK32
         return np.int64(m >> np.uint64(32)), s0, s1, s2, s3
-    mask = un - np.uint64(1)
-    mask |= mask >> np.uint64(1)
-    mask |= mask >> np.uint64(2)
-    mask |= mask >> np.uint64(4)
-    mask |= mask >> np.uint64(8)
-    mask |= mask >> np.uint64(16)
-    mask |= mask >> np.uint64(32)
+    mask = ones_below(un)
     x, s0, s1, s2, s3 = step(s0, s1, s2, s3)
     x &= mask
     while x >= un:
@@ -140,4 +148,4 @@ def bounded(state, n):
 @njit(cache=True, nogil=True)
 def uniform(state):
     """A uniform float64 in ``[0, 1)`` with 53 random bits."""
-    return np.float64(next_u64(state) >> np.uint64(11)) * _TWO53_INV
+    return np.float64(next_u64(state) >> np.uint64(11)) * TWO53_INV

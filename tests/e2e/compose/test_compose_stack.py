@@ -25,6 +25,10 @@ over it (which only swaps images and leaves Grafana out):
 6. the run completes: the trainer exits 0 and reports its test accuracy;
    the pool's account shows no subgraph acknowledged twice
    (produced = acknowledged + waiting + pending + dead-lettered);
+   then a sweep runs against the stack (`--profile sweep run --rm sweep`, two
+   short trials): the finished trainer's full default group makes way for the
+   trials' groups, both trials score, each group's account adds up, and the
+   job is left on its default group alone, which a trainer can read again;
 7. `down` keeps the model and checkpoints (and the prepared dataset, which a
    new `up` reuses instead of regenerating); `down -v` leaves no container,
    network or volume.
@@ -350,6 +354,40 @@ def test_compose_stack_trains_to_the_end_through_faults(stack):
                f"redelivered {stats['redelivered']}; trained in the kept run {summary['subgraphs']} "
                f"(acknowledged but rolled back by the trainer's resume: "
                f"{stats['acknowledged'] - int(summary['subgraphs'])}); samplers container restarts {sampler_restarts}")
+
+    # 6b. A sweep against the stack (the `sweep` profile), the stack's trainer done: two short trials (the
+    # example sweep file's grid of two learning rates, one draw each, two epochs, no scheduler). The finished
+    # trainer's group is full and nobody reads it: it makes way for the trials' groups. The trainer went quiet
+    # seconds ago; a visibility timeout of 5 s lets the sweep see that at once instead of watching it for 30 s.
+    t_sweep = time.monotonic()
+    out = stack.compose("--profile", "sweep", "run", "--rm", "--no-deps", "-e", "SAINTPIPE_SWEEP__TRIALS=1",
+                        "-e", "SAINTPIPE_SWEEP__SCHEDULER=none", "-e", "SAINTPIPE_TRAINER__EPOCHS=2",
+                        "-e", "SAINTPIPE_POOL__VISIBILITY_TIMEOUT=5", "sweep", timeout=400)
+    sweep_s = time.monotonic() - t_sweep
+    start = out.find('{\n  "sweep_dir"')
+    assert start >= 0, f"the sweep printed no summary:\n{out[-3000:]}"
+    sweep_summary, _ = json.JSONDecoder().raw_decode(out[start:])
+    sweep_dir = sweep_summary["sweep_dir"]
+    assert sweep_dir.startswith(f"/runs/sweeps/") and sweep_dir.endswith(f"-{JOB}"), sweep_summary
+    assert re.search(r"group 'trainers' had no active consumer .* releasing \d+ subgraph", out), out[-3000:]
+    rows = json.loads(docker("run", "--rm", "-v", f"{stack.project}_saintpipe-runs:/runs:ro",
+                             stack.env["SAINTPIPE_IMAGE"], "cat", f"{sweep_dir}/results.json"))["trials"]
+    assert sorted(r["trial"] for r in rows) == ["trial-000", "trial-001"], rows
+    for r in rows:
+        assert r["stopped_by"] == "finished" and r["steps"] > 0, r
+        assert 0 < r["best_val"] <= 1 and 0 < r["test_score"] <= 1, r
+        p = r["pool"]
+        assert p["produced"] > 0 and p["produced"] == p["acknowledged"] + p["waiting"] + p["pending"] + \
+            p["dead_lettered"], f"{r['trial']}: its group's account does not add up: {p}"
+    assert sweep_summary["groups_left"] == [] and not sweep_summary["interrupted"], sweep_summary
+    groups = ("import json, os; from saintpipe.services.pool.pool import SubgraphPool; "
+              f"p = SubgraphPool(os.environ['SAINTPIPE_REDIS_URL'], {JOB!r}); "
+              "print(json.dumps([p.groups(), sorted(p.consumers())]))")
+    left, on_stream = json.loads(stack.exec("samplers", "python", "-c", groups).strip().splitlines()[-1])
+    assert left == ["trainers"] and on_stream == ["trainers"], (left, on_stream)  # handed back, trials gone
+    report.add(f"sweep against the stack (profile sweep): 2 trials (best validation "
+               f"{max(r['best_val'] for r in rows):.4f}) in {sweep_s:.1f} s; the finished trainer's group made "
+               "way, each trial group's account adds up, the job left on its default group")
 
     # 7. down keeps the model, the checkpoints and the dataset; a new up reuses the dataset; down -v cleans up.
     stack.compose("down", "--timeout", "10")

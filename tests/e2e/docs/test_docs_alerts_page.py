@@ -16,7 +16,7 @@ def test_every_rule_is_on_the_page(reference) -> None:
     assert len(names) >= 4
     assert all(f"## {name}\n" in page for name in names)
     assert "| `saintpipe` | `10m` | `warning` |" in page
-    assert "```promql\nmax by (job) (" in page
+    assert "```promql\nmax by (job, trial) (" in page
 
 
 def test_a_rule_added_to_the_file_is_on_the_page(reference) -> None:

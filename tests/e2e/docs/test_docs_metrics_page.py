@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_a_metric_with_its_type_labels_and_help(reference) -> None:
     page = reference.metrics_page(reference.metric_sources())
-    assert "| `saintpipe_trainer_steps_total` | counter | `trainer` | Optimizer steps taken |" in page
+    assert "| `saintpipe_trainer_steps_total` | counter | `trainer`, `trial` | Optimizer steps taken |" in page
     assert "| `saintpipe_sampler_sample_seconds` | histogram | `worker` | Seconds to draw and induce one " in page
     assert "| `saintpipe_feature_errors_total` | counter | `shard`, `code` |" in page
-    assert "| `saintpipe_pool_depth` | gauge | `job` |" in page
+    assert "| `saintpipe_pool_depth` | gauge | `job`, `group` |" in page
 
 
 def test_the_contract_the_deployment_tests_read_is_the_whole_list(reference) -> None:

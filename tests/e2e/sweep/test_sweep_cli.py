@@ -1,7 +1,8 @@
 """``saintpipe sweep`` through the real console script: trials on one set of services, each in a pool group of
 its own; the results table; ASHA stopping a trial, its group gone and its test score (its best.pt's, what
-predict says of it); --resume after an interrupt without running the finished trial again; bad input refused
-before anything starts."""
+predict says of it); watching it (each trial's trainer endpoint listed for Prometheus's file discovery while it
+trains, its series labelled by trial, the pool's per group, scraped by a real Prometheus); --resume after an
+interrupt without running the finished trial again; bad input refused before anything starts."""
 
 from __future__ import annotations
 
@@ -12,20 +13,22 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
 from saintpipe.services.dataset.store import open_dataset
-from tests.support.cli import ROOT, run_cli, saintpipe_command
+from tests.support.cli import ROOT, free_port, run_cli, saintpipe_command
 from tests.support.pipeline import small_dataset
+from tests.support.prometheus import Prometheus, find_prometheus_tool, missing_reason
 
 pytestmark = pytest.mark.serial
 
 SHARED = """
 [run]
 progress = false
-metrics = false
+metrics = {metrics}
 [samplers]
 workers = 1
 [trainer]
@@ -36,9 +39,43 @@ hidden = [32, 32]
 """
 
 
-def sweep_file(path: Path, trainer: str, sweep: str, space: str) -> Path:
-    path.write_text(f"{SHARED.format(trainer=trainer)}\n[sweep]\n{sweep}\n[sweep.space]\n{space}\n")
+def sweep_file(path: Path, trainer: str, sweep: str, space: str, metrics: bool = False) -> Path:
+    shared = SHARED.format(trainer=trainer, metrics=str(metrics).lower())
+    path.write_text(f"{shared}\n[sweep]\n{sweep}\n[sweep.space]\n{space}\n")
     return path
+
+
+def sweep_env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "SAINTPIPE_HOME": str(tmp_path / "home")}
+
+
+def watch_trial_endpoints(targets: Path, proc: subprocess.Popen) -> tuple[dict[str, set[str]], list]:
+    """Until the sweep ends: scrape every trial endpoint its target files list; returns, per trial file, the
+    ``trial`` labels of the trainer step counters it served, and the services' file as last read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    seen: dict[str, set[str]] = {}
+    services: list = []
+    while proc.poll() is None:
+        for path in targets.glob("*.json"):
+            try:
+                listed = json.loads(path.read_text())
+            except (OSError, ValueError):  # removed meanwhile (files are renamed into place: never half)
+                continue
+            if path.name == "services.json":
+                services = listed
+                continue
+            try:
+                with urllib.request.urlopen(f"http://{listed[0]['targets'][0]}/metrics", timeout=2) as reply:
+                    text = reply.read().decode()
+            except OSError:  # the trial just ended
+                continue
+            seen.setdefault(path.stem, set()).update(
+                s.labels.get("trial", "") for f in text_string_to_metric_families(text) for s in f.samples
+                if s.name == "saintpipe_trainer_steps_total")
+        time.sleep(0.1)
+    return seen, services
 
 
 @pytest.fixture(scope="module")
@@ -49,10 +86,30 @@ def data(tmp_path_factory) -> Path:
 def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account(data, tmp_path):
     # the lr 1e-5 trial comes last: at its first rung two better trials are there already, so ASHA stops it
     config = sweep_file(tmp_path / "sweep.toml", "epochs = 3", "concurrent = 2\ngrace_period = 1\nreduction_factor = 2",
-                        '"model.lr" = {grid = [0.02, 0.01, 0.00001]}')
+                        '"model.lr" = {grid = [0.02, 0.01, 0.00001]}', metrics=True)
     sweep_dir = tmp_path / "sweep"
-    done = run_cli("sweep", "--config", str(config), "--data", str(data), "--sweep-dir", str(sweep_dir), "--json",
-                   env={"SAINTPIPE_HOME": str(tmp_path / "home")}, timeout=240)
+    prom = None  # the rest of the test runs without one (the end says why it skipped that part)
+    if find_prometheus_tool("prometheus") is not None:
+        (tmp_path / "prometheus").mkdir()
+        prom = Prometheus([], tmp_path / "prometheus", free_port(), file_sd=str(sweep_dir / "prometheus" / "*.json"))
+    try:
+        if prom is not None:
+            prom.wait_ready()
+        proc = subprocess.Popen([*saintpipe_command(), "sweep", "--config", str(config), "--data", str(data),
+                                 "--sweep-dir", str(sweep_dir), "--json"], env=sweep_env(tmp_path),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            seen, services = watch_trial_endpoints(sweep_dir / "prometheus", proc)
+            stdout, stderr = proc.communicate(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, stderr
+        done = subprocess.CompletedProcess(proc.args, 0, stdout, stderr)
+        watched = _prometheus_view(prom) if prom is not None else None
+    finally:
+        if prom is not None:
+            prom.stop()
     rows = json.loads((sweep_dir / "results.json").read_text())["trials"]
     assert sorted(r["trial"] for r in rows) == ["trial-000", "trial-001", "trial-002"]
     vals = [r["best_val"] for r in rows]
@@ -92,13 +149,35 @@ def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account
     run_cli("embed", best["run_dir"], "--out", str(tmp_path / "e.npy"))
     assert (tmp_path / "e.npy").is_file()
 
+    # Watching it: every trial's endpoint was listed while it trained, serving its series under its trial id
+    assert seen == {t: {t} for t in ("trial-000", "trial-001", "trial-002")}
+    assert {g["labels"]["component"] for g in services} == {"samplers", "feature-shard"}
+    assert list((sweep_dir / "prometheus").glob("*.json")) == []  # the sweep ended: nothing left to scrape
+    if watched is None:
+        pytest.skip(f"the rest passed; the real Prometheus part did not run: {missing_reason('prometheus')}")
+    groups, trials = watched
+    assert {"trial-000", "trial-001"} <= groups <= {"trial-000", "trial-001", "trial-002"}  # one fleet, a backlog each
+    # Prometheus scrapes a new target some seconds after its file appears (its discovery and reload run every
+    # 5 s); these trials live a few seconds, so not all reach it: those that did came with their trial
+    assert trials <= {"trial-000", "trial-001", "trial-002"}
+
+
+def _prometheus_view(prom: Prometheus) -> tuple[set[str], set[str]]:
+    """What the real Prometheus scraped through the sweep's target files: the pool's consumer groups (the
+    default group never: a sweep registers its trials' before the samplers start) and the trainers' trials."""
+    pool = prom.query("last_over_time(saintpipe_pool_depth[10m])")
+    assert pool, "Prometheus never scraped the sampler service's pool gauges"
+    assert all(r["metric"].get("group", "").startswith("trial-") for r in pool), pool
+    steps = prom.query("last_over_time(saintpipe_trainer_steps_total[10m])")
+    assert all(r["metric"].get("component") == "trainer" for r in steps), steps
+    return {r["metric"]["group"] for r in pool}, {r["metric"]["trial"] for r in steps}
+
 
 def test_resume_goes_on_without_running_the_finished_trial_again(data, tmp_path):
     config = sweep_file(tmp_path / "sweep.toml", "epochs = 2", 'trials = 2\nconcurrent = 1\nscheduler = "none"',
                         '"model.lr" = {loguniform = [0.005, 0.05]}')
     sweep_dir = tmp_path / "sweep"
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "SAINTPIPE_HOME": str(tmp_path / "home")}
+    env = sweep_env(tmp_path)
     proc = subprocess.Popen([*saintpipe_command(), "sweep", "--config", str(config), "--data", str(data),
                              "--sweep-dir", str(sweep_dir)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

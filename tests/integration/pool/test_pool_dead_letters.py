@@ -171,7 +171,7 @@ def test_the_counter_of_older_versions_carries_over_and_metrics_show_it(redis_se
     assert pool.stats().dead_lettered == 2
     registry = CollectorRegistry()
     PoolMetrics(registry).update(job, pool.stats())
-    assert registry.get_sample_value("saintpipe_pool_dead_lettered_total", {"job": job}) == 2
+    assert registry.get_sample_value("saintpipe_pool_dead_lettered_total", {"job": job, "group": ""}) == 2
     pool.close()
     client.close()
 

@@ -420,3 +420,38 @@ def test_the_jobs_last_group_is_not_removed_and_a_removal_repeated_changes_nothi
     producer.put(sg(4, "last"))
     assert producer.remove_group("a") == 0 and producer.groups() == ["c"]
     balanced(producer, "c")
+
+
+def test_group_stats_and_the_gauges_show_each_groups_backlog(redis_server):
+    from prometheus_client import CollectorRegistry
+
+    from saintpipe.services.pool.keys import GROUP
+    from saintpipe.services.pool.metrics import PoolMetrics
+
+    plain = SubgraphPool(redis_server.url, "plain-gauges")
+    plain.put(sg(0, "plain-gauges"))
+    assert plain.group_stats() == {GROUP: plain.stats()} and plain.stats().depth == 1
+    producer, consumers = pools(redis_server.url, "group-gauges", ["trial-a", "trial-b"], capacity=64)
+    for i in range(6):
+        producer.put(sg(i, "group-gauges"))
+    for i in range(4):  # trial-a trains on 4 (3 acknowledged, 1 in hand); trial-b has not started
+        entry = consumers["trial-a"].get("a-t", timeout=0)
+        assert entry is not None
+        if i < 3:
+            consumers["trial-a"].ack(entry.entry_id)
+    by_group = producer.group_stats()
+    assert sorted(by_group) == ["trial-a", "trial-b"]
+    assert (by_group["trial-a"].depth, by_group["trial-a"].pending, by_group["trial-a"].acknowledged) == (2, 1, 3)
+    assert (by_group["trial-b"].depth, by_group["trial-b"].pending) == (6, 0)
+    registry = CollectorRegistry()
+    metrics = PoolMetrics(registry)
+    metrics.update_groups("group-gauges", by_group)
+    depth = lambda group: registry.get_sample_value(  # noqa: E731
+        "saintpipe_pool_depth", {"job": "group-gauges", "group": group})
+    assert (depth("trial-a"), depth("trial-b"), depth("")) == (2, 6, None)
+    producer.add_group("trial-c")
+    producer.remove_group("trial-a")  # its trial ended
+    metrics.update_groups("group-gauges", producer.group_stats())
+    assert (depth("trial-a"), depth("trial-b"), depth("trial-c")) == (None, 6, 0)
+    for pool in (plain, producer, *consumers.values()):
+        pool.close()

@@ -79,7 +79,7 @@ def test_workers_fill_the_pool_with_valid_distinct_redrawable_subgraphs(make_ser
         assert metrics[("saintpipe_sampler_nodes_total", label)] > produced  # subgraphs have many nodes
         assert metrics[("saintpipe_sampler_edges_total", label)] > 0
         assert metrics[("saintpipe_sampler_restarts_total", label)] == 0
-    job = (("job", service.config.job),)
+    job = (("group", ""), ("job", service.config.job))  # the default group: empty
     assert metrics[("saintpipe_pool_acknowledged_total", job)] >= 48
     assert metrics[("saintpipe_pool_produced_total", job)] >= 48
     # The workers found the pool full and waited for room; that time is counted.

@@ -36,11 +36,11 @@ def test_trainer_learns_cora_from_pool_and_feature_shards(
     assert t.compute > 0 and t.feature_fetch > 0 and t.evaluation > 0
     assert 0 <= t.data_wait <= t.wall
     name = trainer_name(job, 0)
-    assert REGISTRY.get_sample_value("saintpipe_trainer_steps_total", {"trainer": name}) == result.steps
-    assert REGISTRY.get_sample_value("saintpipe_trainer_data_wait_seconds_total", {"trainer": name}) >= 0
-    assert REGISTRY.get_sample_value("saintpipe_trainer_val_score", {"trainer": name}) > 0.5
+    assert REGISTRY.get_sample_value("saintpipe_trainer_steps_total", {"trainer": name, "trial": ""}) == result.steps
+    assert REGISTRY.get_sample_value("saintpipe_trainer_data_wait_seconds_total", {"trainer": name, "trial": ""}) >= 0
+    assert REGISTRY.get_sample_value("saintpipe_trainer_val_score", {"trainer": name, "trial": ""}) > 0.5
     assert (
-        REGISTRY.get_sample_value("saintpipe_trainer_step_seconds_count", {"trainer": name}) == result.steps
+        REGISTRY.get_sample_value("saintpipe_trainer_step_seconds_count", {"trainer": name, "trial": ""}) == result.steps
     )
     # The training steps' gathers, metered apart from evaluation's (this client has no cache: all misses).
     assert result.feature_gathers >= result.subgraphs and result.feature_cache_hits == 0
@@ -48,8 +48,8 @@ def test_trainer_learns_cora_from_pool_and_feature_shards(
     # The client counts every row it was asked for: evaluation's whole-graph gather (2708 rows) is the difference.
     client_rows = REGISTRY.get_sample_value("saintpipe_feature_cache_misses_total", {"trainer": name})
     assert client_rows - result.feature_rows >= 2708
-    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_rows_total", {"trainer": name}) == result.feature_rows
-    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_bytes_total", {"trainer": name}) == \
+    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_rows_total", {"trainer": name, "trial": ""}) == result.feature_rows
+    assert REGISTRY.get_sample_value("saintpipe_trainer_feature_bytes_total", {"trainer": name, "trial": ""}) == \
         result.feature_bytes
 
 

@@ -38,10 +38,11 @@ SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"
 SCHEMA_SHA256 = "344712b36ae1900fa40cb484f45469e5ea8b2e4f49690d8c03776eb63fa6a1b1"
 
 SAINTPIPE_SERVICES = {"prepare-data", "certs", "feature-shard-0", "feature-shard-1", "ray-head", "samplers",
-                      "sampler-node", "trainer"}
+                      "sampler-node", "trainer", "sweep"}
 ALL_SERVICES = SAINTPIPE_SERVICES | {"redis", "prometheus", "grafana"}
+PROFILED = {"sweep": ["sweep"]}  # services a plain `docker compose up` leaves out, and their profiles
 RAY_NODES = {"ray-head", "samplers", "sampler-node"}
-POOL_CLIENTS = {"samplers", "trainer"}
+POOL_CLIENTS = {"samplers", "trainer", "sweep"}
 SECRETS = ("REDIS_PASSWORD", "RAY_AUTH_TOKEN", "GRAFANA_ADMIN_PASSWORD")
 
 
@@ -187,6 +188,7 @@ def test_start_order_is_gated_by_health_and_completion(compose):
             else:
                 pytest.fail(f"{name} -> {dependency}: use service_healthy or service_completed_successfully")
     needs = {
+        "sweep": {"redis", "feature-shard-0", "feature-shard-1", "samplers"},
         "feature-shard-0": {"prepare-data", "certs"},
         "feature-shard-1": {"prepare-data", "certs"},
         "samplers": {"prepare-data", "redis", "ray-head"},
@@ -199,8 +201,10 @@ def test_start_order_is_gated_by_health_and_completion(compose):
     assert services["sampler-node"]["depends_on"]["ray-head"]["condition"] == "service_healthy"
     # Every long-running service has a health check, but the second sampler node: a bare Ray node that nothing
     # waits for (the samplers place their actors on whichever nodes have joined).
-    for name in ALL_SERVICES - {"prepare-data", "certs", "sampler-node"}:
+    # The sweep is a one-shot too (nothing waits for it).
+    for name in ALL_SERVICES - {"prepare-data", "certs", "sampler-node", "sweep"}:
         assert healthcheck_argv(services[name]), f"{name} has no health check"
+    assert services["sweep"]["restart"] == "no"
     assert not any("sampler-node" in (s.get("depends_on") or {}) for s in services.values())
 
 
@@ -371,7 +375,7 @@ def test_the_trainer_trains_job_to_the_end_and_keeps_its_model_in_saintpipe_runs
     trainer = services["trainer"]
     mounts = {m.target: m for m in map(parse_volume, trainer["volumes"])}
     assert mounts["/runs"].source == "saintpipe-runs" and not mounts["/runs"].read_only
-    assert not any(m.source == "saintpipe-runs" for name, s in services.items() if name != "trainer"
+    assert not any(m.source == "saintpipe-runs" for name, s in services.items() if name not in ("trainer", "sweep")
                    for m in map(parse_volume, s.get("volumes", [])))
     command = as_list(trainer["command"])
     checkpoint_dir = _flag(command, "--checkpoint-dir")
@@ -415,4 +419,55 @@ def test_feature_shards_speak_tls_with_a_token_only_the_trainer_holds(compose):
     trainer = as_list(services["trainer"]["command"])
     assert _flag(trainer, "--feature-tls-ca") == "/certs/ca.crt" and _flag(trainer, "--feature-token-file") == "/certs/token"
     holders = {name for name, s in services.items() if any("saintpipe-certs" in str(v) for v in s.get("volumes", []))}
-    assert holders == {"certs", "feature-shard-0", "feature-shard-1", "trainer"}
+    assert holders == {"certs", "feature-shard-0", "feature-shard-1", "trainer", "sweep"}
+
+
+def test_a_plain_up_starts_what_it_always_did_and_the_sweep_only_under_its_profile(compose):
+    profiled = {name: s["profiles"] for name, s in compose["services"].items() if s.get("profiles")}
+    assert profiled == PROFILED
+
+
+@pytest.mark.parametrize("job, dataset", [("demo", "demo"), ("cora-sage", "products")])
+def test_the_sweep_runs_against_the_stack_as_the_trainer_reaches_it(env, job, dataset):
+    from saintpipe.sweep.config import check_space
+    from saintpipe.sweep.driver import load_sweep
+
+    from tests.support.compose import parse_volume
+
+    services = _with(env, JOB=job, DATASET=dataset)["services"]
+    sweep, trainer = services["sweep"], services["trainer"]
+    assert sweep["image"] == trainer["image"] and sweep["env_file"] == trainer["env_file"]
+    command, trained = as_list(sweep["command"]), as_list(trainer["command"])
+    assert command[:2] == ["saintpipe", "sweep"]
+    # The trainer's addresses, dataset, job, CA and token: the trials train on the stack's subgraphs.
+    for flag in ("--features", "--data", "--job", "--feature-tls-ca", "--feature-token-file"):
+        assert _flag(command, flag) == _flag(trained, flag), flag
+    assert _flag(command, "--job") == _flag(as_list(services["samplers"]["command"]), "--job") == job
+    environment = service_environment(sweep, ROOT, env)
+    assert environment["SAINTPIPE_HOME"] == "/runs"  # the sweep directories: /runs/sweeps/<time>-<job>
+    mounts = {m.target: m for m in map(parse_volume, sweep["volumes"])}
+    assert mounts["/runs"].source == "saintpipe-runs" and not mounts["/runs"].read_only
+    assert mounts["/certs"].read_only and mounts["/data"].read_only
+    sweep_file = mounts[_flag(command, "--config")]
+    assert sweep_file.read_only and sweep_file.source == env["SWEEP_FILE"] == "./deploy/sweep.toml"
+    # The shipped example is a sweep file the command accepts: on the stack's services, its space checked.
+    flags = {"sweep": {"features": _flag(command, "--features")}, "pool": {"job_id": _flag(command, "--job")},
+             "trainer": {"feature_tls_ca": _flag(command, "--feature-tls-ca"),
+                         "feature_token_file": _flag(command, "--feature-token-file")}}
+    config = load_sweep(ROOT / sweep_file.source, Path(_flag(command, "--data")), None, environ=environment,
+                        flags=flags)
+    assert config.sweep.features == "feature-shard-0:50051;feature-shard-1:50051"
+    assert config.pool.job_id == job and str(config.run.data) == f"/data/{dataset}"
+    assert len(check_space(config)) == 2 and config.trials_at_a_time() == 2
+
+
+def test_a_sweep_file_without_the_stack_s_redis_is_refused_before_anything_starts(env):
+    from saintpipe.core.errors import ConfigError
+    from saintpipe.sweep.driver import load_sweep
+
+    sweep = _with(env)["services"]["sweep"]
+    environment = service_environment(sweep, ROOT, env)
+    del environment["SAINTPIPE_REDIS_URL"]
+    with pytest.raises(ConfigError, match=r"--features .*also needs --redis-url \(or SAINTPIPE_REDIS_URL\)"):
+        load_sweep(ROOT / "deploy" / "sweep.toml", Path("/data/demo"), None, environ=environment,
+                   flags={"sweep": {"features": "feature-shard-0:50051"}})

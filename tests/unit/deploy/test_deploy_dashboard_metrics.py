@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.support.compose import as_list, load_compose, read_env_file
-from tests.support.metrics_contract import DASHBOARD, documented_metrics, metric_use_problems
+from tests.support.metrics_contract import DASHBOARD, documented_labels, documented_metrics, metric_use_problems
 
 ROOT = Path(__file__).resolve().parents[3]
 PROMETHEUS = ROOT / "deploy" / "prometheus" / "prometheus.yml"
@@ -75,15 +75,53 @@ def test_every_metric_of_the_contract_is_on_a_panel():
                                  "sum(rate(saintpipe_feature_cache_misses_total[1m])))")]),
     ("Trainer step time", ["saintpipe_trainer_step_seconds_sum", "saintpipe_trainer_step_seconds_count"]),
     ("Share of time trainers waited for data", [(
-        "sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) / "
-        "(sum(rate(saintpipe_trainer_data_wait_seconds_total[1m])) + "
-        "sum(rate(saintpipe_trainer_step_seconds_sum[1m])))")]),
+        'sum(rate(saintpipe_trainer_data_wait_seconds_total{trial=~"$trial"}[1m])) / '
+        '(sum(rate(saintpipe_trainer_data_wait_seconds_total{trial=~"$trial"}[1m])) + '
+        'sum(rate(saintpipe_trainer_step_seconds_sum{trial=~"$trial"}[1m])))')]),
+    # a sweep: one fleet feeding several trials, each trial's backlog a line of its own
+    ("Pool depth and pending", ['sum by (job, group) (saintpipe_pool_depth{group=~"$trial"})',
+                                'sum by (job, group) (saintpipe_pool_pending{group=~"$trial"})']),
+    ("Validation score", ['saintpipe_trainer_val_score{trial=~"$trial"}']),
 ])
 def test_the_promised_panels_exist(needle, must_contain):
     exprs = [expr for title, expr in dashboard_targets() if title == needle]
     assert exprs, f"no panel titled {needle!r}"
     for fragment in must_contain:
         assert any(fragment in expr for expr in exprs), f"{needle}: no query contains {fragment}"
+
+
+def test_the_trial_variable_lists_the_trainers_trials_and_every_trainer_query_uses_it():
+    dashboard = json.loads(DASHBOARD.read_text())
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["name"] == "trial"]
+    assert variable["type"] == "query" and variable["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+    assert variable["query"] == "label_values(saintpipe_trainer_steps_total, trial)"
+    assert "trial" in documented_labels()["saintpipe_trainer_steps_total"]
+    # several at once, and "All" is every series, a plain run's too (no trial label: Grafana's own "All"
+    # would be the values found, none)
+    assert variable["multi"] and variable["includeAll"] and variable["allValue"] == ".*"
+    assert variable["current"]["value"] == "$__all"
+    trainer = [(t, e) for t, e in dashboard_targets() if "saintpipe_trainer_" in e]
+    assert len(trainer) >= 10
+    for title, expr in trainer:
+        selectors = re.findall(r"saintpipe_trainer_[a-z_]+(\{[^}]*\})?", expr)
+        assert selectors and all(sel == '{trial=~"$trial"}' for sel in selectors), (title, expr)
+    # the per-trainer lines keep a sweep's trials apart (they share the trainer's name) and say which is which
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            if "saintpipe_trainer_" in target["expr"] and target["legendFormat"] != "all trainers":
+                assert "by (trainer)" not in target["expr"], panel["title"]
+                assert "{{trial}}" in target["legendFormat"] or target["legendFormat"] == "p99", panel["title"]
+
+
+def test_every_pool_panel_shows_a_line_per_consumer_group_and_the_sampler_panels_one_fleet():
+    pool = [(t, e) for t, e in dashboard_targets() if "saintpipe_pool_" in e]
+    assert len(pool) >= 7
+    for title, expr in pool:
+        assert expr.startswith("sum by (job, group) (") and 'group=~"$trial"' in expr, (title, expr)
+    assert "group" in documented_labels()["saintpipe_pool_depth"]
+    for title, expr in dashboard_targets():
+        if "saintpipe_sampler_" in expr:
+            assert "trial" not in expr and "group" not in expr, (title, expr)
 
 
 def test_prometheus_scrapes_every_metrics_port_compose_opens():
@@ -114,3 +152,6 @@ def test_the_contract_check_has_teeth():
         "p: saintpipe_no_such_metric is not on the metric list (docs/reference/metric-list.md)"]
     assert "only grows" in " ".join(metric_use_problems("p", "sum(saintpipe_trainer_steps_total)", documented))
     assert "_bucket" in " ".join(metric_use_problems("p", "saintpipe_feature_request_seconds", documented))
+    assert metric_use_problems("p", 'rate(saintpipe_trainer_steps_total{trial=~"$trial"}[1m])', documented) == []
+    assert "only grows" in " ".join(
+        metric_use_problems("p", 'sum(saintpipe_trainer_steps_total{trial=~"$trial"})', documented))

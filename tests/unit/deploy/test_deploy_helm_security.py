@@ -31,7 +31,8 @@ NON_DEFAULT = {
     "data": {"source": "claim", "claim": {"name": "products"}},
     "monitoring": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
 }
-CASES = {"default": None, "non-default": NON_DEFAULT}
+# The sweep Job in the trainer Job's place (sweep.enabled), its own ConfigMap and NetworkPolicy.
+CASES = {"default": None, "non-default": NON_DEFAULT, "sweep": {"sweep": {"enabled": True}}}
 
 # checkov checks skipped, each with its reason (the note on issue 18 lists them too):
 CHECKOV_SKIPS = {

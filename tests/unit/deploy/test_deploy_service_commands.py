@@ -110,6 +110,7 @@ EXPECTED_COMPOSE = {
     "samplers": {"ray start", "serve samplers"},
     "sampler-node": {"ray start"},
     "trainer": {"serve trainer"},
+    "sweep": {"sweep /etc/saintpipe/sweep.toml"},
 }
 SECRET_VALUES = [COMPOSE_ENV[name] for name in ("REDIS_PASSWORD", "RAY_AUTH_TOKEN", "GRAFANA_ADMIN_PASSWORD")]
 
@@ -175,7 +176,7 @@ def test_compose_health_check_command_parses(name):
     argv = healthcheck_argv(COMPOSE["services"][name])
     if not argv:
         # The one-shots: they must exit 0 instead.
-        assert name in ("prepare-data", "certs")
+        assert name in ("prepare-data", "certs", "sweep")
         return
     if argv[0] == "ray":
         parse_ray(argv[1:])
@@ -242,6 +243,7 @@ HELM_VALUES = {
         "ray": {"workers": {"replicas": 2, "numCpus": 4}},
         "monitoring": {"serviceMonitor": {"enabled": True}},
     },
+    "sweep": {"sweep": {"enabled": True}},
 }
 
 
@@ -257,13 +259,14 @@ def test_helm_container_commands_parse(case, stub_path, tmp_path):
             exec_argv = container.get(probe, {}).get("exec", {}).get("command")
             if exec_argv and exec_argv[0] == "ray":
                 parse_ray(exec_argv[1:])
+    readers = {"sweep": {"sweep /etc/saintpipe/sweep.toml"}} if case == "sweep" else {"trainer": {"serve trainer"}}
     assert seen == {
         "prepare-data": {"data generate demo"},
         "feature-shard": {"serve feature-shard"},
         "ray-head": {"ray start"},
         "ray-worker": {"ray start"},
         "samplers": {"ray start", "serve samplers"},
-        "trainer": {"serve trainer"},
+        **readers,
     }
 
 

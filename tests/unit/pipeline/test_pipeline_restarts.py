@@ -22,6 +22,15 @@ def test_the_window_slides():
     assert not budget.allow("shard", 14.0)
 
 
+def test_left_says_what_the_window_still_allows_without_counting():
+    budget = RestartBudget(max_restarts=2, window_s=10)
+    assert budget.left("trial", 0.0) == 2 and budget.left("trial", 0.0) == 2  # asking counts nothing
+    assert budget.allow("trial", 1.0)
+    assert budget.left("trial", 5.0) == 1
+    assert budget.allow("trial", 5.0) and budget.left("trial", 6.0) == 0
+    assert budget.left("trial", 11.0) == 1  # the restart at 1 s left the window
+
+
 def test_components_have_their_own_budgets():
     budget = RestartBudget(max_restarts=1, window_s=60)
     assert budget.allow("redis", 0.0) and budget.allow("trainers", 0.0)

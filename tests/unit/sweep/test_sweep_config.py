@@ -140,3 +140,25 @@ def test_concurrent_defaults_to_the_cores_the_samplers_leave():
     assert SweepConfig.model_validate({"run": {"ray_num_cpus": 8}}).trials_at_a_time() == 1
     services = SweepConfig.model_validate({"run": {"ray_num_cpus": 4}, "sweep": {"concurrent": 2}}).services_config()
     assert services.run.trainers == 2 and services.samplers.workers == 2 and services.ray_cpus() == 4
+
+
+def test_on_running_services_the_trials_take_the_cores_and_need_redis_and_the_dataset(tmp_path):
+    from saintpipe.sweep.driver import load_sweep
+
+    running = {"run": {"ray_num_cpus": 6}, "sweep": {"features": "shard-0:50051"}}
+    assert SweepConfig.model_validate(running).trials_at_a_time() == 6  # the samplers run elsewhere
+    path = sweep_file(tmp_path, '"model.lr" = {choice = [0.01]}')
+    features = {"sweep": {"features": "shard-0:50051;shard-1:50051"}}
+    with pytest.raises(ConfigError) as info:
+        load_sweep(path, None, None, environ={}, flags=features)
+    message = str(info.value)
+    assert message.startswith("--features shard-0:50051;shard-1:50051: a sweep on running services also needs")
+    assert "--redis-url (or SAINTPIPE_REDIS_URL)" in message and "--data" in message and "\n" not in message
+    config = load_sweep(path, Path("/data/demo"), None, environ={"SAINTPIPE_REDIS_URL": "redis://r:6379/0"},
+                        flags={**features, "pool": {"job_id": "demo"}})
+    assert config.sweep.features == "shard-0:50051;shard-1:50051" and config.pool.job_id == "demo"
+    # the flags sit over the environment: SAINTPIPE_SWEEP__FEATURES names them too
+    config = load_sweep(path, Path("/data/demo"), None, environ={"SAINTPIPE_SWEEP__FEATURES": "x:1",
+                                                                 "SAINTPIPE_POOL__URL": "redis://r:6379/0"})
+    assert config.sweep.features == "x:1"
+    assert load_sweep(path, None, None, environ={}).sweep.features is None  # its own services: nothing needed

@@ -77,11 +77,11 @@ def test_metrics_endpoint_serves_the_contract_names():
         server.shutdown()
         server.server_close()
     for line in (
-        'saintpipe_trainer_steps_total{trainer="unit-metrics"} 1.0',
-        'saintpipe_trainer_data_wait_seconds_total{trainer="unit-metrics"} 0.5',
-        'saintpipe_trainer_fetch_seconds_total{trainer="unit-metrics"} 0.1',
-        'saintpipe_trainer_loss{trainer="unit-metrics"} 1.25',
-        'saintpipe_trainer_val_score{trainer="unit-metrics"} 0.75',
-        'saintpipe_trainer_step_seconds_count{trainer="unit-metrics"} 1.0',
+        'saintpipe_trainer_steps_total{trainer="unit-metrics",trial=""} 1.0',
+        'saintpipe_trainer_data_wait_seconds_total{trainer="unit-metrics",trial=""} 0.5',
+        'saintpipe_trainer_fetch_seconds_total{trainer="unit-metrics",trial=""} 0.1',
+        'saintpipe_trainer_loss{trainer="unit-metrics",trial=""} 1.25',
+        'saintpipe_trainer_val_score{trainer="unit-metrics",trial=""} 0.75',
+        'saintpipe_trainer_step_seconds_count{trainer="unit-metrics",trial=""} 1.0',
     ):
         assert line in text

@@ -70,7 +70,7 @@ def test_training_gathers_are_counted_and_exported_evaluation_is_not():
     assert totals.hit_rate == totals.cache_hits / 500
     assert totals.bytes_per_gather == totals.fetched_bytes / len(batches)
     # Every sample the exporter holds is the meter's own (evaluation's 1000-row gathers never leak in).
-    sample = lambda name: REGISTRY.get_sample_value(name, {"trainer": "meter-test"})  # noqa: E731
+    sample = lambda name: REGISTRY.get_sample_value(name, {"trainer": "meter-test", "trial": ""})  # noqa: E731
     assert sample("saintpipe_trainer_feature_rows_total") == 500
     assert sample("saintpipe_trainer_feature_cache_hits_total") == totals.cache_hits
     assert sample("saintpipe_trainer_feature_bytes_total") == totals.fetched_bytes
