@@ -18,6 +18,7 @@ BENCHMARKS: tuple[str, ...] = (
     "saintpipe.bench.accuracy.cli",
     "saintpipe.bench.loader",
     "saintpipe.bench.startup",  # a whole run: start-up and the trainer's step
+    "saintpipe.bench.sweep",  # one sweep against separate runs of the same configurations
     "saintpipe.bench.generate",  # the Kronecker generator
     "saintpipe.bench.dataset_import",  # text edge-list import
 )

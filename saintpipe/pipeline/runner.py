@@ -459,6 +459,7 @@ class LocalPipeline:
                 summary.subgraphs_sampled = stats.subgraphs
                 t.sampling = sum(w.counters.sample_seconds_sum for w in stats.workers)
                 t.sampler_pool_wait = sum(w.counters.pool_wait_seconds for w in stats.workers)
+                summary.sampler_cpu_s, summary.sampler_producing_cpu_s = self.sampler_cpu_seconds()
                 drawn = sum(w.counters.subgraphs for w in stats.workers)
                 if drawn:
                     summary.subgraph_nodes = sum(w.counters.nodes for w in stats.workers) / drawn
@@ -495,6 +496,20 @@ class LocalPipeline:
         if math.isnan(summary.test_score) and summary.stopped_by == "finished" and self.supervisor.failure:
             summary.stopped_by = "failure"
 
+
+    def sampler_cpu_seconds(self) -> tuple[float, float]:
+        """What the sampler workers cost in CPU seconds so far: ``(process, producing)``, their processes' over
+        their lives as the OS counts them, and the part while they produced as the workers count it (NaN
+        before the samplers started).
+
+        Raises:
+            whatever the sampler service's stats raise (Ray gone).
+        """
+        if self._sampler_service is None:
+            return math.nan, math.nan
+        process = self._sampler_service.process_cpu_seconds()
+        producing = sum(w.counters.cpu_seconds for w in self._sampler_service.stats().workers)
+        return process, producing
 
     def _pool_account(self) -> PoolAccount | None:
         """Where every subgraph the samplers produced went, while Redis still holds the job (None: it cannot say)."""

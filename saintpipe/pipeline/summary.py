@@ -60,6 +60,9 @@ class RunSummary:
         run_dir: the run directory (models, metrics history, config, this summary as summary.json).
         subgraph_nodes, subgraph_edges: the mean nodes and adjacency entries of the subgraphs the workers drew
             (NaN: none drawn; edges 0 for node sets, induced by the trainers).
+        sampler_cpu_s: CPU seconds (user + system) of the sampler workers' processes over their lives, start-up
+            included, as the OS counts them at the run's end (NaN: not readable here).
+            sampler_producing_cpu_s: the part of it while they produced, as the workers count it.
         startup: when each part became ready, in seconds since the command started (dataset, redis, feature
             shards, ray, sampler workers, trainer, first subgraph, first step).
         checkpoint_dir: where the checkpoints went ("" without). resumed_from_step: the checkpoint's step a
@@ -109,6 +112,8 @@ class RunSummary:
     startup: dict[str, float] = field(default_factory=dict)
     subgraph_nodes: float = math.nan
     subgraph_edges: float = math.nan
+    sampler_cpu_s: float = math.nan
+    sampler_producing_cpu_s: float = math.nan
 
     @property
     def loss_spike(self) -> LossSpike:

@@ -51,7 +51,7 @@ from saintpipe.pipeline.run_dir import CHECKPOINTS, stored_config, write_config
 from saintpipe.services.pool.pool import SubgraphPool
 from saintpipe.sweep import targets
 from saintpipe.sweep.config import SweepConfig, Trial, check_space, expand
-from saintpipe.sweep.results import TRIALS, Results, TrialRow
+from saintpipe.sweep.results import TRIALS, Results, TrialRow, best_test_score
 from saintpipe.sweep.services import SweepServices, check_running, open_services
 from saintpipe.trainer.assemble import TrainerSpec
 
@@ -66,7 +66,8 @@ PID = "trainer.pid"  # in a trial's directory: the process its trainer runs in n
 @dataclass
 class SweepSummary:
     """How the sweep went: its directory, its table, whether it was interrupted, the pool groups of trials
-    that had not ended when it did (a trial's group is released as it ends; the last one with the job)."""
+    that had not ended when it did (a trial's group is released as it ends; the last one with the job), and
+    the shared samplers' CPU seconds (:meth:`LocalPipeline.sampler_cpu_seconds`; NaN when not read)."""
 
     sweep_dir: Path
     results: Results
@@ -74,6 +75,8 @@ class SweepSummary:
     skipped: list[str] = field(default_factory=list)
     interrupted: bool = False
     groups_left: list[str] = field(default_factory=list)
+    sampler_cpu_s: float = math.nan
+    sampler_producing_cpu_s: float = math.nan
 
     def best(self) -> TrialRow | None:
         rows = [r for r in self.results.sorted() if not math.isnan(r.best_val)]
@@ -81,10 +84,12 @@ class SweepSummary:
 
     def to_json(self) -> str:
         best = self.best()
+        cpu = {"sampler_cpu_s": self.sampler_cpu_s, "sampler_producing_cpu_s": self.sampler_producing_cpu_s}
         return json.dumps({"sweep_dir": str(self.sweep_dir), "ran": self.ran, "skipped": self.skipped,
                            "interrupted": self.interrupted, "groups_left": self.groups_left,
                            "best_trial": best.trial if best else None,
-                           "best_run_dir": best.run_dir if best else None}, indent=2)
+                           "best_run_dir": best.run_dir if best else None,
+                           **{k: None if math.isnan(v) else v for k, v in cpu.items()}}, indent=2)
 
 
 def load_sweep(config_file: Path | None, data: Path | None, resume: Path | None,
@@ -159,6 +164,10 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, resume: bool = False, out: T
                     _tune(config, specs, todo, concurrent, keeper, interrupted, sweep_dir)
                 # groups of trials that had not ended (a trial's group is released when it ends)
                 summary.groups_left = services.leave(pool, {t.trial_id for t in todo}, keeper.ended_trials)
+                try:
+                    summary.sampler_cpu_s, summary.sampler_producing_cpu_s = services.sampler_cpu_seconds()
+                except Exception as exc:  # noqa: BLE001 - a figure for benchmarks: the sweep's results stand without it
+                    log.warning("the samplers' CPU seconds could not be read: %s", exc)
     finally:
         targets.clear(sweep_dir)  # the services are stopped: no endpoint is left
         for s, handler in previous.items():
@@ -198,7 +207,8 @@ def _trial(config: dict[str, Any], specs: dict[str, TrainerSpec], sweep_dir: str
     write_atomic(Path(spec.output_dir) / PID, f"{os.getpid()}\n".encode())
 
     def report(epoch: float, score: float, step: int) -> None:
-        tune.report({"val_score": score, "epoch": epoch, "step": step})
+        # reported_at: when, so that the moment ASHA stopped a trial on this report can be read back
+        tune.report({"val_score": score, "epoch": epoch, "step": step, "reported_at": time.time()})
 
     # The trial serves its process's metrics itself from its first moment (the trainer's series join them as
     # it assembles): listed for Prometheus while it starts as well as while it trains.
@@ -329,6 +339,8 @@ def _row(trial: Trial, run_dir: Path, account: dict[str, int], error: str, inter
         best, test, steps = float(finished["val_score"]), float(finished["test_score"]), int(finished["steps"])
     else:
         stopped_by = "interrupted" if interrupted else "ASHA"
+    if finished is None:  # Tune stopped it before its final scoring: its best weights' own test score
+        test = best_test_score(run_dir)
     return TrialRow(trial.trial_id, trial.settings, best, test, steps, stopped_by, str(run_dir), account, error,
                     restarts)
 

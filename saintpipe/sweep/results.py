@@ -1,9 +1,9 @@
 """What a sweep leaves: ``results.json`` and ``results.csv`` in the sweep directory, sorted by best validation.
 
 One row per trial that ended: its settings, its best validation score, the test score of those weights
-(the trial's own final scoring; empty for a trial stopped before it scored), its steps, how it ended
-(finished, early stopped, ASHA, failed, interrupted), how often its trainer was restarted after it died, its
-run directory and its pool group's account
+(the trial's own final scoring; for a trial stopped before it, such as by ASHA, the score its ``best.pt``
+holds: :func:`best_test_score`), its steps, how it ended (finished, early stopped, ASHA, failed,
+interrupted), how often its trainer was restarted after it died, its run directory and its pool group's account
 (produced, acknowledged, waiting, pending, dead-lettered) read just before the group was removed. The
 files are rewritten each time a trial ends, so an interrupted sweep keeps what was done
 (``saintpipe sweep --resume`` reads them back).
@@ -14,12 +14,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from saintpipe.core.files import write_atomic
+
+log = logging.getLogger(__name__)
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -103,6 +106,29 @@ class Results:
         widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head) - 1)]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True)) + "  " + line[-1]
                          for line in [head, *body])
+
+
+def best_test_score(run_dir: Path) -> float:
+    """The test score of the trial's best weights, as its ``best.pt`` holds it (NaN: no readable best.pt).
+
+    The trainer scores the validation and the test split in one full-graph pass (trainer/loop.py) and, when
+    the validation score is a new best, keeps those weights in ``best.pt`` with that pass's test score; a
+    finished trial's final scoring reports the very same figure. A trial Tune stopped (ASHA) never got to
+    its final scoring, but its ``best.pt`` has it.
+    """
+    from saintpipe.core.errors import DatasetError
+    from saintpipe.trainer.run_dir import BEST
+    from saintpipe.trainer.run_dir.model_file import load_model
+
+    path = run_dir / BEST
+    if not path.is_file():
+        return math.nan
+    try:
+        value = load_model(path).meta.get("test_score")
+    except DatasetError as exc:  # damaged or foreign: the row goes on without its test score
+        log.warning("%s", exc)
+        return math.nan
+    return _number(value)
 
 
 def settings_text(settings: dict[str, Any]) -> str:

@@ -28,6 +28,7 @@ registered anew at the stream's end and every trial group still there is removed
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -74,6 +75,10 @@ class EmbeddedServices:
     def leave(self, pool: SubgraphPool, trials: set[str], ended: set[str]) -> list[str]:
         """The groups of trials that had not ended; the job's last group goes with the private Redis."""
         return [g for g in pool.groups() if g not in ended]
+
+    def sampler_cpu_seconds(self) -> tuple[float, float]:
+        """The samplers' CPU seconds so far (:meth:`LocalPipeline.sampler_cpu_seconds`)."""
+        return self.pipeline.sampler_cpu_seconds()
 
 
 class RunningServices:
@@ -140,6 +145,10 @@ class RunningServices:
         hand_back(pool, [g for g in pool.groups() if g in trials])
         self._claimed = False
         return [g for g in pool.groups() if g in trials]
+
+    def sampler_cpu_seconds(self) -> tuple[float, float]:
+        """NaN: the samplers are the running pipeline's, on hosts of its own."""
+        return math.nan, math.nan
 
 
 def running_redis_url(config: SweepConfig, environ: dict[str, str] | None = None) -> str | None:
@@ -267,6 +276,9 @@ class SweepServices(Protocol):
     def leave(self, pool: SubgraphPool, trials: set[str], ended: set[str]) -> list[str]:
         """Leave the job's pool as the kind of services documents, once the trials are over; returns the
         groups of trials left in it."""
+
+    def sampler_cpu_seconds(self) -> tuple[float, float]:
+        """The samplers' CPU seconds so far, ``(process, producing)``; NaN where the sweep cannot read them."""
 
 
 def open_services(config: SweepConfig, trials: Sequence[str], concurrent: int) -> SweepServices:

@@ -275,6 +275,34 @@ class SamplerService:
             placement = {i: s.host for i, s in sorted(self._slots.items()) if s.host}
             return ServiceStats(workers, removed, self._pool_stats, self._failure, placement)
 
+    def process_cpu_seconds(self) -> float:
+        """CPU seconds (user + system) the running workers' processes have used since they started, as the OS
+        counts them: their start-up, drawing, pushing and waiting, every thread; each process once, however
+        many workers it hosts. NaN when a worker's process is not on this host, or gone.
+
+        It is what the samplers cost the machine, for a benchmark to compare (``saintpipe bench sweep``);
+        a process restarted in between counts from its restart.
+        """
+        import socket
+
+        import psutil
+
+        stats = self.stats()
+        here = socket.gethostname()
+        if any(host != here for host in stats.placement.values()):
+            return float("nan")
+        pids = sorted({w.pid for w in stats.workers if w.pid is not None})
+        if not pids:
+            return float("nan")
+        total = 0.0
+        for pid in pids:
+            try:
+                times = psutil.Process(pid).cpu_times()
+            except psutil.Error:  # ended (or not ours to read): the figure would be short
+                return float("nan")
+            total += times.user + times.system
+        return total
+
     def worker_info(self, timeout: float = 60.0) -> list[WorkerInfo]:
         """Where each running worker is (pid, core, host); waits for workers still starting."""
         with self._lock:

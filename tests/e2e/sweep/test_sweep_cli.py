@@ -1,13 +1,14 @@
 """``saintpipe sweep`` through the real console script: trials on one set of services, each in a pool group of
-its own; the results table; ASHA stopping a trial and its group gone; predict on the best trial; watching it
-(each trial's trainer endpoint listed for Prometheus's file discovery while it trains, its series labelled by
-trial, the pool's per group, scraped by a real Prometheus); --resume after an interrupt without running the
-finished trial again; bad input refused before anything starts."""
+its own; the results table; ASHA stopping a trial, its group gone and its test score (its best.pt's, what
+predict says of it); watching it (each trial's trainer endpoint listed for Prometheus's file discovery while it
+trains, its series labelled by trial, the pool's per group, scraped by a real Prometheus); --resume after an
+interrupt without running the finished trial again; bad input refused before anything starts."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,7 +16,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
+from saintpipe.services.dataset.store import open_dataset
 from tests.support.cli import ROOT, free_port, run_cli, saintpipe_command
 from tests.support.pipeline import small_dataset
 from tests.support.prometheus import Prometheus, find_prometheus_tool, missing_reason
@@ -126,16 +129,23 @@ def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account
         assert p["produced"] == p["acknowledged"] + p["waiting"] + p["pending"] + p["dead_lettered"]
         if r["stopped_by"] == "finished":
             assert (run_dir / "final.pt").is_file() and r["test_score"] is not None
+        assert math.isfinite(r["test_score"])  # an ASHA-stopped trial's too: its best weights' (best.pt)
     by_id = {r["trial"]: r for r in rows}
-    assert by_id["trial-002"]["stopped_by"] == "ASHA"
+    stopped = by_id["trial-002"]
+    assert stopped["stopped_by"] == "ASHA"
     summary = json.loads((sweep_dir / "summary.json").read_text())
     assert summary["groups_left"] == [] and summary["interrupted"] is False
+    assert summary["sampler_producing_cpu_s"] > 0 and summary["sampler_cpu_s"] > summary["sampler_producing_cpu_s"]
     assert done.stdout.rstrip().splitlines()[-1].startswith("{") or "best trial" in done.stdout
     best = rows[0]
     assert f"best trial       {best['trial']}" in done.stdout and best["run_dir"] in done.stdout
-    # the best trial's model works as a run's does
-    predicted = run_cli("predict", best["run_dir"], "--nodes", "test", "--out", str(tmp_path / "p.npy"))
+    # a trial's model works as a run's does: the ASHA-stopped trial's test score is what its best.pt predicts
+    predicted = run_cli("predict", stopped["run_dir"], "--nodes", "test", "--out", str(tmp_path / "p.npy"))
     assert "predictions" in predicted.stderr
+    dataset = open_dataset(data)
+    test = np.asarray(dataset.splits["test"])
+    accuracy = float((np.load(tmp_path / "p.npy") == np.asarray(dataset.labels)[test]).mean())
+    assert abs(accuracy - stopped["test_score"]) <= 2 / test.size  # layer-wise vs one pass: an argmax tie at most
     run_cli("embed", best["run_dir"], "--out", str(tmp_path / "e.npy"))
     assert (tmp_path / "e.npy").is_file()
 

@@ -62,6 +62,9 @@ def test_two_workers_in_one_process_draw_their_own_streams_on_their_own_cores(ma
     worked = [b - a for a, b in zip(before, after, strict=True)]
     assert all(w > 0 for w in worked), worked
     assert sum(worked) <= spent + 0.02, f"workers counted {worked} s of CPU in a window where the process spent {spent} s"
+    # The service's own reading counts that one process once, for both workers.
+    low = process_cpu()
+    assert low <= service.process_cpu_seconds() <= process_cpu()
 
 
 def test_workers_join_and_leave_a_shared_process_and_come_back_with_it(make_service, wait, drain_pool):

@@ -21,6 +21,7 @@ NAMES = {
     "accuracy": [],
     "loader": [],
     "startup": [],
+    "sweep": [],
     "generate": [],
     "import": [],
 }
