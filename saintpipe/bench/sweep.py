@@ -66,6 +66,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", type=integer(2, 100),
                         help="seeds of the separate arm's best configuration, for the noise (default 3: two more "
                              "runs; --quick 2)")
+    parser.add_argument("--scheduler", choices=("asha", "none"), default="asha",
+                        help="the sweep's scheduler (default asha). ASHA trains fewer steps than the separate "
+                             "runs, which raises the sweep's CPU per step; none trains every trial to its end, "
+                             "the same steps as the runs: what sharing the stream alone saves")
     parser.add_argument("--quick", action="store_true",
                         help="a short structure check: 3 configurations, 3 epochs, hidden [32, 32], one trial "
                              "at a time; its ratios say little")
@@ -85,6 +89,7 @@ class Setup:
     concurrent: int
     seeds: int
     hidden: list[int] | None = None
+    scheduler: str = "asha"
 
     def sections(self, job: str, seed: int = 0, lr: float | None = None) -> str:
         """``[run]``, ``[pool]``, ``[samplers]`` and ``[trainer]`` as both arms have them (TOML); a run's
@@ -146,7 +151,7 @@ def _bench(args: argparse.Namespace) -> int:
     setup = Setup(data=data, lrs=lrs, epochs=args.epochs or (3 if args.quick else 10),
                   concurrent=args.concurrent or (1 if args.quick else len(lrs)),
                   seeds=args.seeds or (2 if args.quick else 3),
-                  hidden=[32, 32] if args.quick else None)
+                  hidden=[32, 32] if args.quick else None, scheduler=args.scheduler)
     env = dict(os.environ)
     # The kernels compile once, before either arm (a cold cache would land in the first one).
     subprocess.run([sys.executable, "-m", "saintpipe", "warmup", "--if-cold"], env=env, check=True,
@@ -166,6 +171,7 @@ def _bench(args: argparse.Namespace) -> int:
                  for s in range(1, setup.seeds)]
     rows, summary = figures(setup, sweep, runs, best, noise)
     params = {"data": str(data), "lrs": " ".join(map(str, lrs)), "epochs": setup.epochs,
+              "scheduler": setup.scheduler,
               "concurrent": setup.concurrent, "seeds": setup.seeds, "sampler workers": 1,
               "hidden": setup.hidden or "the run's default", **({"workdir": str(work)} if args.workdir else {})}
     emit_report("sweep", rows, params=params, summary=summary, as_json=args.json,
@@ -197,7 +203,7 @@ def sweep_arm(setup: Setup, work: Path, env: dict[str, str], url: str) -> dict[s
     config = work / "sweep.toml"
     grid = json.dumps(setup.lrs)
     config.write_text(setup.sections(SWEEP_JOB) + f"\n[sweep]\nconcurrent = {setup.concurrent}\nscheduler = "
-                      f"\"asha\"\ngrace_period = 1\nreduction_factor = 2\n\n[sweep.space]\n"
+                      f"\"{setup.scheduler}\"\ngrace_period = 1\nreduction_factor = 2\n\n[sweep.space]\n"
                       f"\"model.lr\" = {{grid = {grid}}}\n")
     sweep_dir = work / "sweep"
     with GroupWatch(url, SWEEP_JOB) as watch:
