@@ -209,7 +209,7 @@ def listening_ports(pids: set[int]) -> set[int]:
     """The TCP ports that the processes ``pids`` listen on.
 
     One pass over the machine's sockets: asked process by process, psutil reads every socket table again
-    for each one, which for a run's 20 to 30 processes took 1.5 s of CPU on a loaded 2-core machine, and
+    for each one: 1.46 s against 0.23 s for a 15-process tree on a loaded 2-core machine, and
     the waits sample the tree every half second while the run starts.
     """
     try:
