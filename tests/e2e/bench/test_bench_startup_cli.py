@@ -10,7 +10,7 @@ from tests.support.pipeline import small_dataset
 
 def test_bench_startup_warm_reports_the_first_step_and_the_step_beside_the_bare_model(cli, tmp_path):
     data = small_dataset(tmp_path / "small")
-    proc = cli("bench", "startup", "--data", str(data), "--modes", "warm", "--seconds", "40", "--repeats", "5",
+    proc = cli("bench", "startup", "--data", str(data), "--modes", "warm", "--seconds", "25", "--repeats", "5",
                "--json", timeout=300)
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["benchmark"] == "startup"

@@ -12,7 +12,9 @@ is generated once), this environment's bin first on PATH and no other SAINTPIPE_
 - a block right after `<!-- not run: REASON -->` is not run; REASON says why (it installs, it downloads).
 
 So a page shows a command's output as a separate ```text block, and keeps its graphs small and its runs short.
-Serial (tests/conftest.py): the pages run whole pipelines (`saintpipe run`), about three minutes in all.
+A page that starts a pipeline (`saintpipe run`, `serve`, `bench`, an embedded loader) is serial
+(tests/conftest.py): its run needs the cores to itself. The others (imports of small files, `data info`) run
+in the parallel phase: there, they are some 17 s that the serial phase no longer waits for.
 """
 
 from __future__ import annotations
@@ -26,8 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.serial
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGES_DIR = ROOT / "docs" / "get-started"
@@ -51,6 +51,7 @@ BLOCK_TIMEOUT_S = 240
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _TITLE = re.compile(r"""\btitle=(?:"([^"]*)"|'([^']*)')""")
 _NOT_RUN = re.compile(r"^\s*<!--\s*not run:(?P<reason>.*?)-->\s*$")
+_STARTS_A_PIPELINE = re.compile(r"\bsaintpipe (run|serve|bench)\b|\.embedded\(")
 
 
 @dataclass
@@ -96,6 +97,16 @@ def blocks(markdown: str, where: str = "page") -> list[Block]:
 
 def _page_id(page: Path) -> str:
     return page.relative_to(PAGES_DIR).as_posix()
+
+
+def _starts_a_pipeline(page: Path) -> bool:
+    return any(_STARTS_A_PIPELINE.search(b.code) for b in blocks(page.read_text(), str(page))
+               if b.lang in RUN and not b.not_run)
+
+
+def _page_param(page: Path):
+    """The page as a test parameter: serial when it starts a pipeline."""
+    return pytest.param(page, id=_page_id(page), marks=[pytest.mark.serial] if _starts_a_pipeline(page) else [])
 
 
 def test_the_extractor_reads_languages_titles_and_markers() -> None:
@@ -145,7 +156,7 @@ def _environment(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+@pytest.mark.parametrize("page", [_page_param(page) for page in PAGES])
 def test_the_page_runs(page: Path, tmp_path: Path, shared_home: Path) -> None:
     env = _environment(shared_home)
     work = tmp_path / "work"

@@ -14,6 +14,7 @@ from tests.support.faults import (
     assert_accounted,
     assert_completed_like,
     restarts,
+    score,
     shm_files,
     wait_until,
 )
@@ -98,12 +99,11 @@ def test_a_component_past_its_budget_ends_the_run_with_one_line_and_resume_goes_
     assert len(again["step_losses"]) == again["steps"]  # the checkpoint carried the steps before the resume
 
 
-def test_two_runs_at_once_both_finish(fault_run, undisturbed):
-    first, second = fault_run(), fault_run()
-    for run in (first, second):
-        assert run.finish() == 0, run.output()
-        summary = run.summary()
+def test_two_runs_at_once_both_finish(undisturbed_pair):
+    """The pair of runs the suite's reference score comes from (conftest.py) ran at once: both finished, each
+    exited 0 with its pool accounted for and nothing left behind (the fixture asserts those as it waits)."""
+    for summary in undisturbed_pair:
         assert summary["epochs"] == EPOCHS
         assert_accounted(summary)
-    for run in (first, second):
-        assert run.left_behind() == []
+    first, second = (score(summary) for summary in undisturbed_pair)
+    assert abs(second - first) <= 0.02, (first, second)  # the same seed, whatever the order subgraphs came in
