@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
@@ -33,9 +33,11 @@ from saintpipe.services.feature_shard.cache import CacheConfig
 from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.assemble import AssembledTrainer, TrainerSpec, assemble_trainer
 from saintpipe.trainer.config import TrainerConfig
-from saintpipe.trainer.loop import TrainResult
 from saintpipe.trainer.progress import TrainerProgress
 from saintpipe.trainer.timing import TimeBreakdown
+
+if TYPE_CHECKING:  # the loop imports torch: the driver that creates the actors never needs it (1-2 s of start-up)
+    from saintpipe.trainer.loop import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -68,19 +70,26 @@ class TrainerActor:
         host = "127.0.0.1" if len(alive) <= 1 else ray.util.get_node_ip_address()
         return f"{host}:{free_port(host)}"
 
-    def prepare(self, master: str | None, metrics_port: int | None = None) -> str | None:
+    def prepare(self, master: str | None, metrics_port: int | None = None,
+                estimate_evaluation: bool = False) -> str | None:
         """Assemble this rank (dataset, pool, features, group, loop); returns its metrics URL.
 
         Rank r serves its metrics on ``spec.metrics_port + r`` (ranks may share a host), or on
         ``metrics_port`` when given (a restarted rank keeps the endpoint the run announced).
+        ``estimate_evaluation``: then estimate one full-graph evaluation (the loop keeps it for
+        :meth:`evaluation_estimate`), here, where no training step competes with it for the core yet.
         """
         spec = self.spec
         port = None
         if spec.metrics_port is not None:
             port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
-        self.trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
-                                        metrics_port=port, cache=self.cache)
-        return self.trainer.metrics_url
+        trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
+                                   metrics_port=port, cache=self.cache)
+        if estimate_evaluation:
+            with self._lock:
+                trainer.loop.evaluation_estimate()
+        self.trainer = trainer
+        return trainer.metrics_url
 
     def run(self) -> TrainResult:
         """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
@@ -169,6 +178,7 @@ class TrainerGroup:
         # Any: ray's annotations give an actor's methods no `.remote`.
         self.actors: list[Any] = []
         self._runs: list[ray.ObjectRef] = []
+        self._preparing: list[ray.ObjectRef] = []  # prepare()'s answers, asked by begin()
         self._results: list[TrainResult] | None = None
         self._last = TrainerProgress()
         self._finish_target: int | None = None  # finish()'s step target, given again to restarted actors
@@ -187,14 +197,27 @@ class TrainerGroup:
         remote = ray.remote(TrainerActor).options(num_gpus=1 if self.use_gpus else 0, **self._options)
         self.actors = [remote.remote(self.spec, rank, self.trainers, threads=self.threads, cache=self.cache)
                        for rank in range(self.trainers)]
+        self._preparing = []
         log.info("started %d trainer actor(s) for job %s (%s)", self.trainers, self.spec.job,
                  "GPU" if self.use_gpus else "CPU")
 
-    def _prepare(self, timeout: float | None) -> list[str | None]:
+    def begin(self, estimate_evaluation: bool = False) -> None:
+        """Have every rank assemble itself (and rank 0 estimate one full-graph evaluation, if asked) in the
+        background, without waiting: a caller starts other parts meanwhile, and :meth:`start` collects it."""
+        if self._preparing:
+            return
+        # Rank 0's rendezvous travels as a reference: Ray hands the ranks its value once it is there.
+        master = self.actors[0].rendezvous.remote() if self.trainers > 1 else None
+        self._preparing = [a.prepare.remote(master, self._metrics_ports.get(rank), estimate_evaluation and rank == 0)
+                           for rank, a in enumerate(self.actors)]
+
+    def _prepare(self, timeout: float | None, estimate_evaluation: bool = False) -> list[str | None]:
         """Every rank assembled (and in the data-parallel group); their metrics URLs."""
-        master = ray.get(self.actors[0].rendezvous.remote(), timeout=timeout) if self.trainers > 1 else None
-        return ray.get([a.prepare.remote(master, self._metrics_ports.get(rank)) for rank, a in enumerate(self.actors)],
-                       timeout=timeout)
+        self.begin(estimate_evaluation)
+        try:
+            return ray.get(self._preparing, timeout=timeout)
+        finally:
+            self._preparing = []
 
     def run(self) -> list[TrainResult]:
         """Train to the end; returns every trainer's result (rank 0's carries the scores)."""
@@ -205,13 +228,14 @@ class TrainerGroup:
         """Wait until every actor is connected (and in the data-parallel group), then start training.
 
         ``estimate_evaluation``: rank 0 first estimates one full-graph evaluation (a run with a deadline
-        needs it), before its training steps compete with the estimate for its core.
+        needs it), before its training steps compete with the estimate for its core: as it assembles itself
+        (unless :meth:`begin` already asked without it), so the question below finds the answer made.
 
         Raises:
             ServiceUnavailable: an actor failed to start or did not start in time.
         """
         try:
-            urls = self._prepare(timeout)
+            urls = self._prepare(timeout, estimate_evaluation)
         except ray.exceptions.GetTimeoutError:
             raise ServiceUnavailable(f"the trainers did not start within {timeout:g} s") from None
         except ray.exceptions.RayError as exc:

@@ -205,7 +205,7 @@ class LocalPipeline:
 
     def _start_all(self, dataset) -> None:
         self._start_services(dataset)
-        # Trainer actors load torch and the graph while the samplers estimate the normalization.
+        # Trainer actors load torch and assemble themselves while the samplers estimate the normalization.
         self._launch_trainers(dataset)
         self._start_samplers(dataset)
         self._checkpoint()
@@ -360,6 +360,9 @@ class LocalPipeline:
         # ray.shutdown ends them.
         self._trainers = TrainerGroup(spec, cfg.run.trainers, threads=1, max_concurrency=4,
                                       cache=cache if cache.enabled else None)
+        # They assemble themselves (torch, the graph, the model, the feature client; with a deadline, the
+        # evaluation estimate) while the sampler service starts: _start_trainers collects it.
+        self._trainers.begin(estimate_evaluation=cfg.run.max_seconds is not None)
 
     def _start_trainers(self) -> None:
         trainers = self._launched_trainers
