@@ -79,8 +79,10 @@ class SweepSummary:
     sampler_producing_cpu_s: float = math.nan
 
     def best(self) -> TrialRow | None:
+        """The trial with the best validation among those that did not fail (a failed trial's model is what
+        its trainer had when it died past its budget); a failed one only when no other trial validated."""
         rows = [r for r in self.results.sorted() if not math.isnan(r.best_val)]
-        return rows[0] if rows else None
+        return next((r for r in rows if r.stopped_by != "failed"), rows[0] if rows else None)
 
     def to_json(self) -> str:
         best = self.best()

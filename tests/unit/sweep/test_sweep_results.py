@@ -38,3 +38,20 @@ def test_a_table_from_before_the_restarts_column_reads_back_with_none(tmp_path):
     (tmp_path / RESULTS_JSON).write_text(json.dumps({"trials": [old]}))
     read = Results.read(tmp_path).rows["trial-000"]
     assert read.restarts == 0 and read.done and math.isnan(read.test_score)
+
+
+def test_the_best_trial_is_one_that_did_not_fail_unless_none_validated_but_failed_ones(tmp_path):
+    from pathlib import Path
+
+    from saintpipe.sweep.driver import SweepSummary
+
+    results = Results(tmp_path)
+    results.add(row("trial-000", 0.7, "ASHA", 0))
+    results.add(row("trial-001", 0.9, "failed", 2))  # best validation before its trainer died past its budget
+    best = SweepSummary(Path(tmp_path), results).best()
+    assert best is not None and best.trial == "trial-000"
+    (tmp_path / "other").mkdir()
+    only_failed = Results(tmp_path / "other")
+    only_failed.add(row("trial-001", 0.9, "failed", 2))
+    best = SweepSummary(Path(tmp_path), only_failed).best()
+    assert best is not None and best.trial == "trial-001"
