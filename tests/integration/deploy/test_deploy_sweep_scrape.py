@@ -74,9 +74,11 @@ def test_prometheus_follows_the_trials_and_the_dashboard_picks_one(sweep, tmp_pa
     try:
         prom.wait_ready()
         deadline = time.monotonic() + 60
-        while True:  # rate() over [1m] needs two scrapes of each trial
+        while True:  # rate() over [1m] needs two scrapes of each trial, and of the samplers' pool gauges
             rates = prom.query("rate(saintpipe_trainer_steps_total[1m]) > 0")
-            if {r["metric"].get("trial") for r in rates} == set(trials) or time.monotonic() > deadline:
+            pool = prom.query("rate(saintpipe_pool_produced_total[1m])")
+            if ({r["metric"].get("trial") for r in rates} == set(trials)
+                    and {r["metric"].get("group") for r in pool} == set(trials)) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert {r["metric"].get("trial") for r in rates} == set(trials), prom.targets_up()
