@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from saintpipe.trainer.actor import TrainerGroup, train
     from saintpipe.trainer.run_dir.checkpoint import Checkpointer
     from saintpipe.trainer.config import ModelConfig, TrainerConfig
-    from saintpipe.trainer.loop import TrainLoop, TrainResult
+    from saintpipe.trainer.loop import TrainLoop
+    from saintpipe.trainer.result import TrainResult
     from saintpipe.trainer.models import GNN, build_model
 
 __all__ = [

@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ray
 
@@ -34,10 +34,9 @@ from saintpipe.services.pool.config import PoolConfig
 from saintpipe.trainer.assemble import AssembledTrainer, TrainerSpec, assemble_trainer
 from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.progress import TrainerProgress
+from saintpipe.trainer.result import TrainResult
 from saintpipe.trainer.timing import TimeBreakdown
 
-if TYPE_CHECKING:  # the loop imports torch: the driver that creates the actors never needs it (1-2 s of start-up)
-    from saintpipe.trainer.loop import TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -460,7 +459,7 @@ def train(
         ray_address: an existing Ray cluster to join (``auto``, ``host:port``).
 
     Returns:
-        The merged :class:`~saintpipe.trainer.loop.TrainResult`: test score, epochs, subgraphs and the time breakdown.
+        The merged :class:`~saintpipe.trainer.result.TrainResult`: test score, epochs, subgraphs and the time breakdown.
     """
     from saintpipe.core.ray_cluster import connect_ray
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from saintpipe.services.feature_shard.cache import CacheConfig
     from saintpipe.trainer.distributed import DataParallel
     from saintpipe.trainer.evaluate import EvalGraph
-    from saintpipe.trainer.loop import TrainLoop, TrainResult
+    from saintpipe.trainer.loop import TrainLoop
+    from saintpipe.trainer.result import TrainResult
     from saintpipe.trainer.metrics import TrainerMetrics
     from saintpipe.trainer.step import TrainState
 

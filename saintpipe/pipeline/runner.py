@@ -123,6 +123,7 @@ class LocalPipeline:
         if not kernels_cached():
             print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load them "
                   "from the cache; saintpipe warmup does it ahead)", file=sys.stderr, flush=True)
+            self._precompile(dataset)
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
                              metric="F1-micro" if dataset.manifest.multilabel else "accuracy")
@@ -242,6 +243,16 @@ class LocalPipeline:
         self._checkpoint()
 
     # --- components -------------------------------------------------------------------------------------
+    def _precompile(self, dataset) -> None:
+        """Compile the kernels that need neither Ray nor a sampler in a process beside the start-up (the cache
+        is cold): :mod:`saintpipe.pipeline.precompile`."""
+        from saintpipe.core.procutil import terminate
+        from saintpipe.pipeline.precompile import start_precompile
+
+        samplers = self.config.samplers
+        process = start_precompile(Path(dataset.path), samplers.sampler.model_dump(mode="json"), samplers.graph)
+        self.supervisor.on_stop("kernel precompile", lambda: terminate(process, grace=1.0))
+
     def _sweep_slots(self, server: RedisServer) -> None:
         """Remove the job's shared-memory slots on ``server`` (nothing when it never started)."""
         from saintpipe.core.errors import InvalidArgument

@@ -37,7 +37,7 @@ def test_two_data_parallel_actors_train_from_pool_and_features(
 
 
 def test_merge_refuses_diverged_trainers():
-    from saintpipe.trainer.loop import TrainResult
+    from saintpipe.trainer.result import TrainResult
     from saintpipe.trainer.timing import TimeBreakdown
 
     def result(digest: str) -> TrainResult:

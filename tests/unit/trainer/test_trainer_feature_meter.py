@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY
 
 from saintpipe.services.feature_shard.cache import FeatureCache
 from saintpipe.trainer.actor import merge_results
-from saintpipe.trainer.loop import TrainResult
+from saintpipe.trainer.result import TrainResult
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
 from saintpipe.trainer.timing import TimeBreakdown
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from saintpipe.trainer.loop import TrainResult
+from saintpipe.trainer.result import TrainResult
 from saintpipe.trainer.timing import TimeBreakdown
 
 
