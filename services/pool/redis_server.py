@@ -10,8 +10,9 @@ listen on another address (``command_prefix``, ``host``: ``saintpipe bench sampl
 veth`` starts it in a network namespace, :class:`saintpipe.core.netns.VethHost`).
 
 The private server keeps an append-only file, so a server killed (even with SIGKILL) and started again
-with :meth:`RedisServer.restart` has every write it had answered (docs/explanation/pool.md; why
-``appendfsync everysec``: docs/explanation/decisions.md).
+with :meth:`RedisServer.restart` has every write it had answered, but for those ``appendfsync everysec``
+still held in its buffer while a background fsync ran (docs/explanation/pool.md; why ``everysec``, and that
+window: docs/explanation/decisions.md).
 
 Example::
 
