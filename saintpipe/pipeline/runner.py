@@ -92,6 +92,7 @@ class LocalPipeline:
         self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
+        self.announce_compiling = True  # say so on stderr when the kernels must still be compiled (not warmup's run)
 
     @property
     def data_dir(self) -> Path:
@@ -121,8 +122,9 @@ class LocalPipeline:
         dataset = open_dataset(self.data_dir)
         self.timeline.mark("dataset")
         if not kernels_cached():
-            print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load them "
-                  "from the cache; saintpipe warmup does it ahead)", file=sys.stderr, flush=True)
+            if self.announce_compiling:
+                print("saintpipe: the kernels are not compiled yet: this run compiles them (once: later runs load "
+                      "them from the cache; saintpipe warmup does it ahead)", file=sys.stderr, flush=True)
             self._precompile(dataset)
         summary = RunSummary(dataset=f"{dataset.manifest.name} ({dataset.num_nodes:,} nodes, "
                                      f"{dataset.num_edges:,} edges, {dataset.manifest.num_classes} classes)",
