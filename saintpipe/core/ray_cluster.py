@@ -48,13 +48,37 @@ def connect_ray(address: str | None = None, *, num_cpus: int | None = None, log_
         check_ray_token()  # a cluster token left at the .env.example placeholder: refuse it, say so
     try:
         if local:
-            init_local_ray(address="local", num_cpus=num_cpus, include_dashboard=False,
-                           log_to_driver=log_to_driver, **init_kwargs)
+            with _quiet_token_notice():
+                init_local_ray(address="local", num_cpus=num_cpus, include_dashboard=False,
+                               log_to_driver=log_to_driver, **init_kwargs)
         else:
             ray.init(address=address, include_dashboard=False, log_to_driver=log_to_driver, **init_kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         raise ServiceUnavailable(f"ray: cannot start or join {address or 'a local cluster'}: {exc}") from exc
     return True
+
+
+# The logger of Ray's notice, at every new local cluster's start, that it turned token authentication on and how
+# to turn it off (its other warning, that a cluster runs without it, is never dropped).
+_TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+class _TokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+
+@contextlib.contextmanager
+def _quiet_token_notice() -> Any:
+    """Without Ray's notice that a new local cluster uses token authentication: a private cluster should, and the
+    notice, on stderr at every run, invites the user to turn it off."""
+    notice = logging.getLogger(_TOKEN_NOTICE_LOGGER)
+    quiet = _TokenNotice()
+    notice.addFilter(quiet)
+    try:
+        yield
+    finally:
+        notice.removeFilter(quiet)
 
 
 def init_local_ray(attempts: int = 3, pause_s: float = 5.0, **init_kwargs: Any) -> None:

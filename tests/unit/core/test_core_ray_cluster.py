@@ -75,3 +75,24 @@ def test_the_processes_of_a_failed_attempt_are_stopped_before_the_next_and_only_
         for proc in started + others:
             proc.kill()
             proc.wait()
+
+
+def test_starting_a_local_cluster_drops_ray_s_token_notice_and_only_that_and_only_then():
+    import logging
+
+    from saintpipe.core.ray_cluster import _TOKEN_NOTICE_LOGGER, _quiet_token_notice
+
+    notice = logging.getLogger(_TOKEN_NOTICE_LOGGER)
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    notice.addHandler(handler)
+    try:
+        with _quiet_token_notice():
+            notice.warning("Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled ...")
+            notice.warning("Token authentication is disabled for this Ray cluster. Anyone with network access ...")
+        notice.warning("Token authentication is enabled for this Ray cluster. (another start)")
+    finally:
+        notice.removeHandler(handler)
+    assert seen == ["Token authentication is disabled for this Ray cluster. Anyone with network access ...",
+                    "Token authentication is enabled for this Ray cluster. (another start)"]
