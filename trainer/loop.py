@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -37,11 +37,11 @@ from saintpipe.trainer.config import TrainerConfig
 from saintpipe.trainer.eval_watch import EvaluationCancelled, EvalWatch
 from saintpipe.trainer.evaluate import EvalGraph, evaluate, layerwise_limits
 from saintpipe.minibatch.feed import Feed
-from saintpipe.trainer.losses import StepLosses, loss_spike_ratio
+from saintpipe.trainer.losses import StepLosses
 from saintpipe.trainer.metrics import FeatureMeter, FeatureTotals, TrainerMetrics
 from saintpipe.trainer.run_dir.outputs import RunOutputs
-from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.result import TrainResult
+from saintpipe.trainer.step import EarlyStopping, GradSync, TrainState
 from saintpipe.trainer.timing import TimeBreakdown
 
 log = logging.getLogger(__name__)

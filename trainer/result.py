@@ -1,8 +1,8 @@
 """What a trainer reports when its loop ends: :class:`TrainResult`.
 
 Kept apart from the loop, which imports torch: the process that started the trainers (``saintpipe run``'s
-driver, a sweep) unpickles results and snapshots without loading torch (about 2 s of CPU it would take from
-the trainer and the sampler workers as training starts).
+driver, through :class:`~saintpipe.trainer.actor.TrainerGroup`) unpickles their results and snapshots without
+loading torch (about 2 s of CPU it would take from the trainer and the sampler workers as training starts).
 """
 
 from __future__ import annotations
