@@ -69,6 +69,8 @@ class LocalPipeline:
         out: where start-up lines and the summary go (progress bars go to stderr).
         resume: the run goes on in an existing run directory (``--resume``); otherwise ``[run] run_dir``
             must not hold a run already.
+        announce_compiling: say once on stderr when the kernels are not compiled yet (``saintpipe warmup``'s
+            run, which is there to compile them, does not).
 
     Example::
 
@@ -76,7 +78,8 @@ class LocalPipeline:
         print(summary.test_score)
     """
 
-    def __init__(self, config: PipelineConfig, out: TextIO | None = None, resume: bool = False) -> None:
+    def __init__(self, config: PipelineConfig, out: TextIO | None = None, resume: bool = False,
+                 announce_compiling: bool = True) -> None:
         if config.run.data is None:
             raise ValueError("config.run.data must name the dataset directory")
         self.config = config
@@ -92,7 +95,7 @@ class LocalPipeline:
         self._overran = False  # the trainers had not come back by max_seconds' deadline
         self.feature_cache = ""  # the trainers' cache sizes, for the summary
         self.normalization = ""  # how the samplers' coefficients were made, for the summary
-        self.announce_compiling = True  # say so on stderr when the kernels must still be compiled (not warmup's run)
+        self.announce_compiling = announce_compiling  # say on stderr when the kernels must still be compiled
 
     @property
     def data_dir(self) -> Path:

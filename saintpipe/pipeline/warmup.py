@@ -39,9 +39,8 @@ def warm_up(nodes: int = 6000) -> float:
         config.trainer.epochs = 1
         config.run.progress = False
         config.run.metrics = False
-        pipeline = LocalPipeline(config, out=io.StringIO())
-        pipeline.announce_compiling = False  # compiling is what the warm-up is for: `saintpipe warmup` says so
-        pipeline.run()
+        # Compiling is what the warm-up is for: `saintpipe warmup` says so itself.
+        LocalPipeline(config, out=io.StringIO(), announce_compiling=False).run()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return time.monotonic() - start
