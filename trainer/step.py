@@ -1,6 +1,6 @@
 """One optimizer step on a batch, and the early-stopping bookkeeping around validation.
 
-:class:`TrainState` owns the model and its optimizer; :meth:`TrainState.step`
+:class:`TrainState` owns the model and its optimizer (:class:`~saintpipe.trainer.adam.Adam`); :meth:`TrainState.step`
 runs forward, backward, an optional gradient all-reduce (data-parallel
 trainers) and the optimizer. :class:`EarlyStopping` keeps the best validation
 score, the weights that reached it and the patience counter; both are plain
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from saintpipe.trainer.adam import Adam
 from saintpipe.trainer.batch import GraphBatch
 from saintpipe.trainer.config import ModelConfig
 from saintpipe.trainer.models import GNN, build_model
@@ -47,9 +48,7 @@ class TrainState:
         torch.manual_seed(seed)
         self.device = torch.device(device)
         self.model: GNN = build_model(config, in_dim, num_classes, multilabel).to(self.device)
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
-        )
+        self.optimizer = Adam(self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.steps = 0
 
     def step(

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from saintpipe.core.rounds import ratio_figures, run_rounds, timed
+from saintpipe.trainer.adam import Adam
 from saintpipe.trainer.batch import batch_from_subgraph
 from saintpipe.trainer.config import Arch, ModelConfig, Order
 from saintpipe.trainer.models import build_model
@@ -24,7 +25,7 @@ def training_step(config: ModelConfig, batch, classes: int, seed: int, device: t
     """One training iteration (forward, backward, Adam step) of a fresh model built with ``seed``."""
     torch.manual_seed(seed)
     model = build_model(config, batch.x.shape[1], classes, multilabel=multilabel).to(device).train()
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    opt = Adam(model.parameters(), lr=config.lr)  # the trainer's (saintpipe.trainer.step.TrainState)
     cuda = device.type == "cuda"
 
     def step() -> None:
