@@ -96,3 +96,25 @@ def test_starting_a_local_cluster_drops_ray_s_token_notice_and_only_that_and_onl
         notice.removeHandler(handler)
     assert seen == ["Token authentication is disabled for this Ray cluster. Anyone with network access ...",
                     "Token authentication is enabled for this Ray cluster. (another start)"]
+
+
+def test_a_local_cluster_s_processes_retry_their_raylet_connection_closer_together(monkeypatch):
+    import os
+
+    from saintpipe.core.ray_cluster import LOCAL_RAY_ENV, connect_ray
+
+    seen: list[dict[str, str | None]] = []
+    names = list(LOCAL_RAY_ENV)
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(names[0], "7")  # the user's own value stays
+
+    def init(**kwargs):
+        seen.append({name: os.environ.get(name) for name in names})
+
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(init=init, shutdown=lambda: None,
+                                                            is_initialized=lambda: False))
+    assert connect_ray("local", num_cpus=2)
+    # Set before Ray's processes start (they inherit them), with the same 10 s in all as Ray's defaults.
+    assert seen == [{names[0]: "7", names[1]: LOCAL_RAY_ENV[names[1]]}]
+    assert int(LOCAL_RAY_ENV[names[0]]) * int(LOCAL_RAY_ENV[names[1]]) == 10 * 1000
