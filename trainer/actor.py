@@ -59,6 +59,7 @@ class TrainerActor:
         self.spec, self.rank, self.world_size, self.threads, self.cache = spec, rank, world_size, threads, cache
         self.trainer: AssembledTrainer | None = None
         self._lock = threading.Lock()
+        self._estimate_made: threading.Event | None = None  # set once the loop made its evaluation estimate
 
     def rendezvous(self) -> str:
         """Rank 0: a ``host:port`` the others can reach for the data-parallel process group."""
@@ -76,7 +77,8 @@ class TrainerActor:
         Rank r serves its metrics on ``spec.metrics_port + r`` (ranks may share a host), or on
         ``metrics_port`` when given (a restarted rank keeps the endpoint the run announced).
         ``estimate_evaluation``: then estimate one full-graph evaluation (the loop keeps it for
-        :meth:`evaluation_estimate`), here, where no training step competes with it for the core yet.
+        :meth:`evaluation_estimate`) right after the first training step, in the loop's thread: not before the
+        first step, which it would delay, nor beside the steps, which would share its core.
         """
         spec = self.spec
         port = None
@@ -85,10 +87,22 @@ class TrainerActor:
         trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
                                    metrics_port=port, cache=self.cache)
         if estimate_evaluation:
-            with self._lock:
-                trainer.loop.evaluation_estimate()
+            self._estimate_made = threading.Event()
+            trainer.loop.on_first_step = self._estimate_after_first_step
         self.trainer = trainer
         return trainer.metrics_url
+
+    def _estimate_after_first_step(self) -> None:
+        """The evaluation estimate, made in the loop's thread between its first and second step."""
+        try:
+            with self._lock:
+                if self.trainer is not None:
+                    self.trainer.loop.evaluation_estimate()
+        except Exception as exc:  # noqa: BLE001 - training goes on; the run's budget asks again later
+            log.warning("the evaluation estimate failed: %s", exc)
+        finally:
+            if self._estimate_made is not None:
+                self._estimate_made.set()
 
     def run(self) -> TrainResult:
         """Train to the end (epochs, max_steps, early stopping); returns the loop's TrainResult."""
@@ -113,9 +127,14 @@ class TrainerActor:
         if self.trainer is not None:
             self.trainer.loop.config.max_steps = max(1, steps)
 
-    def evaluation_estimate(self) -> tuple[float, bool]:
+    def evaluation_estimate(self, wait_s: float = 120.0) -> tuple[float, bool]:
         """Seconds one full-graph evaluation takes on this rank (measured, else estimated; NaN: not ready), and
-        whether the end of training needs one (not when the best validation's pass scored the test split)."""
+        whether the end of training needs one (not when the best validation's pass scored the test split).
+
+        A rank prepared with ``estimate_evaluation`` answers once its loop made the estimate after its first
+        step (at most ``wait_s`` later; then it estimates here)."""
+        if self._estimate_made is not None:
+            self._estimate_made.wait(wait_s)
         with self._lock:  # one estimate at a time; the loop caches it
             if self.trainer is None:
                 return math.nan, True
@@ -226,9 +245,9 @@ class TrainerGroup:
     def start(self, timeout: float = 120.0, estimate_evaluation: bool = False) -> None:
         """Wait until every actor is connected (and in the data-parallel group), then start training.
 
-        ``estimate_evaluation``: rank 0 first estimates one full-graph evaluation (a run with a deadline
-        needs it), before its training steps compete with the estimate for its core: as it assembles itself
-        (unless :meth:`begin` already asked without it), so the question below finds the answer made.
+        ``estimate_evaluation``: rank 0 estimates one full-graph evaluation (a run with a deadline needs it)
+        right after its first step (unless :meth:`begin` already asked without it); :meth:`evaluation_seconds`
+        has the answer once it is made.
 
         Raises:
             ServiceUnavailable: an actor failed to start or did not start in time.
@@ -247,14 +266,9 @@ class TrainerGroup:
             ray.get([a.finish_at.remote(self._finish_target) for a in self.actors], timeout=10.0)
         if self._eval_deadline is not None:
             self.cut_evaluation_at(self._eval_deadline)
-        if estimate_evaluation:
-            try:
-                self._estimate, self.final_evaluation_needed = ray.get(self.actors[0].evaluation_estimate.remote(),
-                                                                       timeout=timeout)
-            except (ray.exceptions.RayError, TimeoutError) as exc:  # asked again while training runs
-                log.warning("the evaluation estimate failed before training: %s", exc)
-            self._estimate_ref = (None, time.monotonic())
         self._runs = [a.run.remote() for a in self.actors]
+        if estimate_evaluation:  # answered after rank 0's first step; evaluation_seconds() collects it
+            self._estimate_ref = (self.actors[0].evaluation_estimate.remote(), time.monotonic())
 
     def restart(self, timeout: float = 120.0) -> None:
         """Replace every rank by a fresh actor that resumes from the latest checkpoint.

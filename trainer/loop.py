@@ -127,6 +127,9 @@ class TrainLoop:
         self._started = time.perf_counter()  # reset by run(); elapsed_s goes on from the checkpoint's
         # When this process's first subgraph arrived and its first step was done (time.time(); a run's timeline).
         self.first_subgraph_at = self.first_step_at = math.nan
+        # Called once, in the loop's thread, right after the first step (the run's trainer estimates a full-graph
+        # evaluation there: sooner would delay the first step; beside the steps, it would share their core).
+        self.on_first_step: Callable[[], None] | None = None
         self._elapsed_before = self.progress.elapsed_s
         if self.outputs is not None:  # lines written past the checkpoint are trained again: they go
             self._recorded_steps = self.outputs.resumed_at(self.state.steps)
@@ -211,6 +214,8 @@ class TrainLoop:
                 self.first_step_at = time.time()
                 log.info("%s: first step done (step %d), %.1f s after the loop started", self.name,
                          self.state.steps, time.perf_counter() - start)
+                if self.on_first_step is not None:
+                    self.on_first_step()
             self._account(item, data_wait, compute, last_loss)
             self._advance(labelled_all if self.sync is not None else labelled)
         self.times.wall += time.perf_counter() - start

@@ -376,8 +376,9 @@ class LocalPipeline:
         # ray.shutdown ends them.
         self._trainers = TrainerGroup(spec, cfg.run.trainers, threads=1, max_concurrency=4,
                                       cache=cache if cache.enabled else None)
-        # They assemble themselves (torch, the graph, the model, the feature client; with a deadline, the
-        # evaluation estimate) while the sampler service starts: _start_trainers collects it.
+        # They assemble themselves (torch, the graph, the model, the feature client) while the sampler service
+        # starts: _start_trainers collects it. With a deadline, rank 0 estimates a full-graph evaluation after its
+        # first step (the budget's reserve for the final one).
         self._trainers.begin(estimate_evaluation=cfg.run.max_seconds is not None)
 
     def _start_trainers(self) -> None:
