@@ -172,7 +172,8 @@ def layout(job, worker, sequence, seed, sizes, arena, cuts):  # pragma: no cover
     if job.size:
         arena[pos] = 0x12
         pos = _put_varint(arena, pos + 1, job.size)
-        arena[pos : pos + job.size] = job
+        for k in range(job.size):  # a loop, not a slice assignment: see services/sampler/kernels/induce.py
+            arena[pos + k] = job[k]
         pos += job.size
     for key, value in ((0x18, worker), (0x20, sequence), (0x28, seed)):
         if value:

@@ -298,7 +298,11 @@ def complete_subgraph(indptr, bits, node_ids, sub_indptr, kept, tmp_eid, alpha, 
     """
     n = node_ids.size
     e = sub_indptr[n]
-    sub_indices[:e] = kept[:e]
+    # A loop, not `sub_indices[:e] = kept[:e]`: Numba compiles an array's slice assignment with its shape-mismatch
+    # error, whose message formatting alone took 2 s to compile, once per process on a cold cache (the sampler
+    # worker's and the codec's first subgraph waited for it); LLVM makes the same copy of the loop.
+    for k in range(e):
+        sub_indices[k] = kept[k]
     release_nodes(bits, node_ids)
 
     for i in range(n):
