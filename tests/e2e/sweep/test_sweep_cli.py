@@ -50,13 +50,26 @@ def sweep_env(tmp_path: Path) -> dict[str, str]:
             "SAINTPIPE_HOME": str(tmp_path / "home")}
 
 
-def watch_trial_endpoints(targets: Path, proc: subprocess.Popen) -> tuple[dict[str, set[str]], list]:
-    """Until the sweep ends: scrape every trial endpoint its target files list; returns, per trial file, the
-    ``trial`` labels of the trainer step counters it served, and the services' file as last read."""
+def _scrape(address: str, metric: str, label: str) -> set[str]:
+    """The ``label`` values of ``metric``'s samples at ``address``'s /metrics (none if it cannot answer)."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    try:
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=2) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return set()
+    return {s.labels.get(label, "") for f in text_string_to_metric_families(text) for s in f.samples
+            if s.name == metric}
+
+
+def watch_trial_endpoints(targets: Path, proc: subprocess.Popen) -> tuple[dict[str, set[str]], list, set[str]]:
+    """Until the sweep ends: scrape every trial endpoint its target files list, and the sampler service's;
+    returns, per trial file, the ``trial`` labels of the trainer step counters it served, the services' file as
+    last read, and the pool groups whose depth the sampler service served."""
     seen: dict[str, set[str]] = {}
     services: list = []
+    groups: set[str] = set()
     while proc.poll() is None:
         for path in targets.glob("*.json"):
             try:
@@ -65,17 +78,16 @@ def watch_trial_endpoints(targets: Path, proc: subprocess.Popen) -> tuple[dict[s
                 continue
             if path.name == "services.json":
                 services = listed
+                for group in listed:
+                    if group["labels"].get("component") == "samplers":
+                        for address in group["targets"]:
+                            groups |= _scrape(address, "saintpipe_pool_depth", "group")
                 continue
-            try:
-                with urllib.request.urlopen(f"http://{listed[0]['targets'][0]}/metrics", timeout=2) as reply:
-                    text = reply.read().decode()
-            except OSError:  # the trial just ended
-                continue
-            seen.setdefault(path.stem, set()).update(
-                s.labels.get("trial", "") for f in text_string_to_metric_families(text) for s in f.samples
-                if s.name == "saintpipe_trainer_steps_total")
+            trials = _scrape(listed[0]["targets"][0], "saintpipe_trainer_steps_total", "trial")
+            if trials:  # none: the trial just ended
+                seen.setdefault(path.stem, set()).update(trials)
         time.sleep(0.1)
-    return seen, services
+    return seen, services, groups
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +111,7 @@ def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account
                                  "--sweep-dir", str(sweep_dir), "--json"], env=sweep_env(tmp_path),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            seen, services = watch_trial_endpoints(sweep_dir / "prometheus", proc)
+            seen, services, groups_served = watch_trial_endpoints(sweep_dir / "prometheus", proc)
             stdout, stderr = proc.communicate(timeout=240)
         finally:
             if proc.poll() is None:
@@ -152,13 +164,16 @@ def test_an_asha_sweep_keeps_a_table_a_run_dir_per_trial_and_each_groups_account
     # Watching it: every trial's endpoint was listed while it trained, serving its series under its trial id
     assert seen == {t: {t} for t in ("trial-000", "trial-001", "trial-002")}
     assert {g["labels"]["component"] for g in services} == {"samplers", "feature-shard"}
+    # One fleet, a backlog each: the sampler service served a depth per trial's group (never the default group's)
+    assert groups_served == {"trial-000", "trial-001", "trial-002"}
     assert list((sweep_dir / "prometheus").glob("*.json")) == []  # the sweep ended: nothing left to scrape
     if watched is None:
         pytest.skip(f"the rest passed; the real Prometheus part did not run: {missing_reason('prometheus')}")
     groups, trials = watched
-    assert {"trial-000", "trial-001"} <= groups <= {"trial-000", "trial-001", "trial-002"}  # one fleet, a backlog each
-    # Prometheus scrapes a new target some seconds after its file appears (its discovery and reload run every
-    # 5 s); these trials live a few seconds, so not all reach it: those that did came with their trial
+    # Prometheus scrapes a new target some seconds after its file appears (its discovery sends updates every 5 s):
+    # these trials live a few seconds, so the first ones' groups and endpoints may be gone before it scrapes. What
+    # it did scrape came labelled with its group and trial (_prometheus_view found a group at least).
+    assert groups <= {"trial-000", "trial-001", "trial-002"}
     assert trials <= {"trial-000", "trial-001", "trial-002"}
 
 
