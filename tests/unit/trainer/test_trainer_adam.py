@@ -17,16 +17,16 @@ from saintpipe.trainer.models import build_model
 from saintpipe.trainer.synthetic import random_subgraph
 
 
-def _model_and_batches(arch: str, steps: int):
+def _model_and_batches(arch: str, steps: int, device: str = "cpu"):
     sub = random_subgraph(120, 4.0, seed=3)
     rng = np.random.default_rng(1)
     labels = rng.integers(0, 4, 120)
     batches = [batch_from_subgraph(sub, rng.normal(size=(120, 16)).astype(np.float32), labels, np.ones(120, bool),
-                                   np.diff(sub.indptr) + 1) for _ in range(steps)]
+                                   np.diff(sub.indptr) + 1, device=device) for _ in range(steps)]
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch=arch, hidden=[32, 16], dropout=0.0, heads=2, mixhop_powers=[0, 1]),
                         16, 4, multilabel=False)
-    return model, batches
+    return model.to(device), batches
 
 
 def _train(model, optimizer, batches) -> list[torch.Tensor]:
@@ -44,6 +44,18 @@ def test_steps_equal_torch_adam_bit_for_bit(arch, weight_decay):
     got = _train(ours, Adam(ours.parameters(), lr=0.01, weight_decay=weight_decay), batches)
     want = _train(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01, weight_decay=weight_decay), batches)
     assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_too_it_steps_as_torch_adam():
+    # On CUDA both take torch's for-each kernels (its default there), the step counts staying on the CPU.
+    ours, batches = _model_and_batches("sage", 6, "cuda")
+    theirs, _ = _model_and_batches("sage", 6, "cuda")
+    got = _train(ours, Adam(ours.parameters(), lr=0.01, weight_decay=5e-4), batches)
+    want = _train(theirs, torch.optim.Adam(theirs.parameters(), lr=0.01, weight_decay=5e-4), batches)
     for g, w in zip(got, want):
         assert torch.equal(g, w)
 
