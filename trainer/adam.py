@@ -101,7 +101,8 @@ class Adam:
         device and in its type), its step counts and, as torch does, its hyperparameters.
 
         Raises:
-            ValueError: the saved state is of another number of parameters, or of several parameter groups.
+            ValueError: the saved state is of another number of parameters, of several parameter groups, or
+                has an entry for none of them.
         """
         groups = state_dict["param_groups"]
         if len(groups) != 1:
@@ -113,6 +114,8 @@ class Adam:
         position = {key: i for i, key in enumerate(saved)}
         state: dict[int, dict[str, torch.Tensor]] = {}
         for key, values in state_dict["state"].items():
+            if key not in position:
+                raise ValueError(f"the optimizer state has an entry for {key!r}, none of its parameters")
             p = self.params[position[key]]
             state[position[key]] = {
                 name: value.clone() if name == "step"

@@ -85,6 +85,13 @@ def test_a_state_of_another_model_is_refused():
     small = torch.nn.Linear(3, 2)
     with pytest.raises(ValueError, match="for 2 parameters; this model has"):
         Adam(model.parameters(), lr=0.01).load_state_dict(Adam(small.parameters(), lr=0.01).state_dict())
+    adam = Adam(small.parameters(), lr=0.01)
+    small(torch.ones(1, 3)).sum().backward()
+    adam.step()
+    saved = adam.state_dict()
+    saved["state"][7] = saved["state"].pop(1)
+    with pytest.raises(ValueError, match="an entry for 7, none of its parameters"):
+        Adam(small.parameters(), lr=0.01).load_state_dict(saved)
 
 
 def test_zero_grad_and_parameters_without_a_gradient():
