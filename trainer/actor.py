@@ -84,11 +84,11 @@ class TrainerActor:
         port = None
         if spec.metrics_port is not None:
             port = metrics_port or (spec.metrics_port + self.rank if spec.metrics_port else 0)
-        trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
-                                   metrics_port=port, cache=self.cache)
         if estimate_evaluation:
             self._estimate_made = threading.Event()
-            trainer.loop.on_first_step = self._estimate_after_first_step
+        trainer = assemble_trainer(spec, self.rank, self.world_size, master, threads=self.threads,
+                                   metrics_port=port, cache=self.cache,
+                                   on_first_step=self._estimate_after_first_step if estimate_evaluation else None)
         self.trainer = trainer
         return trainer.metrics_url
 

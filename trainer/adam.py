@@ -9,7 +9,8 @@
 ``torch.optim.Adam.step`` calls, with the same arguments for the options used here (no AMSGrad, no
 capturable or fused variants, torch's default choice of the for-each kernels). So its weights after each step
 are ``torch.optim.Adam``'s bit for bit (a unit test compares them). Its :meth:`state_dict` has
-``torch.optim.Adam``'s layout, so that checkpoints load either way.
+``torch.optim.Adam``'s layout, so that checkpoints load either way. Gradients are cleared by the model's own
+``torch.nn.Module.zero_grad``.
 """
 
 from __future__ import annotations
@@ -45,20 +46,6 @@ class Adam:
         self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.betas, self.eps = BETAS, EPS
         self.state: dict[int, dict[str, torch.Tensor]] = {}  # parameter index -> step, exp_avg, exp_avg_sq
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        """Clear the gradients (as ``torch.optim.Optimizer.zero_grad``)."""
-        for p in self.params:
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-                continue
-            if p.grad.grad_fn is not None:
-                p.grad.detach_()
-            else:
-                p.grad.requires_grad_(False)
-            p.grad.zero_()
 
     @torch.no_grad()
     def step(self) -> None:

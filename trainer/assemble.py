@@ -113,7 +113,7 @@ def build_loop(state: TrainState, graph: EvalGraph, config: TrainerConfig, **par
     """The training loop over ``state`` and ``graph``: the one place a :class:`TrainLoop` is made.
 
     ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader,
-    checkpointer, feature_meter, sampled_degrees, outputs, on_validation); what is not given is left out (an in-memory
+    checkpointer, feature_meter, sampled_degrees, outputs, on_validation, on_first_step); what is not given is left out (an in-memory
     experiment needs none of the services' parts).
     """
     from saintpipe.trainer.loop import TrainLoop
@@ -161,6 +161,7 @@ def assemble_trainer(
     metrics_port: int | None = None,
     cache: CacheConfig | None = None,
     on_validation: Callable[[float, float, int], None] | None = None,
+    on_first_step: Callable[[], None] | None = None,
 ) -> AssembledTrainer:
     """Open the dataset, the pool, the feature client (and its cache), join the group, build the loop.
 
@@ -174,6 +175,8 @@ def assemble_trainer(
         cache: the feature client's trainer-side cache (static highest-degree rows plus LRU), or None.
         on_validation: called by rank 0 after each validation with (epoch, validation score, step): a sweep's
             trial reports it to Ray Tune.
+        on_first_step: called once, in the loop's thread, right after the first step (a run's trainer with a
+            deadline estimates a full-graph evaluation there).
 
     Raises:
         ServiceUnavailable: Redis or a feature shard cannot be reached.
@@ -227,7 +230,8 @@ def assemble_trainer(
                           checkpointer=Checkpointer(cfg.checkpoint_dir) if cfg.checkpoint_dir else None,
                           feature_meter=meter, sampled_degrees=sampled_degrees(dataset, cfg.sample_graph),
                           outputs=RunOutputs(spec.output_dir, DatasetInfo.from_dataset(dataset))
-                          if spec.output_dir is not None else None, on_validation=on_validation)
+                          if spec.output_dir is not None else None, on_validation=on_validation,
+                          on_first_step=on_first_step)
         if group is not None:
             group.check_same_start(state.steps)
         inputs.start_feed(meter.gather)

@@ -80,6 +80,8 @@ class TrainLoop:
             written by the leader; None: not kept.
         on_validation: called on the leader after each validation with (epoch, validation score, step), once
             the validation is recorded and checkpointed (a sweep's trial reports it to Ray Tune).
+        on_first_step: called once, in the loop's thread, right after the first step (a run's trainer estimates a
+            full-graph evaluation there: sooner would delay the first step; beside the steps, share their core).
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class TrainLoop:
         sampled_degrees: np.ndarray | None = None,
         outputs: RunOutputs | None = None,
         on_validation: Callable[[float, float, int], None] | None = None,
+        on_first_step: Callable[[], None] | None = None,
     ) -> None:
         self.state, self.graph, self.config, self.name = state, graph, config, name
         self.metrics, self.sync, self.decide, self.is_leader = metrics, sync, decide, is_leader
@@ -127,9 +130,7 @@ class TrainLoop:
         self._started = time.perf_counter()  # reset by run(); elapsed_s goes on from the checkpoint's
         # When this process's first subgraph arrived and its first step was done (time.time(); a run's timeline).
         self.first_subgraph_at = self.first_step_at = math.nan
-        # Called once, in the loop's thread, right after the first step (the run's trainer estimates a full-graph
-        # evaluation there: sooner would delay the first step; beside the steps, it would share their core).
-        self.on_first_step: Callable[[], None] | None = None
+        self.on_first_step = on_first_step
         self._elapsed_before = self.progress.elapsed_s
         if self.outputs is not None:  # lines written past the checkpoint are trained again: they go
             self._recorded_steps = self.outputs.resumed_at(self.state.steps)

@@ -66,7 +66,7 @@ class TrainState:
             (this trainer's loss, ``labelled`` summed over all trainers).
         """
         self.model.train()
-        self.optimizer.zero_grad(set_to_none=False)
+        self.model.zero_grad(set_to_none=False)
         loss = self.model.loss(self.model(batch), batch)
         loss.backward()
         if sync is not None:

@@ -29,7 +29,7 @@ def training_step(config: ModelConfig, batch, classes: int, seed: int, device: t
     cuda = device.type == "cuda"
 
     def step() -> None:
-        opt.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
         loss = model.loss(model(batch), batch)
         loss.backward()
         opt.step()
