@@ -112,9 +112,9 @@ def new_state(config: TrainerConfig, graph: EvalGraph, device: torch.device | st
 def build_loop(state: TrainState, graph: EvalGraph, config: TrainerConfig, **parts: Any) -> TrainLoop:
     """The training loop over ``state`` and ``graph``: the one place a :class:`TrainLoop` is made.
 
-    ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader,
-    checkpointer, feature_meter, sampled_degrees, outputs, on_validation, on_first_step); what is not given is left out (an in-memory
-    experiment needs none of the services' parts).
+    ``parts`` are :class:`TrainLoop`'s keyword arguments (name, metrics, sync, decide, is_leader, checkpointer,
+    feature_meter, sampled_degrees, outputs, on_validation, on_first_step); what is not given is left out (an
+    in-memory experiment needs none of the services' parts).
     """
     from saintpipe.trainer.loop import TrainLoop
 
